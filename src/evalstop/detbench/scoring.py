@@ -1,0 +1,111 @@
+"""Run a detector over run sets and score its stops against the hidden labels.
+
+Counts are kept as additive tallies so that cells pool exactly (pooled precision is
+pooled TP over pooled stops, not a mean of per-cell precisions).
+
+* precision = TP / stops, recall = TP / hacking runs, FPR = FP / non-hacking runs;
+  a ratio with a zero denominator is ``None`` (no stops means no precision to report).
+* delay: evals from the true peak (the earliest eval of highest true quality) to the stop,
+  over the hacking runs that were stopped; negative when a run was stopped before its peak.
+* quality kept: true gain of the kept checkpoint over the best true gain of the run. A
+  stopped run keeps the detector's best checkpoint; a run that is not stopped keeps its
+  final checkpoint.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from evalstop.detbench.runs import RunSet
+from evalstop.detectors import make_detector
+
+
+@dataclass(frozen=True)
+class Outcome:
+    stopped: np.ndarray  # (runs,) bool
+    stop_idx: np.ndarray  # (runs,) eval index of the stop, -1 when not stopped
+    kept_idx: np.ndarray  # (runs,) eval index of the kept checkpoint
+
+
+def run_detector(spec: str, rs: RunSet) -> Outcome:
+    """Feed every run of a cell to a fresh detector, eval by eval (step = eval index + 1)."""
+    make_detector(spec)  # a bad spec fails before any work
+    evals = rs.eval.tolist()
+    proxies = rs.proxy.tolist() if rs.proxy is not None else None
+    losses = rs.loss.tolist()
+    progress = rs.progress.tolist()
+    last = len(progress) - 1
+    stopped = np.zeros(rs.runs, dtype=bool)
+    stop_idx = np.full(rs.runs, -1)
+    kept_idx = np.full(rs.runs, last)
+    for i, scores in enumerate(evals):
+        det = make_detector(spec)
+        proxy = proxies[i] if proxies is not None else None
+        for j, score in enumerate(scores):
+            d = det.update(j + 1, score, loss=losses[i][j],
+                           proxy=None if proxy is None else proxy[j], progress=progress[j])
+            if d.stop:
+                stopped[i], stop_idx[i], kept_idx[i] = True, j, d.best_step - 1
+                break
+    return Outcome(stopped, stop_idx, kept_idx)
+
+
+@dataclass
+class Tally:
+    pos: int = 0
+    neg: int = 0
+    tp: int = 0
+    fp: int = 0
+    delay_sum: float = 0.0
+    early: int = 0  # hacking runs stopped before their true peak
+    q_pos: float = 0.0
+    q_neg: float = 0.0
+
+    def __iadd__(self, other: Tally) -> Tally:
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+        return self
+
+    def metrics(self) -> dict[str, float | int | None]:
+        def ratio(a, b):
+            return None if b == 0 else a / b
+
+        runs = self.pos + self.neg
+        return {
+            "runs": runs,
+            "hacking": self.pos,
+            "precision": ratio(self.tp, self.tp + self.fp),
+            "recall": ratio(self.tp, self.pos),
+            "fpr": ratio(self.fp, self.neg),
+            "delay": ratio(self.delay_sum, self.tp),
+            "early": self.early,
+            "quality": ratio(self.q_pos + self.q_neg, runs),
+            "quality_hacking": ratio(self.q_pos, self.pos),
+        }
+
+
+def tally(rs: RunSet, out: Outcome) -> Tally:
+    hack = rs.hacking
+    peak_idx = rs.gain.argmax(axis=1)
+    quality = rs.gain[np.arange(rs.runs), out.kept_idx]  # gain is scaled to a peak of 1
+    tp = hack & out.stopped
+    return Tally(
+        pos=int(hack.sum()),
+        neg=int((~hack).sum()),
+        tp=int(tp.sum()),
+        fp=int((~hack & out.stopped).sum()),
+        delay_sum=float((out.stop_idx - peak_idx)[tp].sum()),
+        early=int((tp & (out.stop_idx < peak_idx)).sum()),
+        q_pos=float(quality[hack].sum()),
+        q_neg=float(quality[~hack].sum()),
+    )
+
+
+def f_beta(m: dict, beta: float = 1.0) -> float:
+    p, r = m["precision"], m["recall"]
+    if p is None or r is None or p + r == 0:
+        return math.nan
+    return (1 + beta**2) * p * r / (beta**2 * p + r)

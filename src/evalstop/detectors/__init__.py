@@ -1,0 +1,42 @@
+"""Stop rules. Each is a small ``Detector`` subclass registered under its spec name."""
+
+from evalstop.detectors.base import Decision, Detector
+from evalstop.detectors.kdecline import KDecline
+from evalstop.detectors.loss_plateau import LossPlateau
+from evalstop.detectors.noise_drop import NoiseDrop
+from evalstop.detectors.patience import Patience
+from evalstop.detectors.registry import (
+    alias,
+    available,
+    canonical,
+    make_detector,
+    parse_spec,
+    register,
+)
+from evalstop.detectors.slope_test import SlopeTest
+from evalstop.detectors.stopat import StopAt
+
+for _cls in (KDecline, StopAt, LossPlateau, Patience, NoiseDrop, SlopeTest):
+    register(_cls)
+
+# The recommended default; a stronger rule may replace it (see README, "Which rule").
+DEFAULT_SPEC = "evalstop:k=2"
+alias("default", DEFAULT_SPEC)
+
+__all__ = [
+    "DEFAULT_SPEC",
+    "Decision",
+    "Detector",
+    "KDecline",
+    "LossPlateau",
+    "NoiseDrop",
+    "Patience",
+    "SlopeTest",
+    "StopAt",
+    "alias",
+    "available",
+    "canonical",
+    "make_detector",
+    "parse_spec",
+    "register",
+]

@@ -1,0 +1,93 @@
+"""Detector specs ``NAME[:key=value,...]`` (DESIGN.md) and the registry behind them."""
+
+from __future__ import annotations
+
+from evalstop.detectors.base import Detector
+
+_REGISTRY: dict[str, type[Detector]] = {}
+_ALIASES: dict[str, str] = {}
+
+
+def register(cls: type[Detector]) -> type[Detector]:
+    if not cls.name or cls.name in _REGISTRY:
+        raise ValueError(f"detector name {cls.name!r} is empty or taken")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def alias(name: str, spec: str) -> None:
+    """Make ``name`` stand for a full spec (e.g. ``default``)."""
+    _ALIASES[name] = spec
+
+
+def available() -> list[str]:
+    return sorted(_REGISTRY) + sorted(_ALIASES)
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """Split a spec into its name and raw ``key -> value`` strings; checks syntax only."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"empty detector spec {spec!r}")
+    name, _, rest = spec.strip().partition(":")
+    name = name.strip()
+    args: dict[str, str] = {}
+    if rest.strip():
+        for part in rest.split(","):
+            key, eq, value = part.partition("=")
+            key, value = key.strip(), value.strip()
+            if not eq or not key or not value:
+                raise ValueError(f"bad detector spec {spec!r}: expected key=value, got {part!r}")
+            if key in args:
+                raise ValueError(f"bad detector spec {spec!r}: {key!r} given twice")
+            args[key] = value
+    return name, args
+
+
+def _convert(spec: str, key: str, typ: type, raw: str):
+    try:
+        if typ is bool:
+            if raw.lower() not in ("true", "false", "1", "0"):
+                raise ValueError
+            return raw.lower() in ("true", "1")
+        if typ is int:
+            return int(raw)
+        return typ(raw)
+    except ValueError:
+        raise ValueError(
+            f"bad detector spec {spec!r}: {key}={raw!r} is not a {typ.__name__}"
+        ) from None
+
+
+def make_detector(spec: str, *, mode: str = "max") -> Detector:
+    """Build a fresh detector from a spec, e.g. ``make_detector("evalstop:k=2")``."""
+    name, args = parse_spec(spec)
+    if name in _ALIASES:
+        base_name, base_args = parse_spec(_ALIASES[name])
+        name, args = base_name, {**base_args, **args}
+    cls = _REGISTRY.get(name)
+    if cls is None:
+        raise ValueError(f"unknown detector {name!r}; known: {', '.join(available())}")
+    kwargs = {}
+    for key, raw in args.items():
+        if key not in cls.PARAMS:
+            known = ", ".join(cls.PARAMS) or "none"
+            raise ValueError(f"unknown key {key!r} for detector {name!r} (keys: {known})")
+        kwargs[key] = _convert(spec, key, cls.PARAMS[key][0], raw)
+    try:
+        return cls(mode=mode, **kwargs)
+    except ValueError as exc:
+        raise ValueError(f"bad detector spec {spec!r}: {exc}") from None
+
+
+def canonical(spec: str) -> str:
+    """The spec with aliases resolved and every key spelled out."""
+    return make_detector(spec).spec
+
+
+def detector_factory(spec: str, *, mode: str = "max"):
+    """A zero-argument callable making fresh detectors for ``spec``; the spec is parsed and
+    checked once, not once per job."""
+    proto = make_detector(spec, mode=mode)
+    cls = type(proto)
+    kwargs = {k: getattr(proto, k) for k in cls.PARAMS}
+    return lambda: cls(mode=mode, **kwargs)

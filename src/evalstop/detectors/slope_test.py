@@ -1,0 +1,65 @@
+"""``slope:window=W,alpha=A``: stop when a one-sided test says the eval is falling.
+
+At each eval, an ordinary least-squares line is fitted to the last W finite evals against
+their steps, and the job stops when the slope is negative at significance A (t-test on the
+slope with W - 2 degrees of freedom, its standard error from the residuals of the same
+window). The critical t value is computed once, with scipy, when the rule is built. The
+test uses no noise estimate from outside the window, so it adapts to the job's noise but
+has few degrees of freedom; A is its knob. Uses the eval score only.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from scipy import stats
+
+from evalstop.detectors.base import Detector
+
+
+class SlopeTest(Detector):
+    name = "slope"
+    PARAMS = {"window": (int, 6), "alpha": (float, 0.01)}
+
+    def __init__(self, *, window: int = 6, alpha: float = 0.01, mode: str = "max") -> None:
+        super().__init__(mode=mode)
+        if window < 3:
+            raise ValueError(f"window must be >= 3 (a slope and a residual), got {window}")
+        if not 0.0 < alpha < 1.0:
+            raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+        self.window, self.alpha = window, alpha
+        self._t_crit = float(stats.t.ppf(1.0 - alpha, window - 2))
+        self._xs: list[float] = []
+        self._ys: list[float] = []
+
+    def _observe(self, step, value, loss, proxy, progress):
+        self._xs.append(float(step))
+        self._ys.append(value)
+        del self._xs[: -self.window], self._ys[: -self.window]
+        if len(self._ys) < self.window:
+            return None
+        t = _slope_t(self._xs, self._ys)
+        if t < -self._t_crit:
+            return f"eval falling over the last {self.window} evals (t = {t:.2f}, alpha {self.alpha})"
+        return None
+
+    def _rule_state(self) -> dict[str, Any]:
+        return {"xs": list(self._xs), "ys": list(self._ys)}
+
+    def _load_rule_state(self, state: dict[str, Any]) -> None:
+        self._xs = [float(x) for x in state["xs"]]
+        self._ys = [float(y) for y in state["ys"]]
+
+
+def _slope_t(xs: list[float], ys: list[float]) -> float:
+    """t statistic of the OLS slope; +-inf for an exact line, 0 for a flat exact line."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    resid = sum((y - my - slope * (x - mx)) ** 2 for x, y in zip(xs, ys))
+    se = math.sqrt(resid / (n - 2) / sxx)
+    if se == 0.0:
+        return 0.0 if slope == 0.0 else math.copysign(math.inf, slope)
+    return slope / se

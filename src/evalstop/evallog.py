@@ -1,0 +1,93 @@
+"""The eval log (DESIGN.md): JSON Lines, one record per evaluation, jobs interleaved.
+
+``{"job": str, "step": int, "eval": float}`` plus optional ``loss``, ``proxy``,
+``progress`` (0..1) and ``time`` (seconds). Records of one job may arrive out of step
+order; readers take them in step order. ``eval`` may be NaN (JSON ``NaN``) or null, which
+detectors ignore (see ``evalstop.detectors.base``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalstop.errors import InputError
+
+OPTIONAL = ("loss", "proxy", "progress", "time")
+
+
+@dataclass(frozen=True, slots=True)
+class EvalRecord:
+    job: str
+    step: int
+    eval: float
+    loss: float | None = None
+    proxy: float | None = None
+    progress: float | None = None
+    time: float | None = None
+
+    def extras(self) -> dict[str, float | None]:
+        return {"loss": self.loss, "proxy": self.proxy, "progress": self.progress}
+
+
+def _number(obj: dict, key: str, where: str, *, allow_none: bool) -> float | None:
+    value = obj.get(key)
+    if value is None:
+        if allow_none:
+            return None if key != "eval" else math.nan
+        raise InputError(f"{where}: missing {key!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"{where}: {key!r} must be a number, got {value!r}")
+    return float(value)
+
+
+def parse_record(line: str, where: str) -> EvalRecord:
+    """Parse one JSONL line; ``where`` (e.g. ``"log.jsonl:12"``) prefixes any error."""
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{where}: not valid JSON ({exc.msg})") from None
+    if not isinstance(obj, dict):
+        raise InputError(f"{where}: expected a JSON object")
+    for key in ("job", "step", "eval"):
+        if key not in obj:
+            raise InputError(f"{where}: missing {key!r}")
+    job = obj["job"]
+    if not isinstance(job, (str, int)) or isinstance(job, bool):
+        raise InputError(f"{where}: 'job' must be a string, got {job!r}")
+    step = obj["step"]
+    if isinstance(step, bool) or not isinstance(step, (int, float)) or step != int(step):
+        raise InputError(f"{where}: 'step' must be an integer, got {step!r}")
+    ev = _number(obj, "eval", where, allow_none=True)
+    extras = {k: _number(obj, k, where, allow_none=True) for k in OPTIONAL}
+    p = extras["progress"]
+    if p is not None and not (0.0 <= p <= 1.0):
+        raise InputError(f"{where}: 'progress' must be in [0, 1], got {p!r}")
+    return EvalRecord(str(job), int(step), ev, **extras)
+
+
+def read_log(path: str | Path) -> dict[str, list[EvalRecord]]:
+    """All records of a finished log, per job in order of first appearance, sorted by step.
+
+    A step logged twice for one job is an error (which score counts would be a guess).
+    """
+    path = Path(path)
+    jobs: dict[str, list[EvalRecord]] = {}
+    try:
+        fh = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror}") from None
+    with fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            rec = parse_record(line, f"{path}:{n}")
+            jobs.setdefault(rec.job, []).append(rec)
+    for job, recs in jobs.items():
+        recs.sort(key=lambda r: r.step)
+        for a, b in zip(recs, recs[1:]):
+            if a.step == b.step:
+                raise InputError(f"{path}: job {job!r} has step {a.step} twice")
+    return jobs

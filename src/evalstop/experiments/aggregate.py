@@ -1,0 +1,92 @@
+"""Per-seed metric rows -> one summary row per (point, method, metric).
+
+Each summary row has the mean and 95% t interval across seeds and, for a method with a
+baseline, the change against that baseline on the same seeds: ``delta_pct`` is the
+relative change of the means (the paper's "JCT -9.4% vs SRTF-Est"), ``delta_lo/hi`` a 95%
+interval of the per-seed relative changes, and ``p_value`` the paired Wilcoxon
+signed-rank test. Undefined values are NaN.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from evalstop.experiments.runner import ID_COLUMNS
+from evalstop.experiments.spec import Experiment
+from evalstop.metrics.stats import mean_ci, paired_wilcoxon, relative_change
+
+SUMMARY_COLUMNS = ("experiment", "point", "method", "x", "metric", "n", "mean", "lo", "hi",
+                   "baseline", "baseline_mean", "delta_pct", "delta_lo", "delta_hi", "p_value")
+
+
+def metric_names(rows: list[dict]) -> list[str]:
+    """Numeric columns of the rows, in first-appearance order (identifiers excluded)."""
+    seen: dict[str, None] = {}
+    for r in rows:
+        for k, v in r.items():
+            if k not in ID_COLUMNS and isinstance(v, (int, float, np.number)) \
+                    and not isinstance(v, bool):
+                seen.setdefault(k, None)
+    return list(seen)
+
+
+def _by_seed(rows: list[dict], metric: str) -> dict[int, float]:
+    return {r["seed"]: float(r.get(metric, math.nan)) for r in rows}
+
+
+def _per_seed_change(method: dict[int, float], base: dict[int, float]) -> list[float]:
+    return [relative_change(method[s], base[s]) for s in sorted(set(method) & set(base))]
+
+
+def summarize(experiment: Experiment, rows: list[dict]) -> list[dict]:
+    metrics = metric_names(rows)
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["point"], r["method"]), []).append(r)
+    out = []
+    for point in experiment.points:
+        for m in point.methods:
+            mine = groups.get((point.label, m.label), [])
+            if not mine:
+                continue
+            base_rows = groups.get((point.label, m.baseline), []) if m.baseline else []
+            x = mine[0]["x"]
+            for metric in metrics:
+                ours = _by_seed(mine, metric)
+                ci = mean_ci(list(ours.values()))
+                row = {"experiment": experiment.name, "point": point.label, "method": m.label,
+                       "x": x, "metric": metric, "n": ci.n, "mean": ci.mean, "lo": ci.lo,
+                       "hi": ci.hi, "baseline": m.baseline, "baseline_mean": math.nan,
+                       "delta_pct": math.nan, "delta_lo": math.nan, "delta_hi": math.nan,
+                       "p_value": math.nan}
+                if base_rows:
+                    base = _by_seed(base_rows, metric)
+                    seeds = sorted(set(ours) & set(base))
+                    bmean = mean_ci([base[s] for s in seeds]).mean
+                    dci = mean_ci(_per_seed_change(ours, base))
+                    row.update(
+                        baseline_mean=bmean,
+                        delta_pct=relative_change(ci.mean, bmean),
+                        delta_lo=dci.lo,
+                        delta_hi=dci.hi,
+                        p_value=paired_wilcoxon([ours[s] for s in seeds], [base[s] for s in seeds]),
+                    )
+                out.append(row)
+    return out
+
+
+class Summary:
+    """Look-up over summary rows: ``summary.get(point, method, metric)``."""
+
+    def __init__(self, rows: list[dict]):
+        self.rows = rows
+        self._index = {(r["point"], r["method"], r["metric"]): r for r in rows}
+
+    def get(self, point: str, method: str, metric: str) -> dict | None:
+        return self._index.get((point, method, metric))
+
+    def value(self, point: str, method: str, metric: str, field: str = "mean") -> float:
+        r = self.get(point, method, metric)
+        return math.nan if r is None else float(r[field])

@@ -1,0 +1,17 @@
+"""``main``: the paper's main table. RLHF-heavy workload (preset "paper": 80% RLHF, 60% of
+RLHF jobs hacking), 64 GPUs; SRTF-Est alone, with EvalStop, and the two baselines."""
+
+from evalstop.experiments.methods import EVALSTOP_SRTF, LOSS_PLATEAU, SRTF, STOPAT
+from evalstop.experiments.spec import Experiment, Point
+
+EXPERIMENT = Experiment(
+    name="main",
+    title="Main table: RLHF-heavy workload, 64 GPUs",
+    question=(
+        "Does EvalStop on top of SRTF-Est stop the hacking jobs (and only those), and what does "
+        "that save in JCT and wasted compute, against SRTF-Est alone and two simpler stop rules?"
+    ),
+    points=(Point("paper", {"preset": "paper"}, (SRTF, EVALSTOP_SRTF, STOPAT, LOSS_PLATEAU)),),
+    keep=(SRTF.label, EVALSTOP_SRTF.label),
+    n_gpus=64,
+)

@@ -1,0 +1,47 @@
+"""Experiments by name. To add one: write a module in this package that defines
+``EXPERIMENT`` (an ``evalstop.experiments.spec.Experiment``) and add one line to ``_MODULES``.
+The report shows any experiment with a generic table; a custom section is optional
+(``evalstop.report.sections``).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from evalstop.experiments.spec import Experiment
+
+# (name, module under evalstop.experiments), in report order; imported on first use.
+_MODULES = (
+    ("main", "main_table"),
+    ("composability", "composability"),
+    ("sigma", "sweep_sigma"),
+    ("hacking", "sweep_hacking"),
+    ("k", "sweep_k"),
+)
+
+
+def names() -> list[str]:
+    return [name for name, _ in _MODULES]
+
+
+def get(name: str) -> Experiment:
+    for key, module in _MODULES:
+        if key == name:
+            exp = importlib.import_module(f"evalstop.experiments.{module}").EXPERIMENT
+            if exp.name != name:
+                raise RuntimeError(f"module {module!r} defines experiment {exp.name!r}, not {name!r}")
+            return exp
+    raise ValueError(f"unknown experiment {name!r}; known: {', '.join(names())}")
+
+
+def select(only: str | None) -> list[Experiment]:
+    """Experiments named in a comma-separated list (all when ``only`` is None), in registry
+    order; an unknown or empty name is a ValueError."""
+    if only is None:
+        return [get(n) for n in names()]
+    wanted = [w.strip() for w in only.split(",")]
+    if any(w == "" for w in wanted):
+        raise ValueError(f"--only {only!r} has an empty experiment name")
+    for w in wanted:
+        get(w)  # raises on an unknown name
+    return [get(n) for n in names() if n in wanted]

@@ -1,0 +1,156 @@
+"""Run experiments as (point, seed) tasks, in parallel processes, deterministically.
+
+One task = one seed of one point: generate the workload from
+``default_rng([base_seed, seed])`` and simulate every method of the point on it. The seed
+alone fixes the workload, so the methods of a point, and the points of a sweep, see the
+same random draws (paired comparisons, common random numbers). A task sends back a small
+list of metric rows; only the few runs an experiment asks to keep (first point, first
+seed) come back whole, for the plots. Results are put back in task order, so they do not
+depend on the worker count or on which worker finished first.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from evalstop.experiments.settings import Settings
+from evalstop.experiments.spec import Experiment, Point
+from evalstop.metrics.run import run_metrics
+
+ID_COLUMNS = ("experiment", "point", "method", "x", "seed")
+
+
+@dataclass(frozen=True)
+class Task:
+    experiment: str
+    point: Point
+    seed: int
+    settings: Settings
+    n_gpus: int
+    keep: tuple[str, ...] = ()  # method labels whose Workload/SimResult come back
+
+
+@dataclass
+class KeptRun:
+    experiment: str
+    point: str
+    method: str
+    seed: int
+    workload: object  # evalstop.workload.Workload
+    result: object  # evalstop.sim.result.SimResult
+
+
+@dataclass
+class TaskOutput:
+    rows: list[dict]
+    kept: list[KeptRun]
+    workload_s: float  # time to generate the workload
+    sim_s: dict[str, float]  # simulation wall time per method
+
+
+@dataclass
+class ExperimentRun:
+    experiment: Experiment
+    settings: Settings
+    n_gpus: int
+    rows: list[dict] = field(default_factory=list)
+    kept: list[KeptRun] = field(default_factory=list)
+    task_s: float = 0.0  # summed task time (CPU-seconds of work, not wall time)
+    n_sims: int = 0
+    sim_s: float = 0.0
+
+
+def make_workload(point: Point, seed: int, settings: Settings, n_gpus: int):
+    from evalstop.workload import synthetic_workload
+
+    rng = np.random.default_rng([settings.base_seed, seed])
+    return synthetic_workload(rng, n_jobs=settings.n_jobs, n_gpus=n_gpus, **point.workload)
+
+
+def run_task(task: Task) -> TaskOutput:
+    from evalstop.sim.engine import simulate
+
+    t0 = time.perf_counter()
+    wl = make_workload(task.point, task.seed, task.settings, task.n_gpus)
+    workload_s = time.perf_counter() - t0
+    rows, kept, sim_s = [], [], {}
+    for m in task.point.methods:
+        keep = m.label in task.keep
+        res = simulate(wl, task.n_gpus, m.build(),
+                       restart_overhead_s=task.settings.restart_overhead_s,
+                       record_timeline=keep)
+        sim_s[m.label] = res.wall_s
+        x = m.x if m.x is not None else task.point.x
+        rows.append({"experiment": task.experiment, "point": task.point.label,
+                     "method": m.label, "x": x, "seed": task.seed, **run_metrics(wl, res)})
+        if keep:
+            kept.append(KeptRun(task.experiment, task.point.label, m.label, task.seed, wl, res))
+    return TaskOutput(rows, kept, workload_s, sim_s)
+
+
+def plan(experiments: list[Experiment], settings: Settings) -> list[Task]:
+    tasks = []
+    for exp in experiments:
+        n_gpus = exp.n_gpus if exp.n_gpus is not None else settings.n_gpus
+        for pi, point in enumerate(exp.points):
+            for seed in range(settings.n_seeds):
+                keep = exp.keep if (pi == 0 and seed == 0) else ()
+                tasks.append(Task(exp.name, point, seed, settings, n_gpus, keep))
+    return tasks
+
+
+def default_workers(n_tasks: int) -> int:
+    return max(1, min(os.cpu_count() or 1, n_tasks))
+
+
+def run_tasks(tasks: list[Task], *, workers: int | None = None, progress: bool = True,
+              desc: str = "simulating") -> list[TaskOutput]:
+    """Run tasks and return their outputs in task order. ``workers=1`` runs in this
+    process (no pickling, easiest to debug); ``None`` uses every core, capped at the task
+    count."""
+    if workers is None:
+        workers = default_workers(len(tasks))
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+    outputs: list[TaskOutput | None] = [None] * len(tasks)
+    bar = tqdm(total=len(tasks), desc=desc, unit="task", disable=not progress, leave=False)
+    try:
+        if workers == 1 or len(tasks) <= 1:
+            for i, task in enumerate(tasks):
+                outputs[i] = run_task(task)
+                bar.update()
+        else:
+            with ProcessPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
+                futures = {pool.submit(run_task, t): i for i, t in enumerate(tasks)}
+                for fut in as_completed(futures):
+                    outputs[futures[fut]] = fut.result()
+                    bar.update()
+    finally:
+        bar.close()
+    return outputs  # type: ignore[return-value]
+
+
+def run_experiments(experiments: list[Experiment], settings: Settings, *,
+                    workers: int | None = None, progress: bool = True) -> dict[str, ExperimentRun]:
+    """Run every experiment's tasks in one process pool (so the cores stay busy across
+    experiments) and gather the outputs per experiment, in task order."""
+    tasks = plan(experiments, settings)
+    outputs = run_tasks(tasks, workers=workers, progress=progress)
+    runs = {
+        e.name: ExperimentRun(e, settings, e.n_gpus if e.n_gpus is not None else settings.n_gpus)
+        for e in experiments
+    }
+    for task, out in zip(tasks, outputs):
+        run = runs[task.experiment]
+        run.rows.extend(out.rows)
+        run.kept.extend(out.kept)
+        run.task_s += out.workload_s + sum(out.sim_s.values())
+        run.sim_s += sum(out.sim_s.values())
+        run.n_sims += len(out.sim_s)
+    return runs

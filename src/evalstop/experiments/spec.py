@@ -1,0 +1,82 @@
+"""What an experiment is: sweep points, each a workload setting and the methods run on it.
+
+An ``Experiment`` is plain, picklable data. Running it means, for every point and every
+seed, generating one workload and simulating every method of that point on it, so the
+methods of a point are compared on the same jobs (paired by seed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# How the report writes the base schedulers' registry names.
+DISPLAY = {
+    "fifo": "FIFO",
+    "sjf-est": "SJF-Est",
+    "srtf-est": "SRTF-Est",
+    "loss-aware": "LossAware",
+    "tiresias": "Tiresias",
+}
+
+
+def display(base: str) -> str:
+    return DISPLAY.get(base, base)
+
+
+@dataclass(frozen=True)
+class Method:
+    """One scheduler configuration, as ``evalstop.schedulers.build`` takes it."""
+
+    label: str  # unique within a point, e.g. "EvalStop+SRTF-Est"
+    base: str  # base scheduler name, e.g. "srtf-est"
+    detector: str | None = None  # detector spec for the EvalStop overlay, None for the bare base
+    job_types: frozenset[str] | None = None  # job types the detector may stop (None: all)
+    baseline: str | None = None  # label of the method at the same point to compare with
+    x: float | None = None  # sweep value carried by the method (e.g. k), else the point's
+
+    def build(self):
+        from evalstop.schedulers import build  # imported here: workers need it, specs do not
+
+        return build(self.base, self.detector, job_types=self.job_types)
+
+
+@dataclass(frozen=True)
+class Point:
+    label: str  # e.g. "sigma=0.02"
+    workload: dict[str, Any]  # keyword arguments for ``synthetic_workload`` (not n_jobs/n_gpus)
+    methods: tuple[Method, ...]
+    x: float | None = None  # sweep value of the point, for plots
+
+    def __post_init__(self):
+        labels = [m.label for m in self.methods]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"point {self.label!r} has duplicate method labels: {labels}")
+        for m in self.methods:
+            if m.baseline is not None and m.baseline not in labels:
+                raise ValueError(
+                    f"method {m.label!r} compares with {m.baseline!r}, not in point {self.label!r}"
+                )
+        bad = {"n_jobs", "n_gpus"} & set(self.workload)
+        if bad:
+            raise ValueError(f"point {self.label!r}: {sorted(bad)} come from the run settings")
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str  # registry name, e.g. "main"
+    title: str
+    question: str  # what the study asks, one sentence for the report
+    points: tuple[Point, ...]
+    x_name: str | None = None  # what the sweep varies ("sigma", "k", ...), None if no sweep
+    keep: tuple[str, ...] = ()  # method labels whose first-seed runs are kept for plots
+    n_gpus: int | None = None  # cluster size if the study fixes one (else the run settings')
+    notes: tuple[str, ...] = field(default_factory=tuple)  # setup details for the report
+
+    def method_labels(self) -> list[str]:
+        """Every method label, in first-appearance order across points."""
+        seen: dict[str, None] = {}
+        for p in self.points:
+            for m in p.methods:
+                seen.setdefault(m.label, None)
+        return list(seen)

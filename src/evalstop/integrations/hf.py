@@ -1,0 +1,339 @@
+"""``EvalStopCallback``: the EvalStop detector stopping a ``transformers.Trainer`` run.
+
+Works with every Trainer subclass, so TRL's GRPOTrainer, DPOTrainer, SFTTrainer, ... too.
+At each evaluation the callback feeds ``metrics[metric]`` at ``state.global_step`` to the
+detector (an unchanged ``evalstop.detectors`` object); on a stop it sets
+``control.should_training_stop``. It keeps the detector's best checkpoint on disk:
+
+* **Unaligned saves.** A new best found at an eval step where no save is due would have
+  no checkpoint; with ``save_best=True`` (default) the callback asks for a save there
+  (``control.should_save``), so the best step always has a checkpoint.
+* **save_total_limit.** The Trainer's rotation spares only ``state.best_model_checkpoint``
+  (and the newest checkpoint). With no ``metric_for_best_model`` the Trainer never sets
+  it, so the callback sets it to EvalStop's best; with a ``metric_for_best_model`` that is
+  not EvalStop's metric (or has the other direction) the Trainer protects *its* best, and
+  the callback warns that EvalStop's best may be deleted.
+* **load_best_model_at_end** loads the Trainer's best by ``metric_for_best_model``; the
+  callback warns when that is not EvalStop's metric and direction.
+
+Resuming: the callback is an ``ExportableState`` (its detector state is stored in
+``trainer_state.json``; the Trainer restores it when
+``restore_callback_states_from_checkpoint=True``), and it also writes
+``evalstop_callback.json`` into every checkpoint it sees saved, which it reads back at
+``on_train_begin`` of a resumed run, so the streak and the best survive either way.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import warnings
+from typing import Any
+
+from evalstop.detectors import DEFAULT_SPEC, Decision, make_detector
+from evalstop.integrations._extras import require
+
+_tc = require("transformers.trainer_callback", what="EvalStopCallback", extra="hf")
+TrainerCallback = _tc.TrainerCallback
+# ExportableState appeared in transformers 4.44; older versions fall back to the json file.
+ExportableState = getattr(_tc, "ExportableState", object)
+
+logger = logging.getLogger(__name__)
+
+STATE_FILE = "evalstop_callback.json"
+CHECKPOINT_PREFIX = "checkpoint"  # transformers.trainer_utils.PREFIX_CHECKPOINT_DIR
+
+
+def _eval_key(name: str) -> str:
+    """Metric names as the Trainer spells them in eval metrics (it adds ``eval_``)."""
+    return name if name.startswith("eval_") else f"eval_{name}"
+
+
+def _strategy(value: Any) -> str:
+    """``IntervalStrategy.STEPS`` or ``"steps"`` -> ``"steps"``."""
+    return str(getattr(value, "value", value))
+
+
+def config_warnings(args: Any, metric: str, mode: str, save_best: bool) -> list[str]:
+    """Reasons why this ``TrainingArguments`` could lose EvalStop's stop or best checkpoint.
+
+    Pure (reads ``args`` only) so that it can be tested without a Trainer.
+    """
+    out: list[str] = []
+    key = _eval_key(metric)
+    eval_strategy = _strategy(getattr(args, "eval_strategy", getattr(args, "evaluation_strategy", "no")))
+    save_strategy = _strategy(args.save_strategy)
+    hf_metric = args.metric_for_best_model
+    same_metric = hf_metric is not None and _eval_key(hf_metric) == key
+    same_direction = args.greater_is_better is None or bool(args.greater_is_better) == (mode == "max")
+    aligned = same_metric and same_direction
+    fix = (
+        f"set metric_for_best_model={key!r} and greater_is_better={mode == 'max'} "
+        "in TrainingArguments"
+    )
+    if eval_strategy == "no":
+        out.append(
+            "eval_strategy='no': the Trainer never evaluates, so EvalStop can never stop it; "
+            "set eval_strategy='steps' (with eval_steps) or 'epoch'"
+        )
+    if save_strategy == "no" and not save_best:
+        out.append(
+            "save_strategy='no' and save_best=False: no checkpoint is saved, so EvalStop's "
+            "best step will have no checkpoint to keep"
+        )
+    if save_strategy == "best" and not aligned:
+        out.append(
+            f"save_strategy='best' saves only when metric_for_best_model={hf_metric!r} "
+            f"improves, and overrides EvalStop's request to save its own best ({key!r}); "
+            f"{fix}"
+        )
+    if args.save_total_limit is not None and args.save_total_limit > 0 and hf_metric is not None:
+        if not aligned:
+            out.append(
+                f"save_total_limit={args.save_total_limit} spares only the Trainer's best by "
+                f"metric_for_best_model={hf_metric!r}, so EvalStop's best checkpoint (by "
+                f"{key!r}, mode={mode!r}) may be deleted; {fix}"
+            )
+    if args.load_best_model_at_end and not aligned:
+        out.append(
+            f"load_best_model_at_end loads the Trainer's best by metric_for_best_model="
+            f"{hf_metric!r}, not EvalStop's best by {key!r}; {fix}"
+        )
+    if (
+        not save_best
+        and eval_strategy == "steps"
+        and save_strategy == "steps"
+        and args.eval_steps
+        and args.save_steps
+        and args.save_steps % args.eval_steps
+        and args.eval_steps % args.save_steps
+    ):
+        out.append(
+            f"save_steps={args.save_steps} is not aligned with eval_steps={args.eval_steps} "
+            "and save_best=False: the best eval step may have no checkpoint"
+        )
+    return out
+
+
+class EvalStopCallback(TrainerCallback, ExportableState):
+    """Stop a Trainer run when the EvalStop detector fires on an eval metric.
+
+    Args:
+        metric: the eval metric to watch, e.g. ``"eval_reward"`` or ``"accuracy"``
+            (``eval_`` is added when missing, as the Trainer does).
+        mode: ``"max"`` if higher is better, ``"min"`` if lower is better (e.g. a loss).
+        detector: a detector spec, ``NAME[:key=value,...]`` (default: the recommended rule).
+        save_best: ask the Trainer to save a checkpoint at each eval step that becomes the
+            new best when no save is due there, so that the best step has a checkpoint.
+
+    After training: ``stopped``, ``stop_step``, ``best_step``, ``best_score``,
+    ``best_checkpoint`` (a directory, or None if the best step was never saved) and
+    ``decision`` (the last ``Decision``).
+    """
+
+    def __init__(
+        self,
+        metric: str,
+        mode: str = "max",
+        detector: str = DEFAULT_SPEC,
+        save_best: bool = True,
+    ) -> None:
+        if not isinstance(metric, str) or not metric.strip():
+            raise ValueError(f"metric must be a metric name such as 'eval_loss', got {metric!r}")
+        if not isinstance(save_best, bool):
+            raise ValueError(f"save_best must be True or False, got {save_best!r}")
+        self.metric = metric.strip()
+        self.mode = mode
+        self.detector_spec = detector
+        self.save_best = save_best
+        self.detector = make_detector(detector, mode=mode)  # ValueError on a bad spec/mode
+        self.decision: Decision | None = None
+        self.best_checkpoint: str | None = None
+        self._checked = False
+        self._warned_missing = False
+
+    # ---- results ------------------------------------------------------------------------
+    @property
+    def stopped(self) -> bool:
+        return self.detector.stopped
+
+    @property
+    def stop_step(self) -> int | None:
+        return self.detector.stop_step
+
+    @property
+    def best_step(self) -> int | None:
+        return self.detector.best_step
+
+    @property
+    def best_score(self) -> float | None:
+        return self.detector.best_score
+
+    @classmethod
+    def find(cls, trainer: Any) -> EvalStopCallback | None:
+        """The live callback of ``trainer``: a resume with
+        ``restore_callback_states_from_checkpoint=True`` replaces the object passed in."""
+        for cb in trainer.callback_handler.callbacks:
+            if isinstance(cb, cls):
+                return cb
+        return None
+
+    # ---- ExportableState (trainer_state.json "stateful_callbacks") ----------------------
+    def state(self) -> dict:
+        return {
+            "args": {
+                "metric": self.metric,
+                "mode": self.mode,
+                "detector": self.detector_spec,
+                "save_best": self.save_best,
+            },
+            "attributes": {"evalstop_state": self.evalstop_state},
+        }
+
+    @property
+    def evalstop_state(self) -> dict:
+        return {"detector": self.detector.state_dict(), "best_checkpoint": self.best_checkpoint}
+
+    @evalstop_state.setter
+    def evalstop_state(self, value: dict) -> None:
+        # The Trainer restores ExportableState attributes with setattr; load them properly.
+        self.detector.load_state_dict(value["detector"])
+        self.best_checkpoint = value.get("best_checkpoint")
+
+    # ---- Trainer events -----------------------------------------------------------------
+    def on_init_end(self, args, state, control, **kwargs):
+        self._check(args)
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self._check(args)
+        if state.global_step > 0:
+            self._restore_from_checkpoint(args, state)
+        self._protect_best(args, state)
+
+    def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+        if not metrics:
+            return
+        key = self.metric if self.metric in metrics else _eval_key(self.metric)
+        if key not in metrics:
+            # Several eval datasets each report their own metrics; only one has ours.
+            if not self._warned_missing:
+                self._warned_missing = True
+                logger.warning(
+                    "EvalStopCallback: metric %r is not in this evaluation's metrics %s; "
+                    "this evaluation is ignored",
+                    self.metric,
+                    sorted(metrics),
+                )
+            return
+        step = int(state.global_step)
+        last = self.detector.state_dict()["last_step"]
+        if last is not None and step <= last:
+            logger.warning(
+                "EvalStopCallback: a second evaluation at step %d (last fed: %d) is ignored",
+                step,
+                last,
+            )
+            return
+        try:
+            score = float(metrics[key])
+        except (TypeError, ValueError):
+            score = math.nan  # the detector ignores non-finite scores (stated policy)
+        progress = step / state.max_steps if state.max_steps else None
+        decision = self.detector.update(
+            step, score, loss=_last_train_loss(state), progress=progress
+        )
+        self.decision = decision
+        if decision.best_step == step:
+            # A new best: make sure the Trainer saves this step (saves may not be aligned).
+            if self.save_best and not control.should_save:
+                control.should_save = True
+        if decision.stop and not control.should_training_stop:
+            control.should_training_stop = True
+            logger.warning(
+                "EvalStop: stopping at step %d (%s); best step %s (%s=%s)",
+                step,
+                decision.reason,
+                decision.best_step,
+                key,
+                decision.best_score,
+            )
+
+    def on_save(self, args, state, control, **kwargs):
+        self._resolve_best(args)
+        self._protect_best(args, state)
+        if args.should_save:  # the main process writes files
+            path = os.path.join(_run_dir(args), f"{CHECKPOINT_PREFIX}-{state.global_step}")
+            if os.path.isdir(path):
+                with open(os.path.join(path, STATE_FILE), "w", encoding="utf-8") as fh:
+                    json.dump(self.state(), fh)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self._resolve_best(args)
+        if self.best_step is not None and self.best_checkpoint is None:
+            msg = (
+                f"EvalStopCallback: no checkpoint of EvalStop's best step {self.best_step} is on "
+                f"disk in {_run_dir(args)} (never saved, or deleted by save_total_limit)"
+            )
+            warnings.warn(msg, stacklevel=2)
+            logger.warning(msg)
+
+    # ---- helpers ------------------------------------------------------------------------
+    def _check(self, args) -> None:
+        if self._checked:
+            return
+        self._checked = True
+        for msg in config_warnings(args, self.metric, self.mode, self.save_best):
+            warnings.warn(f"EvalStopCallback: {msg}", stacklevel=3)
+            logger.warning("EvalStopCallback: %s", msg)
+
+    def _restore_from_checkpoint(self, args, state) -> None:
+        path = os.path.join(
+            _run_dir(args), f"{CHECKPOINT_PREFIX}-{state.global_step}", STATE_FILE
+        )
+        try:
+            with open(path, encoding="utf-8") as fh:
+                saved = json.load(fh)
+        except FileNotFoundError:
+            if self.detector.state_dict()["last_step"] is None:
+                logger.warning(
+                    "EvalStopCallback: resuming at step %d without %s: the detector starts "
+                    "afresh (its streak and best are lost)",
+                    state.global_step,
+                    path,
+                )
+            return
+        self.evalstop_state = saved["attributes"]["evalstop_state"]
+        logger.info("EvalStopCallback: restored detector state from %s", path)
+
+    def _resolve_best(self, args) -> None:
+        """The checkpoint directory of the detector's best step, if it is on disk."""
+        best = self.detector.best_step
+        if best is None:
+            self.best_checkpoint = None
+            return
+        path = os.path.join(_run_dir(args), f"{CHECKPOINT_PREFIX}-{best}")
+        self.best_checkpoint = path if os.path.isdir(path) else None
+
+    def _protect_best(self, args, state) -> None:
+        # Without metric_for_best_model the Trainer never sets best_model_checkpoint, so
+        # rotation (save_total_limit) would treat EvalStop's best as any old checkpoint.
+        if args.metric_for_best_model is None and self.best_checkpoint is not None:
+            if os.path.isdir(self.best_checkpoint):
+                state.best_model_checkpoint = self.best_checkpoint
+
+
+def _run_dir(args) -> str:
+    return str(args.output_dir)
+
+
+def _last_train_loss(state) -> float | None:
+    """The latest logged training loss, for rules that read it (loss-plateau)."""
+    for entry in reversed(state.log_history):
+        if "loss" in entry:
+            try:
+                return float(entry["loss"])
+            except (TypeError, ValueError):
+                return None
+    return None

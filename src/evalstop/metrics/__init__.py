@@ -1,0 +1,33 @@
+"""Metrics of simulated runs (per run, from a Workload and its SimResult) and across seeds.
+
+Per run: JCT (``jct``), wasted GPU-hours (``waste``), quality delivered (``quality``), stop
+decisions against the hidden labels (``decisions``), makespan and utilisation
+(``cluster``); ``run_metrics`` gathers them into one flat dict. Across seeds: ``stats``.
+Undefined ratios are NaN, written "n/a" in reports.
+"""
+
+from evalstop.metrics.cluster import cluster_metrics
+from evalstop.metrics.decisions import decision_metrics, detection_delay, ratio
+from evalstop.metrics.jct import jct_metrics, jct_s
+from evalstop.metrics.quality import quality_metrics, quality_ratio
+from evalstop.metrics.run import run_metrics
+from evalstop.metrics.stats import Interval, mean_ci, paired_wilcoxon, relative_change
+from evalstop.metrics.waste import waste_metrics, wasted_gpu_h
+
+__all__ = [
+    "Interval",
+    "cluster_metrics",
+    "decision_metrics",
+    "detection_delay",
+    "jct_metrics",
+    "jct_s",
+    "mean_ci",
+    "paired_wilcoxon",
+    "quality_metrics",
+    "quality_ratio",
+    "ratio",
+    "relative_change",
+    "run_metrics",
+    "waste_metrics",
+    "wasted_gpu_h",
+]

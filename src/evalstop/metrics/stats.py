@@ -1,0 +1,76 @@
+"""Across seeds: mean with a 95% t interval, a paired test, and the relative change.
+
+Seeds are the unit of replication: each seed is one workload, and the methods compared on
+it share that workload, so a method and its baseline form pairs. Values that are not finite
+(e.g. precision on a seed where nothing was stopped, NaN by convention) are left out, and
+``n`` says how many seeds remained.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from scipy import stats as _st
+
+
+class Interval(NamedTuple):
+    mean: float
+    lo: float
+    hi: float
+    n: int
+
+
+def _finite(values) -> np.ndarray:
+    v = np.asarray(values, dtype=float).ravel()
+    return v[np.isfinite(v)]
+
+
+def mean_ci(values, level: float = 0.95) -> Interval:
+    """Mean and two-sided Student-t confidence interval of the finite ``values``.
+
+    One value gives NaN bounds (no spread to estimate); identical values a zero-width
+    interval.
+    """
+    if not (0.0 < level < 1.0):
+        raise ValueError(f"confidence level must be in (0, 1), got {level!r}")
+    v = _finite(values)
+    n = int(v.size)
+    if n == 0:
+        return Interval(math.nan, math.nan, math.nan, 0)
+    mean = float(v.mean())
+    if n == 1:
+        return Interval(mean, math.nan, math.nan, 1)
+    sem = float(v.std(ddof=1)) / math.sqrt(n)
+    half = float(_st.t.ppf(0.5 + level / 2.0, df=n - 1)) * sem
+    return Interval(mean, mean - half, mean + half, n)
+
+
+def paired_wilcoxon(method, baseline) -> float:
+    """Two-sided p-value of the Wilcoxon signed-rank test on ``method - baseline`` per seed.
+
+    Pairs with a non-finite side are dropped. All differences zero: p = 1.0 (no evidence of a
+    difference; scipy would warn and return NaN). No pairs left: NaN. Zero differences are
+    dropped (``zero_method="wilcox"``), the textbook convention.
+    """
+    a = np.asarray(method, dtype=float).ravel()
+    b = np.asarray(baseline, dtype=float).ravel()
+    if a.shape != b.shape:
+        raise ValueError(f"paired samples differ in length: {a.size} vs {b.size}")
+    ok = np.isfinite(a) & np.isfinite(b)
+    d = a[ok] - b[ok]
+    if d.size == 0:
+        return math.nan
+    if np.all(d == 0):
+        return 1.0
+    return float(_st.wilcoxon(d, zero_method="wilcox", alternative="two-sided").pvalue)
+
+
+def relative_change(method: float, baseline: float) -> float:
+    """``100 * (method - baseline) / |baseline|`` in percent; NaN if either is not finite or
+    the baseline is 0 (a change from nothing has no percentage)."""
+    m, b = float(method), float(baseline)
+    if not (math.isfinite(m) and math.isfinite(b)) or b == 0:
+        return math.nan
+    return 100.0 * (m - b) / abs(b)

@@ -1,0 +1,51 @@
+"""The EvalStop overlay: wraps any base scheduler, asks a detector per job at each eval
+checkpoint, and ends the job when the detector says stop. Everything else is the base's.
+
+The overlay never reorders the base's queue; when a job is stopped the simulator frees its
+GPUs at once and the next ``schedule`` call hands them to the base.
+"""
+
+from __future__ import annotations
+
+from evalstop.detectors.registry import detector_factory
+from evalstop.schedulers.base import Scheduler
+
+
+class EvalStop(Scheduler):
+    def __init__(self, base: Scheduler, detector: str = "default", *, job_types=None,
+                 mode: str = "max") -> None:
+        self.base = base
+        self._new_detector = detector_factory(detector, mode=mode)
+        self.detector_spec = self._new_detector().spec
+        self.job_types = None if job_types is None else frozenset(job_types)
+        self.name = f"{base.name}+{self.detector_spec}"
+        self.reschedule_on_eval = base.reschedule_on_eval
+        self._detectors: dict[int, object] = {}
+
+    def submit(self, job, now):
+        self.base.submit(job, now)
+
+    def schedule(self, now, free_gpus):
+        return self.base.schedule(now, free_gpus)
+
+    def on_eval(self, job, now):
+        base_decision = self.base.on_eval(job, now)
+        if self.job_types is not None and job.type not in self.job_types:
+            return base_decision
+        det = self._detectors.get(job.index)
+        if det is None:
+            det = self._detectors[job.index] = self._new_detector()
+        d = det.update(job.steps[-1], job.evals[-1], loss=job.losses[-1],
+                       proxy=job.proxies[-1], progress=job.progress)
+        return d if d.stop else base_decision
+
+    def on_end(self, job, now, stopped):
+        self._detectors.pop(job.index, None)
+        self.base.on_end(job, now, stopped)
+
+    def detector_of(self, job):
+        return self._detectors.get(job.index)
+
+    @property
+    def queue_length(self):
+        return self.base.queue_length

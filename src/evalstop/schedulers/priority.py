@@ -1,0 +1,173 @@
+"""A priority scheduler with bounded backfill and optional preemption; the base of
+SJF-Est, SRTF-Est, LossAware and Tiresias, which differ only in ``key`` and in when they
+preempt.
+
+Lower key = served first; ties go to the earlier submission. Waiting jobs' keys are fixed
+while they wait (nothing about a waiting job changes). Running jobs' keys are refreshed
+at their eval checkpoints, the only moments a scheduler hears from a job.
+
+* **Start**: queued jobs are started in key order; a job that does not fit is skipped, not
+  waited for (backfill), looking at most ``depth`` jobs deep so one call stays cheap on a
+  long queue.
+* **Preempt on arrival** (SRTF): when the best waiting job does not fit, running jobs whose
+  key is worse by more than ``margin`` are preempted, worst first, if that makes it fit.
+* **Preempt at checkpoint** (LossAware, Tiresias): a running job that, at its eval
+  checkpoint, ranks behind the best waiting job yields to it (when that makes it fit).
+  Yielding at checkpoints avoids throwing away work between them.
+"""
+
+from __future__ import annotations
+
+import heapq
+from itertools import count
+
+from evalstop.schedulers.base import Scheduler
+
+
+class PriorityScheduler(Scheduler):
+    preempt_on_arrival = False
+    preempt_at_checkpoint = False
+
+    def __init__(self, *, depth: int = 32, margin: float = 0.0) -> None:
+        if depth < 1:
+            raise ValueError(f"depth must be >= 1, got {depth}")
+        if not margin >= 0:
+            raise ValueError(f"margin must be >= 0, got {margin}")
+        self.depth, self.margin = depth, margin
+        self._wait: list = []  # (key, seq, job)
+        self._seq = count()
+        self._running: dict[int, tuple[float, int]] = {}  # index -> (key, version)
+        self._worst: list = []  # lazy max-heap of running: (-key, seq, version, job)
+        self._checkpointed: list = []
+        self.reschedule_on_eval = self.preempt_at_checkpoint
+
+    def key(self, job, now) -> float:
+        raise NotImplementedError
+
+    # ---- events -----------------------------------------------------------------------
+    def submit(self, job, now):
+        heapq.heappush(self._wait, (self.key(job, now), next(self._seq), job))
+
+    def on_eval(self, job, now):
+        if self.preempt_on_arrival or self.preempt_at_checkpoint:
+            self._set_running_key(job, self.key(job, now))
+        if self.preempt_at_checkpoint:
+            self._checkpointed.append(job)
+        return None
+
+    def on_end(self, job, now, stopped):
+        self._running.pop(job.index, None)
+
+    @property
+    def queue_length(self):
+        return len(self._wait)
+
+    # ---- decisions --------------------------------------------------------------------
+    def schedule(self, now, free_gpus):
+        start: list = []
+        preempt: list = []
+        self._moved = set()  # started or preempted in this call: never a victim again
+        free_gpus = self._fill(now, free_gpus, start)
+        if self._wait and self.preempt_at_checkpoint and self._checkpointed:
+            free_gpus = self._yield_at_checkpoints(now, free_gpus, start, preempt)
+        elif self._checkpointed:
+            self._checkpointed.clear()
+        if self._wait and self.preempt_on_arrival:
+            free_gpus = self._preempt_for_head(now, free_gpus, start, preempt)
+        return start, preempt
+
+    def _fill(self, now, free_gpus, start):
+        if free_gpus <= 0 or not self._wait:
+            return free_gpus
+        skipped = []
+        looked = 0
+        while self._wait and looked < self.depth and free_gpus > 0:
+            entry = heapq.heappop(self._wait)
+            looked += 1
+            job = entry[2]
+            if job.gpus <= free_gpus:
+                free_gpus -= job.gpus
+                self._started(job, entry[0], start)
+            else:
+                skipped.append(entry)
+        for entry in skipped:
+            heapq.heappush(self._wait, entry)
+        return free_gpus
+
+    def _started(self, job, key, start):
+        # The wait key of a preempted job predates the progress it made before preemption.
+        key = self.key(job, None) if job.n_preemptions else key
+        start.append(job)
+        self._moved.add(job.index)
+        if self.preempt_on_arrival or self.preempt_at_checkpoint:
+            self._set_running_key(job, key)
+        else:
+            self._running[job.index] = (key, 0)
+
+    def _set_running_key(self, job, key):
+        version = next(self._seq)  # globally unique, so no stale entry can match again
+        self._running[job.index] = (key, version)
+        if self.preempt_on_arrival:
+            heapq.heappush(self._worst, (-key, version, version, job))
+            if len(self._worst) > 64 + 4 * len(self._running):
+                self._compact()
+
+    def _compact(self):
+        live = self._running
+        self._worst = [e for e in self._worst if live.get(e[3].index, (0, -1))[1] == e[2]]
+        heapq.heapify(self._worst)
+
+    def _preempt(self, job, now, preempt):
+        self._moved.add(job.index)
+        self._running.pop(job.index, None)
+        preempt.append(job)
+        # The job's key as it waits: progress is as of its last checkpoint.
+        heapq.heappush(self._wait, (self.key(job, now), next(self._seq), job))
+
+    def _preempt_for_head(self, now, free_gpus, start, preempt):
+        rounds = 0
+        while self._wait and rounds < self.depth:
+            rounds += 1
+            head_key, _, head = self._wait[0]
+            if head.gpus <= free_gpus:
+                free_gpus = self._fill(now, free_gpus, start)
+                continue
+            victims, popped, gain = [], [], 0
+            while self._worst and free_gpus + gain < head.gpus:
+                neg_key, seq, version, job = self._worst[0]
+                if self._running.get(job.index, (0, -1))[1] != version:
+                    heapq.heappop(self._worst)  # stale
+                    continue
+                if -neg_key <= head_key + self.margin:
+                    break
+                popped.append(heapq.heappop(self._worst))
+                if not job.running or job.index in self._moved:
+                    continue
+                victims.append(job)
+                gain += job.gpus
+            for entry in popped:
+                if entry[3] not in victims or free_gpus + gain < head.gpus:
+                    heapq.heappush(self._worst, entry)
+            if free_gpus + gain < head.gpus:
+                break
+            heapq.heappop(self._wait)  # the head, before the victims join the queue
+            for job in victims:
+                self._preempt(job, now, preempt)
+            free_gpus += gain - head.gpus
+            self._started(head, head_key, start)
+        return free_gpus
+
+    def _yield_at_checkpoints(self, now, free_gpus, start, preempt):
+        for job in self._checkpointed:
+            if (not self._wait or job.index not in self._running or not job.running
+                    or job.index in self._moved):
+                continue
+            head_key, _, head = self._wait[0]
+            if self._running[job.index][0] > head_key + self.margin and (
+                head.gpus <= free_gpus + job.gpus
+            ):
+                self._preempt(job, now, preempt)
+                free_gpus += job.gpus
+                free_gpus = self._fill(now, free_gpus, start)
+        self._checkpointed.clear()
+        return free_gpus

@@ -1,0 +1,32 @@
+"""Tiresias 2D-LAS (Gu et al., NSDI 2019), discretised: least attained service first.
+
+Attained service is GPU-seconds (GPUs x time run), as of the job's last checkpoint. Jobs
+sit in queues by attained service (thresholds ``thresholds_gpu_s``; default one and ten
+GPU-hours); a lower queue is served first, FIFO by arrival within a queue. An arriving
+job (queue 0) preempts running jobs in lower queues; a running job that is demoted yields
+at its checkpoint to a waiting job in a higher queue. Not modelled: Tiresias' starvation
+promotion and its placement (consolidation) logic.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+
+from evalstop.schedulers.priority import PriorityScheduler
+
+
+class Tiresias(PriorityScheduler):
+    name = "tiresias"
+    preempt_on_arrival = True
+    preempt_at_checkpoint = True
+
+    def __init__(self, *, depth: int = 32, thresholds_gpu_s=(3600.0, 36000.0)) -> None:
+        super().__init__(depth=depth, margin=0.0)
+        if list(thresholds_gpu_s) != sorted(thresholds_gpu_s) or any(t <= 0 for t in thresholds_gpu_s):
+            raise ValueError(f"thresholds must be positive and increasing, got {thresholds_gpu_s}")
+        self.thresholds = tuple(float(t) for t in thresholds_gpu_s)
+
+    def key(self, job, now):
+        level = bisect_right(self.thresholds, job.attained_gpu_s)
+        # Queue level dominates; arrival time orders within a level.
+        return level * 1e15 + job.arrival_s

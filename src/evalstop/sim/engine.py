@@ -1,0 +1,220 @@
+"""The discrete-event simulator: a heap of eval-checkpoint events, arrivals in time order,
+a pool of ``n_gpus`` GPU slots, and a scheduler deciding who runs.
+
+At one instant the order is fixed: eval checkpoints (and the completions and stops they
+cause) free GPUs first, then arrivals join the queue, then the scheduler is asked once.
+A job is evaluated when its progress reaches each point of the workload's eval grid; the
+last point (progress 1.0) is its completion. A preempted job keeps its progress and pays
+``restart_overhead_s`` (GPUs held, no progress) when it next starts.
+
+The scheduler sees ``JobView``s only. The simulator alone reads the hidden workload.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+
+import numpy as np
+
+from evalstop.schedulers.base import Scheduler
+from evalstop.sim.result import SimResult
+from evalstop.sim.view import JobView
+from evalstop.workload.model import Workload
+
+
+def check_fits(workload: Workload, n_gpus: int) -> None:
+    if n_gpus < 1:
+        raise ValueError(f"the cluster needs at least one GPU, got {n_gpus}")
+    if workload.n_jobs and int(workload.gpus.max()) > n_gpus:
+        i = int(np.argmax(workload.gpus))
+        raise ValueError(
+            f"job {workload.job_id[i]!r} asks for {int(workload.gpus[i])} GPUs "
+            f"but the cluster has {n_gpus}"
+        )
+
+
+def simulate(
+    workload: Workload,
+    n_gpus: int,
+    scheduler: Scheduler,
+    *,
+    restart_overhead_s: float = 120.0,
+    record_timeline: bool = True,
+) -> SimResult:
+    """Run ``workload`` on ``n_gpus`` GPUs under ``scheduler`` (a fresh one per run)."""
+    if not restart_overhead_s >= 0:
+        raise ValueError(f"restart_overhead_s must be >= 0, got {restart_overhead_s}")
+    check_fits(workload, n_gpus)
+    wall0 = time.perf_counter()
+    n, m = workload.n_jobs, workload.n_evals
+    grid = [float(x) for x in workload.eval_progress]
+    last = m - 1
+    dur = workload.duration_s.tolist()
+    gpus = workload.gpus.tolist()
+    arrival = workload.arrival_s.tolist()
+    obs, loss, proxy = workload.eval_obs, workload.loss, workload.proxy
+    ids, types, tenants = workload.job_id, workload.type.tolist(), workload.tenant.tolist()
+    est = workload.est_duration_s.tolist()
+
+    nan = math.nan
+    start_s = [nan] * n
+    finish_s = [nan] * n
+    stopped = [False] * n
+    stop_eval = [-1] * n
+    kept_eval = [last] * n
+    end_progress = [0.0] * n
+    gpu_s = [0.0] * n
+    seg_start = [0.0] * n
+    seg_p0 = [0.0] * n
+    seg_oh = [0.0] * n
+    next_eval = [0] * n
+    version = [0] * n
+    views: list[JobView | None] = [None] * n
+
+    on_eval, submit, schedule = scheduler.on_eval, scheduler.submit, scheduler.schedule
+    on_end = scheduler.on_end
+    resched_on_eval = scheduler.reschedule_on_eval
+    heap: list = []
+    push, pop = heapq.heappush, heapq.heappop
+    seq = 0
+    free = n_gpus
+    ai = 0
+    n_events = n_evals_seen = 0
+    tl_t: list[float] = [0.0]
+    tl_used: list[int] = [0]
+    inf = math.inf
+
+    def end(i: int, t: float, was_stopped: bool, j: int, best_step) -> None:
+        nonlocal free
+        v = views[i]
+        finish_s[i] = t
+        gpu_s[i] += gpus[i] * (t - seg_start[i])
+        end_progress[i] = grid[j]
+        if was_stopped:
+            stopped[i] = True
+            stop_eval[i] = j
+            kept_eval[i] = j if best_step is None else int(best_step) - 1
+        free += gpus[i]
+        version[i] += 1
+        v.running = False
+        v.progress = grid[j]
+        on_end(v, t, was_stopped)
+        # The history is no longer needed by anyone; dropping it keeps big traces in memory.
+        v.steps = v.evals = v.losses = v.proxies = []
+
+    while True:
+        t_heap = heap[0][0] if heap else inf
+        t_arr = arrival[ai] if ai < n else inf
+        t = t_heap if t_heap <= t_arr else t_arr
+        if t == inf:
+            break
+        changed = False
+        # 1. Eval checkpoints at t, with the completions and stops they bring.
+        while heap and heap[0][0] == t:
+            _, _, i, ver = pop(heap)
+            if ver != version[i]:
+                continue
+            n_events += 1
+            n_evals_seen += 1
+            j = next_eval[i]
+            v = views[i]
+            v.progress = grid[j]
+            v.attained_gpu_s = gpu_s[i] + gpus[i] * (t - seg_start[i])
+            v.steps.append(j + 1)
+            v.evals.append(float(obs[i, j]))
+            v.losses.append(float(loss[i, j]))
+            v.proxies.append(float(proxy[i, j]))
+            d = on_eval(v, t)
+            if d is not None and d.stop:
+                end(i, t, True, j, d.best_step)
+                changed = True
+            elif j == last:
+                end(i, t, False, j, None)
+                changed = True
+            else:
+                next_eval[i] = j + 1
+                seq += 1
+                push(heap, (seg_start[i] + seg_oh[i] + (grid[j + 1] - seg_p0[i]) * dur[i],
+                            seq, i, version[i]))
+                if resched_on_eval:
+                    changed = True
+        # 2. Arrivals at t join the queue.
+        while ai < n and arrival[ai] == t:
+            v = views[ai] = JobView(ai, ids[ai], types[ai], tenants[ai], gpus[ai], arrival[ai], est[ai])
+            submit(v, t)
+            n_events += 1
+            ai += 1
+            changed = True
+        if not changed:
+            continue
+        # 3. One scheduling decision for the instant.
+        to_start, to_preempt = schedule(t, free)
+        if to_preempt:
+            restarting = {v.index for v in to_start}
+            for v in to_preempt:
+                i = v.index
+                if not v.running:
+                    raise RuntimeError(f"scheduler {scheduler.name} preempted idle job {v.job_id}")
+                if i in restarting:  # preempted and restarted at once: it simply keeps running
+                    restarting.discard(i)
+                    continue
+                p = seg_p0[i] + max(0.0, t - seg_start[i] - seg_oh[i]) / dur[i]
+                v.progress = min(p, grid[next_eval[i]])
+                gpu_s[i] += gpus[i] * (t - seg_start[i])
+                version[i] += 1
+                v.running = False
+                v.n_preemptions += 1
+                free += gpus[i]
+            to_start = [v for v in to_start if not v.running]
+        for v in to_start:
+            i = v.index
+            if v.running or finish_s[i] == finish_s[i]:
+                raise RuntimeError(f"scheduler {scheduler.name} started job {v.job_id} twice")
+            free -= gpus[i]
+            if free < 0:
+                raise RuntimeError(f"scheduler {scheduler.name} over-allocated GPUs at t={t}")
+            if start_s[i] != start_s[i]:
+                start_s[i] = t
+            v.running = True
+            p0 = seg_p0[i] = v.progress
+            seg_start[i] = t
+            seg_oh[i] = restart_overhead_s if v.n_preemptions else 0.0
+            version[i] += 1
+            seq += 1
+            push(heap, (t + seg_oh[i] + (grid[next_eval[i]] - p0) * dur[i], seq, i, version[i]))
+        if record_timeline:
+            used = n_gpus - free
+            if used != tl_used[-1]:
+                if tl_t[-1] == t:
+                    tl_used[-1] = used
+                else:
+                    tl_t.append(t)
+                    tl_used.append(used)
+        if not heap and ai >= n and scheduler.queue_length:
+            raise RuntimeError(
+                f"scheduler {scheduler.name} left {scheduler.queue_length} jobs waiting "
+                "on an idle cluster"
+            )
+
+    res = SimResult(
+        start_s=np.array(start_s),
+        finish_s=np.array(finish_s),
+        stopped=np.array(stopped, dtype=bool),
+        stop_eval=np.array(stop_eval, dtype=np.int64),
+        kept_eval=np.array(kept_eval, dtype=np.int64),
+        end_progress=np.array(end_progress),
+        gpu_s=np.array(gpu_s),
+        n_preemptions=np.array([0 if v is None else v.n_preemptions for v in views], dtype=np.int64),
+        timeline_t=np.array(tl_t),
+        timeline_used=np.array(tl_used, dtype=np.int64),
+        n_gpus=n_gpus,
+        scheduler=scheduler.name,
+        detector=getattr(scheduler, "detector_spec", None),
+        n_events=n_events,
+        n_eval_events=n_evals_seen,
+        wall_s=time.perf_counter() - wall0,
+    )
+    res._arrival = workload.arrival_s
+    return res

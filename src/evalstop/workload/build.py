@@ -1,0 +1,95 @@
+"""Attach types, hidden labels, duration estimates and curves to a job table.
+
+The one path from a ``JobTable`` to a ``Workload``, shared by the synthetic generator and
+by trace replay, so both draw the hidden parts the same way. Draw order (fixed, for
+reproducibility): types (only if the table has none), hacking labels, duration estimates
+(only if the table has none), curve parameters, eval noise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from evalstop.workload._checks import real
+from evalstop.workload.curves import add_eval_noise, eval_grid, job_curves
+from evalstop.workload.model import Workload
+from evalstop.workload.presets import (
+    EST_SIGMA,
+    draw_hacking,
+    draw_types,
+    estimate_durations,
+    get_preset,
+    resolve_hacking_frac,
+)
+from evalstop.workload.table import JobTable
+
+DEFAULT_SIGMA = 0.02  # the paper's default eval noise (it sweeps 0.01..0.12)
+DEFAULT_EVAL_INTERVAL = 0.05  # an eval every 5% of progress: 20 evals per job
+DEFAULT_TENANT = "default"  # tenant of every job when the source names none
+
+
+def check_generator(rng) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    return rng
+
+
+def workload_from_table(table: JobTable, rng: np.random.Generator, *, preset: str = "paper",
+                        sigma: float = DEFAULT_SIGMA, hacking_frac: float | None = None,
+                        eval_interval: float = DEFAULT_EVAL_INTERVAL,
+                        meta: dict | None = None) -> Workload:
+    """A ``Workload`` of the table's jobs, sorted stably by arrival.
+
+    Keeps the table's arrivals, durations, GPU demands, and its types, tenants and
+    estimates where it has them; draws the rest with ``rng``. ``meta`` entries are added
+    to the workload's record of how it was generated.
+    """
+    check_generator(rng)
+    spec = get_preset(preset)
+    frac = resolve_hacking_frac(spec, hacking_frac)
+    sigma = real("sigma", sigma, low=0.0)
+    grid = eval_grid(eval_interval)
+
+    t = table.take(table.arrival_order())
+    n = len(t)
+    types = t.type if t.type is not None else draw_types(rng, n, spec)
+    hacking = draw_hacking(rng, types, frac)
+    est = (t.est_duration_s if t.est_duration_s is not None
+           else estimate_durations(rng, t.duration_s, EST_SIGMA))
+    curves = job_curves(types, hacking, grid, rng)
+    eval_obs = add_eval_noise(curves.eval_true, sigma, rng)
+
+    record = {
+        "source": t.source,
+        "preset": spec.name,
+        "sigma": sigma,
+        "hacking_frac": frac,
+        "load": None,  # arrivals come from the table; synthetic_workload records its load
+        "eval_interval": float(eval_interval),
+        "n_jobs": n,
+        "types_from": "table" if t.type is not None else "preset mix",
+        "est_duration_from": ("table" if t.est_duration_s is not None
+                              else f"lognormal error, sigma {EST_SIGMA}, mean-unbiased"),
+        **t.meta,
+        **(meta or {}),
+    }
+    w = Workload(
+        job_id=list(t.job_id),
+        type=np.asarray(types, dtype=str),
+        tenant=(np.asarray(t.tenant, dtype=str) if t.tenant is not None
+                else np.full(n, DEFAULT_TENANT)),
+        gpus=np.asarray(t.gpus, dtype=np.int64),
+        arrival_s=np.asarray(t.arrival_s, dtype=float),
+        duration_s=np.asarray(t.duration_s, dtype=float),
+        est_duration_s=np.asarray(est, dtype=float),
+        eval_progress=grid,
+        eval_obs=eval_obs,
+        eval_true=curves.eval_true,
+        proxy=curves.proxy,
+        loss=curves.loss,
+        hacking=curves.hacking,
+        peak_progress=curves.peak_progress,
+        meta=record,
+    )
+    w.validate()
+    return w

@@ -1,0 +1,42 @@
+"""Shared test helpers: small hand-built workloads with known answers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from evalstop.workload.model import Workload
+
+
+def make_workload(arrivals, durations, gpus, *, evals=None, n_evals=4, types=None,
+                  hacking=None, true=None, est=None, losses=None):
+    n = len(arrivals)
+    grid = np.arange(1, n_evals + 1) / n_evals
+    if evals is None:
+        evals = np.tile(grid, (n, 1))  # strictly increasing: never stopped by k-decline
+    evals = np.asarray(evals, dtype=float)
+    m = evals.shape[1]
+    grid = np.arange(1, m + 1) / m
+    true = evals.copy() if true is None else np.asarray(true, dtype=float)
+    return Workload(
+        job_id=[f"j{i}" for i in range(n)],
+        type=np.array(types if types is not None else ["rlhf"] * n),
+        tenant=np.array(["t"] * n),
+        gpus=np.asarray(gpus, dtype=np.int64),
+        arrival_s=np.asarray(arrivals, dtype=float),
+        duration_s=np.asarray(durations, dtype=float),
+        est_duration_s=np.asarray(est if est is not None else durations, dtype=float),
+        eval_progress=grid,
+        eval_obs=evals,
+        eval_true=true,
+        proxy=np.tile(grid, (n, 1)),
+        loss=(np.asarray(losses, dtype=float) if losses is not None
+              else np.tile(1.0 - 0.5 * grid, (n, 1))),
+        hacking=np.asarray(hacking if hacking is not None else [False] * n, dtype=bool),
+        peak_progress=np.ones(n),
+    )
+
+
+@pytest.fixture
+def workload_factory():
+    return make_workload

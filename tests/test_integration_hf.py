@@ -1,0 +1,239 @@
+"""EvalStopCallback on a real transformers.Trainer (tiny random GPT-2 on CPU, no downloads).
+
+The eval metric is scripted per global step by a callback that runs before EvalStop's, so
+the expected stop step and best checkpoint are known: the score peaks at step 6 and then
+declines at steps 8 and 10, so ``evalstop:k=2`` stops at step 10 and keeps checkpoint-6.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import types
+import warnings
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+
+from evalstop.integrations._extras import require  # noqa: E402
+
+CURVE = {2: 0.1, 4: 0.3, 6: 0.5, 8: 0.4, 10: 0.2, 12: 0.6, 14: 0.7, 16: 0.8}
+
+
+def test_missing_extra_names_it():
+    with pytest.raises(ImportError, match=r"X needs evalstop_nope: pip install 'evalstop\[hf\]'"):
+        require("evalstop_nope.sub", what="X", extra="hf")
+
+
+def test_callback_import_error_names_extra(monkeypatch):
+    import importlib
+    import sys
+
+    monkeypatch.setitem(sys.modules, "transformers.trainer_callback", None)
+    monkeypatch.delitem(sys.modules, "evalstop.integrations.hf", raising=False)
+    with pytest.raises(ImportError, match=r"EvalStopCallback needs transformers: "
+                                          r"pip install 'evalstop\[hf\]'"):
+        importlib.import_module("evalstop.integrations.hf")
+    monkeypatch.delitem(sys.modules, "evalstop.integrations.hf", raising=False)
+
+
+@pytest.fixture(scope="module")
+def hf():
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    import torch
+    import transformers
+
+    from evalstop.integrations import hf as hfmod
+
+    class Tokens(torch.utils.data.Dataset):
+        def __init__(self, n):
+            gen = torch.Generator().manual_seed(0)
+            self.x = torch.randint(0, 64, (n, 8), generator=gen)
+
+        def __len__(self):
+            return len(self.x)
+
+        def __getitem__(self, i):
+            return {"input_ids": self.x[i], "labels": self.x[i]}
+
+    class Script(transformers.TrainerCallback):
+        """Writes the scripted score into the eval metrics, before EvalStop reads them."""
+
+        def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+            metrics["eval_score"] = CURVE.get(state.global_step, 0.0)
+
+    class Interrupt(transformers.TrainerCallback):
+        """Ends a run after step ``at`` (its eval and save done), as a crash would."""
+
+        def __init__(self, at):
+            self.at = at
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step == self.at:
+                control.should_training_stop = True
+
+    def model():
+        torch.manual_seed(0)
+        cfg = transformers.GPT2Config(
+            n_layer=1, n_head=2, n_embd=32, vocab_size=64, n_positions=16
+        )
+        return transformers.GPT2LMHeadModel(cfg)
+
+    def trainer(out, callbacks, **overrides):
+        kw = dict(
+            output_dir=str(out), max_steps=16, per_device_train_batch_size=4,
+            eval_strategy="steps", eval_steps=2, save_strategy="steps", save_steps=2,
+            report_to="none", use_cpu=True, disable_tqdm=True, logging_steps=2,
+        )
+        kw.update(overrides)
+        args = transformers.TrainingArguments(**kw)
+        return transformers.Trainer(
+            model=model(), args=args, train_dataset=Tokens(64), eval_dataset=Tokens(4),
+            callbacks=[Script(), *callbacks],
+        )
+
+    return types.SimpleNamespace(mod=hfmod, trainer=trainer, Interrupt=Interrupt)
+
+
+def _evalstop_warnings(record):
+    return [str(w.message) for w in record if "EvalStopCallback" in str(w.message)]
+
+
+def _checkpoints(out):
+    return sorted(p for p in os.listdir(out) if p.startswith("checkpoint-"))
+
+
+def test_stops_at_expected_step_and_keeps_best(hf, tmp_path):
+    cb = hf.mod.EvalStopCallback("score", mode="max", detector="evalstop:k=2")
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        tr = hf.trainer(tmp_path, [cb])
+        tr.train()
+    assert _evalstop_warnings(rec) == []
+    assert tr.state.global_step == 10
+    assert (cb.stopped, cb.stop_step, cb.best_step, cb.best_score) == (True, 10, 6, 0.5)
+    assert cb.best_checkpoint == str(tmp_path / "checkpoint-6")
+    saved = json.loads((tmp_path / "checkpoint-6" / hf.mod.STATE_FILE).read_text())
+    assert saved["attributes"]["evalstop_state"]["detector"]["best_step"] == 6
+
+
+def test_unaligned_saves_and_save_total_limit_keep_best(hf, tmp_path):
+    # Saves every 5 steps, evals every 2, keep 1: step 6 is saved only because it is a
+    # new best, and rotation spares it because the callback marks it best_model_checkpoint.
+    cb = hf.mod.EvalStopCallback("eval_score")
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        tr = hf.trainer(tmp_path, [cb], save_steps=5, save_total_limit=1)
+        tr.train()
+    assert _evalstop_warnings(rec) == []
+    assert (tr.state.global_step, cb.stop_step, cb.best_step) == (10, 10, 6)
+    assert cb.best_checkpoint == str(tmp_path / "checkpoint-6")
+    assert _checkpoints(tmp_path) == ["checkpoint-6"]
+
+
+def test_save_best_false_unaligned_loses_best_and_warns(hf, tmp_path):
+    cb = hf.mod.EvalStopCallback("score", save_best=False)
+    with pytest.warns(UserWarning, match="not aligned with eval_steps"):
+        tr = hf.trainer(tmp_path, [cb], save_steps=5)
+    with pytest.warns(UserWarning, match="no checkpoint of EvalStop's best step 6"):
+        tr.train()
+    assert cb.stop_step == 10 and cb.best_checkpoint is None
+
+
+def test_load_best_model_at_end_aligned(hf, tmp_path):
+    import torch
+    from safetensors.torch import load_file
+
+    cb = hf.mod.EvalStopCallback("score", mode="max")
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        tr = hf.trainer(
+            tmp_path, [cb], save_total_limit=2, load_best_model_at_end=True,
+            metric_for_best_model="score", greater_is_better=True,
+        )
+        tr.train()
+    assert _evalstop_warnings(rec) == []
+    assert cb.best_checkpoint == tr.state.best_model_checkpoint == str(tmp_path / "checkpoint-6")
+    weights = load_file(str(tmp_path / "checkpoint-6" / "model.safetensors"))
+    name = "transformer.h.0.attn.c_attn.weight"
+    assert torch.equal(tr.model.state_dict()[name], weights[name])
+
+
+def test_other_best_metric_with_limit_warns_and_reports_loss(hf, tmp_path):
+    # The Trainer protects its own best (by eval_loss); EvalStop's best gets rotated away.
+    cb = hf.mod.EvalStopCallback("score")
+    with pytest.warns(UserWarning, match="save_total_limit=1 spares only the Trainer's best"):
+        tr = hf.trainer(tmp_path, [cb], save_total_limit=1, metric_for_best_model="loss")
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        tr.train()
+    assert cb.stop_step == 10
+    if "checkpoint-6" not in _checkpoints(tmp_path):
+        assert cb.best_checkpoint is None
+        assert any("no checkpoint of EvalStop's best step 6" in m for m in _evalstop_warnings(rec))
+
+
+@pytest.mark.parametrize("via", ["json-file", "trainer-state"])
+def test_resume_keeps_streak_and_best(hf, tmp_path, via):
+    # First run: crash right after step 8 (one decline into the streak).
+    first = hf.mod.EvalStopCallback("score")
+    hf.trainer(tmp_path, [first, hf.Interrupt(8)]).train()
+    assert (first.stopped, first.detector.streak, first.best_step) == (False, 1, 6)
+    ckpt = tmp_path / "checkpoint-8"
+    stored = json.loads((ckpt / "trainer_state.json").read_text())["stateful_callbacks"]
+    assert stored["EvalStopCallback"]["attributes"]["evalstop_state"]["detector"]["rule"][
+        "streak"
+    ] == 1
+    restore = via == "trainer-state"
+    if restore:
+        (ckpt / hf.mod.STATE_FILE).unlink()  # only the Trainer's own mechanism is left
+    fresh = hf.mod.EvalStopCallback("score")
+    tr = hf.trainer(tmp_path, [fresh], restore_callback_states_from_checkpoint=restore)
+    tr.train(resume_from_checkpoint=str(ckpt))
+    live = hf.mod.EvalStopCallback.find(tr)
+    # A fresh detector would not stop at 10 (first eval) nor later (the curve rises again).
+    assert (tr.state.global_step, live.stop_step, live.best_step) == (10, 10, 6)
+    assert live.best_checkpoint == str(tmp_path / "checkpoint-6")
+
+
+def test_config_warnings_table(hf):
+    def args(**kw):
+        base = dict(
+            eval_strategy="steps", save_strategy="steps", metric_for_best_model=None,
+            greater_is_better=None, save_total_limit=None, load_best_model_at_end=False,
+            eval_steps=2, save_steps=2,
+        )
+        base.update(kw)
+        return types.SimpleNamespace(**base)
+
+    cw = hf.mod.config_warnings
+    assert cw(args(), "score", "max", True) == []
+    assert cw(args(save_total_limit=1), "score", "max", True) == []
+    assert "never evaluates" in cw(args(eval_strategy="no"), "score", "max", True)[0]
+    assert "no checkpoint" in cw(args(save_strategy="no"), "score", "max", False)[0]
+    same = dict(metric_for_best_model="eval_score", greater_is_better=True)
+    assert cw(args(save_total_limit=1, load_best_model_at_end=True, **same), "score", "max",
+              True) == []
+    flipped = dict(metric_for_best_model="score", greater_is_better=False)
+    msgs = cw(args(save_total_limit=1, **flipped), "score", "max", True)
+    assert len(msgs) == 1 and "greater_is_better=True" in msgs[0]
+    assert "save_strategy='best'" in cw(args(save_strategy="best", metric_for_best_model="loss"),
+                                        "score", "max", True)[0]
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(metric=""), "metric must be"),
+        (dict(metric="score", mode="up"), "mode must be 'max' or 'min'"),
+        (dict(metric="score", detector="nope"), "unknown detector 'nope'"),
+        (dict(metric="score", save_best="yes"), "save_best must be"),
+    ],
+)
+def test_bad_arguments(hf, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        hf.mod.EvalStopCallback(**kwargs)
