@@ -172,9 +172,9 @@ def test_other_best_metric_with_limit_warns_and_reports_loss(hf, tmp_path):
         warnings.simplefilter("always")
         tr.train()
     assert cb.stop_step == 10
-    if "checkpoint-6" not in _checkpoints(tmp_path):
-        assert cb.best_checkpoint is None
-        assert any("no checkpoint of EvalStop's best step 6" in m for m in _evalstop_warnings(rec))
+    assert "checkpoint-6" not in _checkpoints(tmp_path)
+    assert cb.best_checkpoint is None
+    assert any("no checkpoint of EvalStop's best step 6" in m for m in _evalstop_warnings(rec))
 
 
 @pytest.mark.parametrize("via", ["json-file", "trainer-state"])

@@ -20,14 +20,26 @@ COMMANDS = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class _Parser(argparse.ArgumentParser):
+    """Usage mistakes end in one line too, like every other input error."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``only`` (a known subcommand) just that subcommand's module is
+    imported, so ``evalstop replay`` does not pay for the plotting stack."""
+    parser = _Parser(
         prog="evalstop",
         description="Stop reward-hacked RLHF jobs from their eval scores; simulate what it saves.",
     )
     parser.add_argument("--version", action="version", version=f"evalstop {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for _name, module in COMMANDS:
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
+                                parser_class=_Parser)
+    for name, module in COMMANDS:
+        if only is not None and name != only:
+            continue
         mod = importlib.import_module(f"evalstop.cli.{module}")
         p = mod.add_parser(sub)
         p.set_defaults(_run=mod.run)
@@ -35,7 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    names = {name for name, _ in COMMANDS}
+    parser = build_parser(argv[0] if argv and argv[0] in names else None)
     args = parser.parse_args(argv)
     try:
         return int(args._run(args) or 0)

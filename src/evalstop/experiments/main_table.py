@@ -1,7 +1,14 @@
 """``main``: the paper's main table. RLHF-heavy workload (preset "paper": 80% RLHF, 60% of
-RLHF jobs hacking), 64 GPUs; SRTF-Est alone, with EvalStop, and the two baselines."""
+RLHF jobs hacking), 64 GPUs; SRTF-Est alone, with EvalStop, and the baselines (StopAt-0.65;
+loss plateau at the default and at a live setting, see ``methods``)."""
 
-from evalstop.experiments.methods import EVALSTOP_SRTF, LOSS_PLATEAU, SRTF, STOPAT
+from evalstop.experiments.methods import (
+    EVALSTOP_SRTF,
+    LOSS_PLATEAU,
+    LOSS_PLATEAU_LIVE,
+    SRTF,
+    STOPAT,
+)
 from evalstop.experiments.spec import Experiment, Point
 
 EXPERIMENT = Experiment(
@@ -11,7 +18,8 @@ EXPERIMENT = Experiment(
         "Does EvalStop on top of SRTF-Est stop the hacking jobs (and only those), and what does "
         "that save in JCT and wasted compute, against SRTF-Est alone and two simpler stop rules?"
     ),
-    points=(Point("paper", {"preset": "paper"}, (SRTF, EVALSTOP_SRTF, STOPAT, LOSS_PLATEAU)),),
+    points=(Point("paper", {"preset": "paper"}, (SRTF, EVALSTOP_SRTF, STOPAT, LOSS_PLATEAU,
+                                              LOSS_PLATEAU_LIVE)),),
     keep=(SRTF.label, EVALSTOP_SRTF.label),
     n_gpus=64,
 )

@@ -30,7 +30,7 @@ DEFAULT_TENANT = "default"  # tenant of every job when the source names none
 
 def check_generator(rng) -> np.random.Generator:
     if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     return rng
 
 

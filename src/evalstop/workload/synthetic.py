@@ -65,9 +65,9 @@ def synthetic_workload(rng: np.random.Generator, *, n_jobs: int = DEFAULT_N_JOBS
     table = JobTable(job_id=[f"job-{i:0{width}d}" for i in range(n_jobs)],
                      arrival_s=arrivals, duration_s=duration, gpus=gpus, type=types,
                      tenant=tenants, source="synthetic")
-    w = workload_from_table(table, rng, preset=preset, sigma=sigma, hacking_frac=hacking_frac,
-                            eval_interval=eval_interval,
-                            meta={"load": load, "n_gpus": n_gpus,
-                                  "arrival_rate_per_h": rate * 3600.0})
-    w.meta["types_from"] = "preset mix"  # drawn above, then handed over as a column
-    return w
+    return workload_from_table(table, rng, preset=preset, sigma=sigma,
+                               hacking_frac=hacking_frac, eval_interval=eval_interval,
+                               meta={"load": load, "n_gpus": n_gpus,
+                                     "arrival_rate_per_h": rate * 3600.0,
+                                     # drawn above from the mix, handed over as a column
+                                     "types_from": "preset mix"})

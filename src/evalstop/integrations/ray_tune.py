@@ -1,0 +1,289 @@
+"""EvalStop on Ray Tune: a scheduler overlay, a ``tune.Stopper``, and a scripted trainable.
+
+``EvalStopScheduler(base_scheduler)`` wraps any Tune ``TrialScheduler`` the way Ray's
+``ResourceChangingScheduler`` does: every hook is forwarded to the base, so the base keeps
+ordering and deciding as before; on each result the trial's own detector (one per trial,
+an unchanged ``evalstop.detectors`` object) is fed ``(result[time_attr], result[metric])``
+and, when it fires, the overlay answers ``STOP`` whatever the base said. Tune then frees
+the trial's resources and the base scheduler picks the next trial for them.
+
+``EvalStopStopper`` gives the same decisions to users who keep their scheduler as it is
+(``tune.RunConfig(stop=EvalStopStopper(...))``).
+
+Which trial stopped where, and its best step, are kept per trial id: ``decisions()``;
+``best_checkpoint(result)`` finds the best step's checkpoint among a trial's reported
+checkpoints (keep them with ``tune.CheckpointConfig(num_to_keep=None)``, or with
+``checkpoint_score_attribute=metric`` so that the best one is never dropped).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import tempfile
+import time
+from typing import Any
+
+from evalstop.detectors import DEFAULT_SPEC, Decision, Detector, make_detector
+from evalstop.integrations._extras import require
+
+_sched = require("ray.tune.schedulers", what="EvalStopScheduler and EvalStopStopper", extra="ray")
+_tune = require("ray.tune", what="EvalStopScheduler and EvalStopStopper", extra="ray")
+TrialScheduler = _sched.TrialScheduler
+FIFOScheduler = _sched.FIFOScheduler
+
+logger = logging.getLogger(__name__)
+
+
+class TrialDetectors:
+    """One detector per trial id, fed from Tune result dicts. Shared by the scheduler
+    overlay and the stopper, so the two cannot disagree."""
+
+    def __init__(
+        self, spec: str, metric: str | None, mode: str | None, time_attr: str
+    ) -> None:
+        make_detector(spec)  # a bad spec fails here, before any trial runs
+        if mode is not None and mode not in ("max", "min"):
+            raise ValueError(f"mode must be 'max' or 'min', got {mode!r}")
+        if not isinstance(time_attr, str) or not time_attr:
+            raise ValueError(f"time_attr must be a result key, got {time_attr!r}")
+        if metric is not None and (not isinstance(metric, str) or not metric):
+            raise ValueError(f"metric must be a result key, got {metric!r}")
+        self.spec, self.metric, self.mode, self.time_attr = spec, metric, mode, time_attr
+        self.detectors: dict[str, Detector] = {}
+        self.stop_reasons: dict[str, str] = {}
+
+    def feed(self, trial_id: str, result: dict[str, Any]) -> Decision | None:
+        """Feed one result; None when it has no usable metric or step."""
+        if self.metric is None or self.metric not in result or self.time_attr not in result:
+            return None
+        det = self.detectors.get(trial_id)
+        if det is None:
+            det = self.detectors[trial_id] = make_detector(self.spec, mode=self.mode or "max")
+        raw_step = result[self.time_attr]
+        try:
+            step = math.floor(float(raw_step))
+            score = float(result[self.metric])
+        except (TypeError, ValueError):
+            logger.warning("EvalStop: trial %s: unusable result %s=%r %s=%r, skipped",
+                           trial_id, self.time_attr, raw_step, self.metric,
+                           result.get(self.metric))
+            return None
+        last = det.state_dict()["last_step"]
+        if last is not None and step <= last:
+            # Buffered or replayed results (e.g. after a restore) repeat steps: skip them.
+            logger.warning("EvalStop: trial %s: %s=%s does not increase (last %s), skipped",
+                           trial_id, self.time_attr, step, last)
+            return None
+        decision = det.update(step, score)
+        if decision.stop and trial_id not in self.stop_reasons:
+            self.stop_reasons[trial_id] = decision.reason
+            logger.info("EvalStop: stopping trial %s at %s=%d (%s); best %s=%s",
+                        trial_id, self.time_attr, step, decision.reason, self.time_attr,
+                        decision.best_step)
+        return decision
+
+    def decisions(self) -> dict[str, dict[str, Any]]:
+        return {
+            tid: {
+                "stopped": det.stopped,
+                "stop_step": det.stop_step,
+                "best_step": det.best_step,
+                "best_score": det.best_score,
+                "reason": self.stop_reasons.get(tid, ""),
+            }
+            for tid, det in self.detectors.items()
+        }
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "spec": self.spec,
+            "metric": self.metric,
+            "mode": self.mode,
+            "time_attr": self.time_attr,
+            "detectors": {tid: det.state_dict() for tid, det in self.detectors.items()},
+            "stop_reasons": dict(self.stop_reasons),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.metric = self.metric or state["metric"]
+        self.mode = self.mode or state["mode"]
+        self.detectors = {}
+        for tid, det_state in state["detectors"].items():
+            det = make_detector(self.spec, mode=det_state["mode"])
+            det.load_state_dict(det_state)  # ValueError if the spec changed
+            self.detectors[tid] = det
+        self.stop_reasons = dict(state["stop_reasons"])
+
+    def best_checkpoint(self, result: Any):
+        """The checkpoint of the best step of ``result`` (a ``tune.Result``), or None."""
+        tid = (result.metrics or {}).get("trial_id")
+        det = self.detectors.get(tid)
+        if det is None or det.best_step is None:
+            return None
+        for ckpt, metrics in result.best_checkpoints or []:
+            value = metrics.get(self.time_attr)
+            if value is not None and math.floor(float(value)) == det.best_step:
+                return ckpt
+        return None
+
+
+class EvalStopScheduler(TrialScheduler):
+    """Overlay on a Tune scheduler: STOP a trial when its EvalStop detector fires.
+
+    Args:
+        base_scheduler: the scheduler that keeps ordering and deciding (default FIFO).
+        metric, mode: the eval metric and its direction; when None they come from
+            ``tune.TuneConfig(metric=..., mode=...)`` as for Ray's own schedulers.
+        detector: a detector spec, ``NAME[:key=value,...]``.
+        time_attr: the increasing counter used as the step (default
+            ``training_iteration``).
+    """
+
+    def __init__(
+        self,
+        base_scheduler: Any = None,
+        metric: str | None = None,
+        mode: str | None = None,
+        detector: str = DEFAULT_SPEC,
+        time_attr: str = "training_iteration",
+    ) -> None:
+        super().__init__()
+        if base_scheduler is not None and not isinstance(base_scheduler, TrialScheduler):
+            raise ValueError(f"base_scheduler must be a Tune TrialScheduler, got {base_scheduler!r}")
+        self._base = base_scheduler if base_scheduler is not None else FIFOScheduler()
+        self._trials = TrialDetectors(detector, metric, mode, time_attr)
+        self._metric = metric
+        self._mode = mode
+
+    # ---- what the overlay adds -----------------------------------------------------------
+    @property
+    def base_scheduler(self):
+        return self._base
+
+    def decisions(self) -> dict[str, dict[str, Any]]:
+        """Per trial id: stopped, stop_step, best_step, best_score, reason."""
+        return self._trials.decisions()
+
+    def best_checkpoint(self, result: Any):
+        return self._trials.best_checkpoint(result)
+
+    # ---- TrialScheduler, forwarded to the base -------------------------------------------
+    @property
+    def metric(self):
+        return self._metric
+
+    @property
+    def supports_buffered_results(self):
+        return self._base.supports_buffered_results
+
+    def set_search_properties(self, metric: str | None, mode: str | None, **spec) -> bool:
+        if self._metric is None:
+            self._metric = self._trials.metric = metric
+        if self._mode is None:
+            self._mode = self._trials.mode = mode
+        # A base created without a metric (e.g. ASHAScheduler()) learns the overlay's.
+        return self._base.set_search_properties(metric or self._metric, mode or self._mode,
+                                                **spec)
+
+    def on_trial_add(self, tune_controller, trial, **kwargs):
+        return self._base.on_trial_add(tune_controller, trial, **kwargs)
+
+    def on_trial_error(self, tune_controller, trial, **kwargs):
+        return self._base.on_trial_error(tune_controller, trial, **kwargs)
+
+    def on_trial_result(self, tune_controller, trial, result):
+        base_decision = self._base.on_trial_result(tune_controller, trial, result)
+        decision = self._trials.feed(trial.trial_id, result)
+        if decision is not None and decision.stop:
+            return TrialScheduler.STOP
+        return base_decision
+
+    def on_trial_complete(self, tune_controller, trial, result, **kwargs):
+        return self._base.on_trial_complete(tune_controller, trial, result, **kwargs)
+
+    def on_trial_remove(self, tune_controller, trial, **kwargs):
+        return self._base.on_trial_remove(tune_controller, trial, **kwargs)
+
+    def choose_trial_to_run(self, tune_controller, **kwargs):
+        return self._base.choose_trial_to_run(tune_controller, **kwargs)
+
+    def debug_string(self) -> str:
+        return f"(EvalStopScheduler {self._trials.spec}) {self._base.debug_string()}"
+
+    def save(self, checkpoint_path: str):
+        """Detector state as JSON at ``checkpoint_path``; the base's beside it (``.base``)."""
+        with open(checkpoint_path, "w", encoding="utf-8") as fh:
+            json.dump(self._trials.state_dict(), fh)
+        try:
+            self._base.save(checkpoint_path + ".base")
+        except NotImplementedError:  # FIFOScheduler and others keep no state
+            pass
+
+    def restore(self, checkpoint_path: str):
+        with open(checkpoint_path, encoding="utf-8") as fh:
+            self._trials.load_state_dict(json.load(fh))
+        self._metric = self._metric or self._trials.metric
+        self._mode = self._mode or self._trials.mode
+        if os.path.exists(checkpoint_path + ".base"):
+            self._base.restore(checkpoint_path + ".base")
+
+
+class EvalStopStopper(_tune.Stopper):
+    """``tune.Stopper`` with EvalStop's decision, for users who keep their scheduler."""
+
+    def __init__(
+        self,
+        metric: str,
+        mode: str = "max",
+        detector: str = DEFAULT_SPEC,
+        time_attr: str = "training_iteration",
+    ) -> None:
+        if not isinstance(metric, str) or not metric:
+            raise ValueError(f"metric must be a result key, got {metric!r}")
+        make_detector(detector, mode=mode)  # ValueError on a bad spec or mode
+        self._trials = TrialDetectors(detector, metric, mode, time_attr)
+
+    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+        decision = self._trials.feed(trial_id, result)
+        return bool(decision is not None and decision.stop)
+
+    def stop_all(self) -> bool:
+        return False
+
+    def decisions(self) -> dict[str, dict[str, Any]]:
+        return self._trials.decisions()
+
+    def best_checkpoint(self, result: Any):
+        return self._trials.best_checkpoint(result)
+
+
+def scripted_trainable(config: dict[str, Any]) -> None:
+    """A tiny Tune function trainable for tests and examples (it lives in the package so
+    that Ray workers can import it).
+
+    Reports ``config["curve"][i]`` as ``score`` at iteration ``i + 1``, after sleeping
+    ``config.get("sleep", 0)`` seconds, with a checkpoint holding that iteration, and the
+    wall-clock times ``wall_start`` (trial start) and ``wall_now``. Resumes from its last
+    checkpoint when Tune restores it.
+    """
+    curve = [float(x) for x in config["curve"]]
+    pause = float(config.get("sleep", 0.0))
+    started = time.time()
+    first = 0
+    ckpt = _tune.get_checkpoint()
+    if ckpt is not None:
+        with ckpt.as_directory() as d, open(os.path.join(d, "state.json"), encoding="utf-8") as fh:
+            first = int(json.load(fh)["iteration"])
+    for i in range(first, len(curve)):
+        if pause > 0:
+            time.sleep(pause)
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "state.json"), "w", encoding="utf-8") as fh:
+                json.dump({"iteration": i + 1, "score": curve[i]}, fh)
+            _tune.report(
+                {"score": curve[i], "wall_start": started, "wall_now": time.time()},
+                checkpoint=_tune.Checkpoint.from_directory(d),
+            )

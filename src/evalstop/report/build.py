@@ -1,0 +1,112 @@
+"""Write everything a reproduce run produces into one folder: results (JSON, CSV), figures
+(PNG), ``report.md`` and a self-contained ``report.html`` with the same content."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from evalstop import __version__
+from evalstop.experiments.aggregate import Summary, summarize
+from evalstop.experiments.paper import CLAIMS, SOURCE
+from evalstop.experiments.runner import ExperimentRun
+from evalstop.report.blocks import Block, Bullets, Heading, Para, Table
+from evalstop.report.claims import evaluate
+from evalstop.report.context import SectionContext
+from evalstop.report.files import write_experiment, write_json
+from evalstop.report.html import to_html
+from evalstop.report.markdown import to_markdown
+from evalstop.report.sections import section_for
+
+TITLE = "EvalStop: the paper's studies, reproduced in simulation"
+
+
+@dataclass
+class RunInfo:
+    wall_s: float  # wall time of running the experiments (the report comes after)
+    workers: int
+    quick: bool
+    command: str = ""
+
+
+@dataclass
+class ReportFiles:
+    markdown: Path
+    html: Path
+    results_json: Path
+    others: list[Path] = field(default_factory=list)
+
+
+def _intro(runs: dict[str, ExperimentRun], info: RunInfo) -> list[Block]:
+    n_sims = sum(r.n_sims for r in runs.values())
+    sim_s = sum(r.sim_s for r in runs.values())
+    st = next(iter(runs.values())).settings
+    quick = (" This is a **--quick** run (few seeds, small workloads): a smoke test, not "
+             "evidence; run without --quick for the real study.") if info.quick else ""
+    return [
+        Heading(1, TITLE),
+        Para(f"The studies of \"EvalStop: Using World Feedback to Detect and Correct Reward "
+             f"Overoptimization in Multi-Tenant RLHF Platforms\" ({SOURCE}), run on the "
+             f"evalstop simulator with its synthetic workload. The paper's figures stand "
+             f"beside ours; we report what we measured and did not tune anything to match."
+             + quick),
+        Para(f"**Run.** evalstop {__version__}; experiments: "
+             f"{', '.join(f'`{n}`' for n in runs)}; {st.n_seeds} seeds each (base seed "
+             f"{st.base_seed}), {st.n_jobs} jobs per workload; {n_sims} simulations "
+             f"({sim_s:.1f} CPU-s simulating); {info.workers} worker process(es) on "
+             f"{os.cpu_count()} CPU(s); {info.wall_s:.1f} s wall time to run them."
+             + (f" Command: `{info.command}`." if info.command else "")),
+        Para("**How to read.** Values are means across seeds with a 95% Student-t interval in "
+             "brackets. A change is the relative change of the means against the method's "
+             "baseline on the same seeds (same workloads), its interval that of the per-seed "
+             "changes, and p the two-sided paired Wilcoxon signed-rank test. n/a marks an "
+             "undefined value (a ratio with a zero denominator, e.g. precision with no stops)."),
+    ]
+
+
+def _at_a_glance(summaries: dict[str, Summary]) -> list[Block]:
+    rows = []
+    for c in CLAIMS:
+        if c.experiment in summaries:
+            rows.append((f"`{c.experiment}`", c.text, *evaluate(c, summaries[c.experiment].rows)))
+    if not rows:
+        return []
+    return [Heading(2, "The paper's claims at a glance"),
+            Table(("Study", f"Claim ({SOURCE})", "Ours", "Verdict"), tuple(rows)),
+            Para("The main table's individual figures are compared in the `main` section.")]
+
+
+def write_report(runs: dict[str, ExperimentRun], out_dir: str | Path, info: RunInfo) -> ReportFiles:
+    if not runs:
+        raise ValueError("no experiments to report")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    summaries, others, results = {}, [], {}
+    for name, run in runs.items():
+        rows = summarize(run.experiment, run.rows)
+        summaries[name] = Summary(rows)
+        others += write_experiment(out, name, run.rows, rows)
+        results[name] = {"title": run.experiment.title, "n_gpus": run.n_gpus,
+                         "n_sims": run.n_sims, "sim_s": run.sim_s, "rows": run.rows,
+                         "summary": rows}
+    st = next(iter(runs.values())).settings
+    results_json = write_json(out / "results.json", {
+        "evalstop_version": __version__, "paper": SOURCE, "settings": asdict(st),
+        "run": asdict(info), "experiments": results})
+
+    blocks = _intro(runs, info) + _at_a_glance(summaries)
+    for name, run in runs.items():
+        blocks += section_for(name)(SectionContext(run, summaries[name], out))
+    blocks += [Heading(2, "Files"), Bullets((
+        "`results.json`: settings, per-seed rows and summaries of every experiment",
+        "`<experiment>_runs.csv`: one row per (point, method, seed) with every metric",
+        "`<experiment>_summary.csv`: one row per (point, method, metric): mean, 95% CI, "
+        "change vs baseline, Wilcoxon p",
+        "`figures/*.png`: the plots; `report.html` embeds them"))]
+    md = out / "report.md"
+    md.write_text(to_markdown(blocks))
+    html = out / "report.html"
+    html.write_text(to_html(blocks, out, TITLE))
+    others += sorted((out / "figures").glob("*.png")) if (out / "figures").is_dir() else []
+    return ReportFiles(md, html, results_json, others)

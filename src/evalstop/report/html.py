@@ -1,0 +1,65 @@
+"""Blocks -> one self-contained HTML page: simple CSS inline, PNGs embedded as base64, so
+the file can be mailed or attached on its own."""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from pathlib import Path
+
+from evalstop.report.blocks import Block, Bullets, Heading, Image, Para, Table
+
+CSS = """
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; max-width: 1100px;
+       margin: 2em auto; padding: 0 1em; color: #222; line-height: 1.45; }
+h1, h2, h3 { line-height: 1.2; } h2 { border-bottom: 1px solid #ddd; padding-bottom: .2em; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: .3em .6em; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; } tr:nth-child(even) td { background: #fafafa; }
+caption { caption-side: top; text-align: left; font-style: italic; padding-bottom: .3em; }
+figure { margin: 1.2em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
+figcaption { font-style: italic; color: #555; }
+code { background: #f3f3f3; padding: 0 .2em; border-radius: 3px; }
+"""
+
+_CODE = re.compile(r"`([^`]+)`")
+_BOLD = re.compile(r"\*\*([^*]+)\*\*")
+
+
+def inline(text: str) -> str:
+    out = html.escape(text, quote=False)
+    out = _CODE.sub(r"<code>\1</code>", out)
+    return _BOLD.sub(r"<strong>\1</strong>", out)
+
+
+def _img(path: Path) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f"data:image/png;base64,{data}"
+
+
+def to_html(blocks: list[Block], base_dir: Path, title: str) -> str:
+    parts = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
+             f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>"]
+    for b in blocks:
+        if isinstance(b, Heading):
+            parts.append(f"<h{b.level}>{inline(b.text)}</h{b.level}>")
+        elif isinstance(b, Para):
+            parts.append(f"<p>{inline(b.text)}</p>")
+        elif isinstance(b, Bullets):
+            parts.append("<ul>" + "".join(f"<li>{inline(i)}</li>" for i in b.items) + "</ul>")
+        elif isinstance(b, Table):
+            cap = f"<caption>{inline(b.caption)}</caption>" if b.caption else ""
+            head = "".join(f"<th>{inline(h)}</th>" for h in b.header)
+            body = "".join("<tr>" + "".join(f"<td>{inline(c)}</td>" for c in row) + "</tr>"
+                           for row in b.rows)
+            parts.append(f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        elif isinstance(b, Image):
+            src = _img(base_dir / b.path)
+            alt = html.escape(b.caption)
+            parts.append(f"<figure><img src=\"{src}\" alt=\"{alt}\">"
+                         f"<figcaption>{inline(b.caption)}</figcaption></figure>")
+        else:
+            raise TypeError(f"unknown report block {b!r}")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"

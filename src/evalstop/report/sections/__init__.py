@@ -1,0 +1,25 @@
+"""Report sections by experiment name. An experiment without an entry here gets the generic
+section (setup, one table of every point and method, the paper's claims); add an entry to
+give a new experiment its own tables and plots."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from evalstop.report.blocks import Block
+from evalstop.report.context import SectionContext
+from evalstop.report.sections import common, composability, main, sweeps
+
+Renderer = Callable[[SectionContext], list[Block]]
+
+SECTIONS: dict[str, Renderer] = {
+    "main": main.render,
+    "composability": composability.render,
+    "sigma": sweeps.render,
+    "hacking": sweeps.render,
+    "k": sweeps.render,
+}
+
+
+def section_for(name: str) -> Renderer:
+    return SECTIONS.get(name, common.generic)

@@ -1,0 +1,67 @@
+"""Pieces every section uses: the heading and setup, the paper's claims, a generic table."""
+
+from __future__ import annotations
+
+from evalstop.experiments.paper import SOURCE, claims_for
+from evalstop.report.blocks import Block, Bullets, Heading, Para, Table
+from evalstop.report.claims import evaluate
+from evalstop.report.context import SectionContext
+from evalstop.report.fmt import num, pvalue, with_ci
+
+H = 1 / 3600.0  # seconds -> hours
+
+
+def header(ctx: SectionContext) -> list[Block]:
+    exp, st = ctx.experiment, ctx.run.settings
+    methods = {}
+    for p in exp.points:
+        for m in p.methods:
+            spec = f"`{m.base}`" + (f" + `{m.detector}`" if m.detector else "")
+            if m.job_types is not None:
+                spec += f" (stops {', '.join(sorted(m.job_types))} jobs only)"
+            methods.setdefault(m.label, spec)
+    points = ", ".join(f"`{p.label}`" for p in exp.points)
+    return [
+        Heading(2, f"{exp.title} (`{exp.name}`)"),
+        Para(f"**Question.** {exp.question}"),
+        Para(f"**Setup.** {st.n_seeds} seeds (base seed {st.base_seed}), {st.n_jobs} jobs per "
+             f"workload, {ctx.run.n_gpus} GPUs, restart overhead {st.restart_overhead_s:g} s; "
+             f"workload points: {points}. {ctx.run.n_sims} simulations, "
+             f"{ctx.run.sim_s:.1f} CPU-s simulating "
+             f"({1000 * ctx.run.sim_s / max(1, ctx.run.n_sims):.0f} ms per run)."),
+        Bullets(tuple(f"**{label}**: {spec}" for label, spec in methods.items())),
+    ]
+
+
+def claims(ctx: SectionContext) -> list[Block]:
+    cl = claims_for(ctx.experiment.name)
+    if not cl:
+        return []
+    rows = tuple((c.text, *evaluate(c, ctx.summary.rows)) for c in cl)
+    return [Table(("Paper's claim (" + SOURCE + ")", "Ours", "Verdict"), rows,
+                  caption="The paper's claims for this study, checked against our means")]
+
+
+def generic_table(ctx: SectionContext) -> Table:
+    """Every (point, method): decisions, JCT and waste, with the change vs its baseline."""
+    rows = []
+    for p in ctx.experiment.points:
+        for m in p.methods:
+            g = lambda metric: ctx.summary.get(p.label, m.label, metric)  # noqa: E731
+            jct, waste = g("jct_mean_s"), g("waste_gpu_h")
+            if jct is None:
+                continue
+            rows.append((
+                p.label, m.label, with_ci(g("precision")), with_ci(g("recall")),
+                with_ci(g("fpr")), with_ci(jct, "num", 2, H),
+                with_ci(jct, "delta") if m.baseline else "", pvalue(jct["p_value"]),
+                num(waste["mean"], 1), with_ci(waste, "delta") if m.baseline else "",
+            ))
+    return Table(("Point", "Method", "Precision", "Recall", "FPR (all non-hacking)",
+                  "Mean JCT (h)", "JCT change", "p (JCT)", "Wasted GPU-h", "Waste change"),
+                 tuple(rows), caption="Means across seeds [95% CI]; changes against each "
+                 "method's baseline on the same seeds, p from the paired Wilcoxon test")
+
+
+def generic(ctx: SectionContext) -> list[Block]:
+    return [*header(ctx), generic_table(ctx), *claims(ctx)]

@@ -1,0 +1,89 @@
+"""`evalstop replay`: the DESIGN.md output contract and one-line errors on bad input."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from evalstop.cli.main import main
+
+
+def write(tmp_path, lines, name="log.jsonl"):
+    p = tmp_path / name
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def replay(capsys, *args):
+    rc = main(["replay", *map(str, args)])
+    out, err = capsys.readouterr()
+    return rc, [json.loads(x) for x in out.splitlines()], err
+
+
+def test_contract_interleaved_out_of_order(tmp_path, capsys):
+    recs = [
+        {"job": "b", "step": 2, "eval": 0.5},
+        {"job": "a", "step": 1, "eval": 0.1},
+        {"job": "b", "step": 1, "eval": 0.4},
+        {"job": "a", "step": 3, "eval": 0.25, "loss": 1.0, "proxy": 2.0, "progress": 0.3},
+        {"job": "a", "step": 2, "eval": 0.3},
+        {"job": "a", "step": 4, "eval": 0.2, "time": 12.5},
+        {"job": "b", "step": 3, "eval": 0.6},
+    ]
+    log = write(tmp_path, [json.dumps(r) for r in recs])
+    rc, out, err = replay(capsys, log, "--detector", "evalstop:k=2")
+    assert rc == 0 and err == ""
+    assert out == [
+        {"job": "b", "stopped": False, "stop_step": None, "best_step": 3, "best_eval": 0.6,
+         "reason": "ran to the end"},
+        {"job": "a", "stopped": True, "stop_step": 4, "best_step": 2, "best_eval": 0.3,
+         "reason": "2 consecutive declines"},
+    ]
+
+
+def test_min_mode_and_default_detector(tmp_path, capsys):
+    log = write(tmp_path, [json.dumps({"job": "x", "step": s, "eval": e})
+                           for s, e in [(1, 3.0), (2, 2.0), (3, 2.5), (4, 2.7)]])
+    rc, out, _ = replay(capsys, log, "--mode", "min")
+    assert rc == 0 and out[0]["best_step"] == 2 and out[0]["best_eval"] == 2.0
+
+
+@pytest.mark.parametrize("lines, message", [
+    (['{"job": "a", "step": 1, "eval": 0.1}', "{not json"], "log.jsonl:2: not valid JSON"),
+    (['{"job": "a", "eval": 0.1}'], "log.jsonl:1: missing 'step'"),
+    (['{"job": "a", "step": 1.5, "eval": 0.1}'], "'step' must be an integer"),
+    (['{"job": "a", "step": 1, "eval": "high"}'], "'eval' must be a number"),
+    (['[1, 2]'], "expected a JSON object"),
+    (['{"job": "a", "step": 1, "eval": 0.1}', '{"job": "a", "step": 1, "eval": 0.2}'],
+     "job 'a' has step 1 twice"),
+    (['{"job": "a", "step": 1, "eval": 0.1, "progress": 2}'], "'progress' must be in"),
+])
+def test_bad_logs_give_one_line_errors(tmp_path, capsys, lines, message):
+    rc, out, err = replay(capsys, write(tmp_path, lines), "--detector", "evalstop:k=2")
+    assert rc == 2 and out == []
+    assert message in err and err.count("\n") == 1 and err.startswith("evalstop: error:")
+
+
+def test_unknown_detector_and_missing_file(tmp_path, capsys):
+    log = write(tmp_path, ['{"job": "a", "step": 1, "eval": 0.1}'])
+    rc, _, err = replay(capsys, log, "--detector", "magic:k=2")
+    assert rc == 2 and "unknown detector 'magic'" in err
+    rc, _, err = replay(capsys, tmp_path / "nope.jsonl")
+    assert rc == 2 and "cannot read" in err
+
+
+def test_nan_eval_is_ignored(tmp_path, capsys):
+    log = write(tmp_path, ['{"job": "a", "step": 1, "eval": 0.5}',
+                           '{"job": "a", "step": 2, "eval": NaN}',
+                           '{"job": "a", "step": 3, "eval": null}',
+                           '{"job": "a", "step": 4, "eval": 0.4}'])
+    rc, out, _ = replay(capsys, log, "--detector", "evalstop:k=1")
+    assert rc == 0 and out[0]["stop_step"] == 4 and out[0]["best_step"] == 1
+
+
+def test_console_script_runs(tmp_path):
+    log = write(tmp_path, ['{"job": "a", "step": 1, "eval": 0.5}'])
+    r = subprocess.run([sys.executable, "-m", "evalstop.cli.main", "replay", str(log)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and json.loads(r.stdout)["job"] == "a"

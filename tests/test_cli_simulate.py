@@ -1,0 +1,86 @@
+"""`evalstop simulate`: the DESIGN.md contract, and one-line errors on bad input."""
+
+import csv
+
+import pytest
+
+from evalstop.cli.main import main
+
+
+def trace(tmp_path, text, name="jobs.csv"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def rows(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_fifo_contract(tmp_path, capsys):
+    jobs = trace(tmp_path, "job_id,arrival_s,duration_s,gpus\n"
+                           "a,0,10,2\nb,0,20,2\nc,5,5,4\nd,10,3,1\n")
+    out = tmp_path / "per_job.csv"
+    assert main(["simulate", "--jobs", str(jobs), "--gpus", "4", "--scheduler", "fifo",
+                 "--out", str(out)]) == 0
+    got = rows(out)
+    assert [r["job_id"] for r in got] == ["a", "b", "c", "d"]
+    assert [float(r["start_s"]) for r in got] == [0, 0, 20, 25]
+    assert [float(r["finish_s"]) for r in got] == [10, 20, 25, 28]
+    assert [float(r["jct_s"]) for r in got] == [10, 20, 20, 18]
+    assert [r["stopped"] for r in got] == ["0"] * 4
+    assert {"arrival_s", "type", "gpu_hours", "kept_step"} <= set(got[0])
+
+
+def test_rows_keep_file_order_for_unsorted_trace(tmp_path):
+    jobs = trace(tmp_path, "job_id,arrival_s,duration_s,gpus\nlate,50,1,1\nearly,0,1,1\n")
+    out = tmp_path / "o.csv"
+    assert main(["simulate", "--jobs", str(jobs), "--gpus", "1", "--scheduler", "fifo",
+                 "--out", str(out)]) == 0
+    got = rows(out)
+    assert [(r["job_id"], float(r["start_s"])) for r in got] == [("late", 50), ("early", 0)]
+
+
+def test_detector_stops_and_same_seed_same_file(tmp_path):
+    jobs = trace(tmp_path, "job_id,arrival_s,duration_s,gpus,type\n" + "".join(
+        f"j{i},{i * 100},{3600 + 60 * i},8,rlhf\n" for i in range(40)))
+    outs = []
+    for name in ("a.csv", "b.csv"):
+        out = tmp_path / name
+        assert main(["simulate", "--jobs", str(jobs), "--gpus", "16", "--scheduler",
+                     "srtf-est", "--detector", "evalstop:k=2", "--seed", "3",
+                     "--out", str(out)]) == 0
+        outs.append(out.read_text())
+    assert outs[0] == outs[1]
+    assert any(r["stopped"] == "1" for r in rows(tmp_path / "a.csv"))
+
+
+@pytest.mark.parametrize("text, gpus, extra, message", [
+    ("job_id,arrival_s,duration_s\na,0,10\n", 4, [], "missing required column(s): gpus"),
+    ("job_id,arrival_s,duration_s,gpus\na,0,10,8\n", 4, [], "asks for 8 GPUs but the cluster has 4"),
+    ("job_id,arrival_s,duration_s,gpus\na,0,-10,1\n", 4, [], "duration"),
+    ("job_id,arrival_s,duration_s,gpus\na,0,nan,1\n", 4, [], "duration"),
+    ("job_id,arrival_s,duration_s,gpus\na,0,ten,1\n", 4, [], "duration"),
+    ("job_id,arrival_s,duration_s,gpus\na,0,10,1\n", 4, ["--detector", "nope"],
+     "unknown detector 'nope'"),
+    ("job_id,arrival_s,duration_s,gpus\na,0,10,1\n", 0, [], "--gpus must be >= 1"),
+    ("", 4, [], "jobs.csv"),
+])
+def test_bad_input_one_line_error(tmp_path, capsys, text, gpus, extra, message):
+    jobs = trace(tmp_path, text)
+    out = tmp_path / "o.csv"
+    out.write_text("earlier results\n")
+    rc = main(["simulate", "--jobs", str(jobs), "--gpus", str(gpus), "--scheduler", "fifo",
+               "--out", str(out), *extra])
+    err = capsys.readouterr().err
+    assert rc == 2 and message in err and err.count("\n") == 1
+    assert out.read_text() == "earlier results\n"  # never lose what was already written
+
+
+def test_unknown_scheduler_is_one_line(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["simulate", "--jobs", "x.csv", "--gpus", "4", "--scheduler", "nope",
+              "--out", "o.csv"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "invalid choice: 'nope'" in err and err.count("\n") == 1
