@@ -19,6 +19,10 @@ def atomic_write(path: str | Path, mode: str = "w", **kwargs):
     try:
         with os.fdopen(fd, mode, **kwargs) as fh:
             yield fh
+        # mkstemp makes the file private (0600); give it the usual umask-based mode.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

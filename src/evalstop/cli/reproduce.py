@@ -17,26 +17,6 @@ from evalstop.experiments import FULL, QUICK, names, run_experiments, select
 from evalstop.experiments.runner import default_workers, plan
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
-
-
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "reproduce",
@@ -53,22 +33,47 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true",
                    help=f"small version for a smoke test: {QUICK.n_seeds} seeds, "
                         f"{QUICK.n_jobs} jobs per workload")
-    p.add_argument("--seeds", type=_positive_int, default=None, metavar="N",
+    p.add_argument("--seeds", type=int, default=None, metavar="N",
                    help=f"seeds per experiment (default {FULL.n_seeds}; "
                         f"{QUICK.n_seeds} with --quick)")
-    p.add_argument("--workers", type=_positive_int, default=None, metavar="N",
+    p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="worker processes (default: one per CPU, at most one per task; "
                         "1 runs in this process)")
     p.add_argument("--only", default=None, metavar="NAME[,NAME]",
                    help=f"run only these experiments (known: {', '.join(names())})")
-    p.add_argument("--seed", type=_seed, default=FULL.base_seed, metavar="BASE",
+    p.add_argument("--seed", type=int, default=FULL.base_seed, metavar="BASE",
                    help=f"base seed; seed s of a study uses default_rng([BASE, s]) "
                         f"(default {FULL.base_seed})")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
 
+def _command(args) -> str:
+    """The command that reproduces these numbers, every setting spelled out (the worker
+    count is left out: it does not change them)."""
+    parts = ["evalstop", "reproduce", "--out", args.out]
+    if args.quick:
+        parts.append("--quick")
+    if args.seeds is not None:
+        parts += ["--seeds", str(args.seeds)]
+    parts += ["--seed", str(args.seed)]
+    if args.only is not None:
+        parts += ["--only", args.only]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def _check(args) -> None:
+    """Range checks here, not in argparse types, so a bad value is one line (exit 2)."""
+    for option, value, low in (("--seeds", args.seeds, 1), ("--workers", args.workers, 1),
+                               ("--seed", args.seed, 0)):
+        if value is not None and value < low:
+            raise ValueError(f"{option} must be >= {low}, got {value}")
+    if not str(args.out).strip():
+        raise ValueError("--out must name a folder")
+
+
 def run(args) -> int:
+    _check(args)
     settings = QUICK if args.quick else FULL
     settings = replace(settings, base_seed=args.seed,
                        n_seeds=args.seeds if args.seeds is not None else settings.n_seeds)
@@ -83,11 +88,8 @@ def run(args) -> int:
     runs = run_experiments(experiments, settings, workers=workers,
                            progress=not args.no_progress and sys.stderr.isatty())
     sim_wall = time.perf_counter() - t0
-    command = "evalstop reproduce " + " ".join(shlex.quote(a) for a in sys.argv[1:][1:]) \
-        if sys.argv[1:2] == ["reproduce"] else ""
-    files = write_report(runs, args.out,
-                         RunInfo(wall_s=sim_wall, workers=workers, quick=args.quick,
-                                 command=command.strip()))
+    files = write_report(runs, args.out, RunInfo(wall_s=sim_wall, workers=workers,
+                                                 quick=args.quick, command=_command(args)))
     total = time.perf_counter() - t0
     print(f"ran {n_tasks} tasks in {sim_wall:.1f} s on {workers} worker(s); "
           f"total {total:.1f} s")

@@ -47,7 +47,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--preset", default="paper", choices=sorted(PRESETS),
                    help="job mix and curve preset (default: paper)")
     p.add_argument("--sigma", type=float, default=None,
-                   help="eval noise std (default: the preset's)")
+                   help="eval noise std (default 0.02)")
     p.add_argument("--restart-overhead", type=float, default=120.0, metavar="SECONDS",
                    help="cost of resuming a preempted job (default 120, the paper's)")
     return p

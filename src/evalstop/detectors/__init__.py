@@ -19,8 +19,9 @@ from evalstop.detectors.stopat import StopAt
 for _cls in (KDecline, StopAt, LossPlateau, Patience, NoiseDrop, SlopeTest):
     register(_cls)
 
-# The recommended default; a stronger rule may replace it (see README, "Which rule").
-DEFAULT_SPEC = "evalstop:k=2"
+# The recommended default, chosen on the tuning part of the detector benchmark (see
+# evalstop.detbench and docs/readme/detectors.md); the paper's rule stays as evalstop:k=2.
+DEFAULT_SPEC = "noise-drop:m=1.4,n=2,smooth=9"
 alias("default", DEFAULT_SPEC)
 
 __all__ = [

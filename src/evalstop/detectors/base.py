@@ -20,14 +20,14 @@ Shared policy, implemented once here for every rule:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from evalstop.detectors.direction import sign_of
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(NamedTuple):
+    """Immutable; a tuple underneath because a simulator makes millions of them."""
+
     stop: bool
     reason: str
     best_step: int | None

@@ -1,13 +1,20 @@
-"""Online, robust estimate of a job's own eval noise, shared by the noise-aware rules.
+"""Online, robust estimate of a job's own eval noise, for the noise-aware rules.
 
-sigma_hat = MAD(second differences) / (0.6745 * sqrt(6)). A second difference
-x[i-1] - 2 x[i] + x[i+1] cancels the curve's local level and slope, so what is left is
-noise (variance 6 sigma^2) plus the curve's curvature, which is small between two evals.
-First differences, the textbook choice, keep the slope: on a curve that rises steeply early
-and flattens later their spread is the change of slope, and at low noise they overstate
-sigma several times over. The MAD ignores single bad evals and heavy tails, and 0.6745
-turns a MAD into a Gaussian sigma. Only the last ``MAX_VALUES`` values are kept, so state
-and cost stay bounded on long jobs.
+The estimate is built from second differences d = x[i-1] - 2 x[i] + x[i+1]. A second
+difference cancels the curve's local level and slope, so what is left is noise (variance
+6 sigma^2) plus the curve's curvature, which is small between neighbouring evals. First
+differences, the textbook choice, keep the slope: on a curve that rises steeply and then
+flattens their spread is the change of slope, and at low noise they overstate sigma
+several times over.
+
+The scale of the d's is a winsorised mean absolute deviation from their median: each
+|d - median| is clipped at 2.5 robust standard deviations (from the MAD) and the clipped
+values are averaged. This keeps most of the efficiency of a mean (a plain MAD wastes about
+two thirds of the few values a job has) while one bad eval, which touches three second
+differences, cannot inflate it much. A job has few evals, so the estimate is also widened
+by (1 + 1/sqrt(k)) for k second differences: a guard against the too-small estimates that
+a short history gives about as often as too-large ones, and that would stop healthy jobs.
+Only the last ``MAX_VALUES`` values are used, so cost and state stay bounded on long jobs.
 """
 
 from __future__ import annotations
@@ -16,20 +23,33 @@ import math
 from statistics import median
 
 MAX_VALUES = 200
-_SCALE = {1: 0.6745 * math.sqrt(2.0), 2: 0.6745 * math.sqrt(6.0)}
+MIN_DIFFS = 3  # fewer second differences (5 evals) give no usable estimate
+CLIP = 2.5
+# E[min(|Z|, CLIP)] for Z ~ N(0, 1) and E|Z|: make the clipped and plain means estimate sigma.
+_CLIPPED_MEAN_ABS = math.sqrt(2.0 / math.pi) * (1.0 - math.exp(-CLIP**2 / 2.0)) + CLIP * math.erfc(
+    CLIP / math.sqrt(2.0)
+)
+_MEAN_ABS = math.sqrt(2.0 / math.pi)
+_MAD = 0.6744897501960817  # the MAD of N(0, 1)
 
 
-def differences(values: list[float], order: int) -> list[float]:
-    d = list(values)
-    for _ in range(order):
-        d = [b - a for a, b in zip(d, d[1:])]
-    return d
+def second_differences(values: list[float]) -> list[float]:
+    return [a - 2.0 * b + c for a, b, c in zip(values, values[1:], values[2:])]
 
 
-def sigma_hat(values: list[float], order: int = 2) -> float:
-    """The noise estimate from a job's finite values in order; 0.0 when too few."""
-    d = differences(values, order)
-    if not d:
-        return 0.0
+def sigma_hat(values: list[float]) -> float | None:
+    """The widened noise estimate from a job's finite values in order; None with too few.
+
+    Constant or exactly linear values give 0.0: every decline then exceeds the noise.
+    """
+    d = second_differences(values[-MAX_VALUES:])
+    if len(d) < MIN_DIFFS:
+        return None
     mid = median(d)
-    return median([abs(x - mid) for x in d]) / _SCALE[order]
+    dev = [abs(x - mid) for x in d]
+    robust_sd = median(dev) / _MAD
+    if robust_sd > 0.0:
+        scale = sum(min(x, CLIP * robust_sd) for x in dev) / len(dev) / _CLIPPED_MEAN_ABS
+    else:  # most d's equal (quantised scores): clipping at 0 would erase the rest
+        scale = sum(dev) / len(dev) / _MEAN_ABS
+    return scale / math.sqrt(6.0) * (1.0 + 1.0 / math.sqrt(len(d)))

@@ -2,20 +2,21 @@
 
 Each summary row has the mean and 95% t interval across seeds and, for a method with a
 baseline, the change against that baseline on the same seeds: ``delta_pct`` is the
-relative change of the means (the paper's "JCT -9.4% vs SRTF-Est"), ``delta_lo/hi`` a 95%
-interval of the per-seed relative changes, and ``p_value`` the paired Wilcoxon
-signed-rank test. Undefined values are NaN.
+relative change of the means (the paper's "JCT -9.4% vs SRTF-Est"), ``delta_lo/hi`` its 95%
+paired bootstrap interval, and ``p_value`` the paired Wilcoxon signed-rank test.
+Undefined values are NaN.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
 from evalstop.experiments.runner import ID_COLUMNS
 from evalstop.experiments.spec import Experiment
-from evalstop.metrics.stats import mean_ci, paired_wilcoxon, relative_change
+from evalstop.metrics.stats import change_ci, mean_ci, paired_wilcoxon
 
 SUMMARY_COLUMNS = ("experiment", "point", "method", "x", "metric", "n", "mean", "lo", "hi",
                    "baseline", "baseline_mean", "delta_pct", "delta_lo", "delta_hi", "p_value")
@@ -34,10 +35,6 @@ def metric_names(rows: list[dict]) -> list[str]:
 
 def _by_seed(rows: list[dict], metric: str) -> dict[int, float]:
     return {r["seed"]: float(r.get(metric, math.nan)) for r in rows}
-
-
-def _per_seed_change(method: dict[int, float], base: dict[int, float]) -> list[float]:
-    return [relative_change(method[s], base[s]) for s in sorted(set(method) & set(base))]
 
 
 def summarize(experiment: Experiment, rows: list[dict]) -> list[dict]:
@@ -64,15 +61,11 @@ def summarize(experiment: Experiment, rows: list[dict]) -> list[dict]:
                 if base_rows:
                     base = _by_seed(base_rows, metric)
                     seeds = sorted(set(ours) & set(base))
-                    bmean = mean_ci([base[s] for s in seeds]).mean
-                    dci = mean_ci(_per_seed_change(ours, base))
-                    row.update(
-                        baseline_mean=bmean,
-                        delta_pct=relative_change(ci.mean, bmean),
-                        delta_lo=dci.lo,
-                        delta_hi=dci.hi,
-                        p_value=paired_wilcoxon([ours[s] for s in seeds], [base[s] for s in seeds]),
-                    )
+                    a, b = [ours[s] for s in seeds], [base[s] for s in seeds]
+                    change = change_ci(a, b)
+                    row.update(baseline_mean=mean_ci(b).mean, delta_pct=change.mean,
+                               delta_lo=change.lo, delta_hi=change.hi,
+                               p_value=paired_wilcoxon(a, b))
                 out.append(row)
     return out
 
@@ -86,6 +79,10 @@ class Summary:
 
     def get(self, point: str, method: str, metric: str) -> dict | None:
         return self._index.get((point, method, metric))
+
+    def getter(self, point: str, method: str):
+        """``metric -> summary row`` for one (point, method)."""
+        return functools.partial(self.get, point, method)
 
     def value(self, point: str, method: str, metric: str, field: str = "mean") -> float:
         r = self.get(point, method, metric)

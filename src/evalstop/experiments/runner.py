@@ -128,9 +128,14 @@ def run_tasks(tasks: list[Task], *, workers: int | None = None, progress: bool =
         else:
             with ProcessPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
                 futures = {pool.submit(run_task, t): i for i, t in enumerate(tasks)}
-                for fut in as_completed(futures):
-                    outputs[futures[fut]] = fut.result()
-                    bar.update()
+                try:
+                    for fut in as_completed(futures):
+                        outputs[futures[fut]] = fut.result()
+                        bar.update()
+                except BaseException:
+                    # A failed task (or Ctrl-C) ends the run now, not after the queued rest.
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    raise
     finally:
         bar.close()
     return outputs  # type: ignore[return-value]

@@ -264,13 +264,15 @@ def scripted_trainable(config: dict[str, Any]) -> None:
     """A tiny Tune function trainable for tests and examples (it lives in the package so
     that Ray workers can import it).
 
-    Reports ``config["curve"][i]`` as ``score`` at iteration ``i + 1``, after sleeping
-    ``config.get("sleep", 0)`` seconds, with a checkpoint holding that iteration, and the
+    Reports ``curve[i]`` as ``score`` at iteration ``i + 1``, after sleeping ``sleep``
+    seconds (both read from ``config``, or from ``config["script"]`` so that a
+    ``tune.grid_search`` over dicts can pair each curve with its own pace), with a checkpoint holding that iteration, and the
     wall-clock times ``wall_start`` (trial start) and ``wall_now``. Resumes from its last
     checkpoint when Tune restores it.
     """
-    curve = [float(x) for x in config["curve"]]
-    pause = float(config.get("sleep", 0.0))
+    script = config.get("script", config)
+    curve = [float(x) for x in script["curve"]]
+    pause = float(script.get("sleep", 0.0))
     started = time.time()
     first = 0
     ckpt = _tune.get_checkpoint()

@@ -11,11 +11,18 @@ from evalstop.metrics.decisions import decision_metrics, detection_delay, ratio
 from evalstop.metrics.jct import jct_metrics, jct_s
 from evalstop.metrics.quality import quality_metrics, quality_ratio
 from evalstop.metrics.run import run_metrics
-from evalstop.metrics.stats import Interval, mean_ci, paired_wilcoxon, relative_change
+from evalstop.metrics.stats import (
+    Interval,
+    change_ci,
+    mean_ci,
+    paired_wilcoxon,
+    relative_change,
+)
 from evalstop.metrics.waste import waste_metrics, wasted_gpu_h
 
 __all__ = [
     "Interval",
+    "change_ci",
     "cluster_metrics",
     "decision_metrics",
     "detection_delay",

@@ -42,7 +42,7 @@ def decision_metrics(workload: Workload, result: SimResult) -> dict[str, float]:
     healthy_rlhf = ~hacking & rlhf
     fp_rlhf = int(np.count_nonzero(healthy_rlhf & stopped))
     out: dict[str, float] = {
-        "n_jobs": int(len(hacking)),
+        "n_jobs": len(hacking),
         "n_hacking": int(np.count_nonzero(hacking)),
         "n_stopped": int(np.count_nonzero(stopped)),
         "tp": tp,

@@ -1,4 +1,5 @@
-"""Across seeds: mean with a 95% t interval, a paired test, and the relative change.
+"""Across seeds: mean with a 95% t interval, a paired test, and the relative change with a
+paired bootstrap interval.
 
 Seeds are the unit of replication: each seed is one workload, and the methods compared on
 it share that workload, so a method and its baseline form pairs. Values that are not finite
@@ -74,3 +75,41 @@ def relative_change(method: float, baseline: float) -> float:
     if not (math.isfinite(m) and math.isfinite(b)) or b == 0:
         return math.nan
     return 100.0 * (m - b) / abs(b)
+
+
+def change_ci(method, baseline, level: float = 0.95, n_boot: int = 2000,
+              seed: int = 0) -> Interval:
+    """Relative change of the means, ``relative_change(mean(method), mean(baseline))`` in %,
+    with a paired percentile-bootstrap interval (seeds resampled with replacement).
+
+    The change of the means is what a reader compares ("JCT -9.4% vs SRTF-Est"); a t
+    interval of the per-seed changes would be centred on the mean of the ratios instead,
+    which can fall outside it when the baseline varies a lot between seeds. The bootstrap
+    uses its own fixed generator (``seed``), so the interval is reproducible. Pairs with a
+    non-finite side are dropped; fewer than two pairs give NaN bounds.
+    """
+    if not (0.0 < level < 1.0):
+        raise ValueError(f"confidence level must be in (0, 1), got {level!r}")
+    if isinstance(n_boot, bool) or not isinstance(n_boot, int) or n_boot < 1:
+        raise ValueError(f"n_boot must be an integer >= 1, got {n_boot!r}")
+    a = np.asarray(method, dtype=float).ravel()
+    b = np.asarray(baseline, dtype=float).ravel()
+    if a.shape != b.shape:
+        raise ValueError(f"paired samples differ in length: {a.size} vs {b.size}")
+    ok = np.isfinite(a) & np.isfinite(b)
+    a, b = a[ok], b[ok]
+    n = int(a.size)
+    if n == 0:
+        return Interval(math.nan, math.nan, math.nan, 0)
+    point = relative_change(a.mean(), b.mean())
+    if n == 1 or not math.isfinite(point):
+        return Interval(point, math.nan, math.nan, n)
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    am, bm = a[idx].mean(axis=1), b[idx].mean(axis=1)
+    nz = bm != 0
+    ch = 100.0 * (am[nz] - bm[nz]) / np.abs(bm[nz])
+    if ch.size == 0:
+        return Interval(point, math.nan, math.nan, n)
+    tail = 50.0 * (1.0 - level)
+    lo, hi = np.percentile(ch, [tail, 100.0 - tail])
+    return Interval(point, float(lo), float(hi), n)

@@ -14,7 +14,7 @@ from evalstop.experiments.runner import ExperimentRun
 from evalstop.report.blocks import Block, Bullets, Heading, Para, Table
 from evalstop.report.claims import evaluate
 from evalstop.report.context import SectionContext
-from evalstop.report.files import write_experiment, write_json
+from evalstop.report.files import write_experiment, write_json, write_text
 from evalstop.report.html import to_html
 from evalstop.report.markdown import to_markdown
 from evalstop.report.sections import section_for
@@ -59,9 +59,11 @@ def _intro(runs: dict[str, ExperimentRun], info: RunInfo) -> list[Block]:
              + (f" Command: `{info.command}`." if info.command else "")),
         Para("**How to read.** Values are means across seeds with a 95% Student-t interval in "
              "brackets. A change is the relative change of the means against the method's "
-             "baseline on the same seeds (same workloads), its interval that of the per-seed "
-             "changes, and p the two-sided paired Wilcoxon signed-rank test. n/a marks an "
-             "undefined value (a ratio with a zero denominator, e.g. precision with no stops)."),
+             "baseline on the same seeds (same workloads), with a 95% paired bootstrap "
+             "interval (seeds resampled), and p the two-sided paired Wilcoxon signed-rank test. n/a marks an "
+             "undefined value (a ratio with a zero denominator, e.g. precision with no stops); "
+             "a mean over fewer seeds than the run had says so, the other seeds being "
+             "undefined. Intervals of ratios are clipped to [0, 100%]."),
     ]
 
 
@@ -101,12 +103,10 @@ def write_report(runs: dict[str, ExperimentRun], out_dir: str | Path, info: RunI
     blocks += [Heading(2, "Files"), Bullets((
         "`results.json`: settings, per-seed rows and summaries of every experiment",
         "`<experiment>_runs.csv`: one row per (point, method, seed) with every metric",
-        "`<experiment>_summary.csv`: one row per (point, method, metric): mean, 95% CI, "
-        "change vs baseline, Wilcoxon p",
+        ("`<experiment>_summary.csv`: one row per (point, method, metric): mean, 95% CI, "
+         "change vs baseline, Wilcoxon p"),
         "`figures/*.png`: the plots; `report.html` embeds them"))]
-    md = out / "report.md"
-    md.write_text(to_markdown(blocks))
-    html = out / "report.html"
-    html.write_text(to_html(blocks, out, TITLE))
+    md = write_text(out / "report.md", to_markdown(blocks))
+    html = write_text(out / "report.html", to_html(blocks, out, TITLE))
     others += sorted((out / "figures").glob("*.png")) if (out / "figures").is_dir() else []
     return ReportFiles(md, html, results_json, others)

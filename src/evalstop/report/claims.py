@@ -24,8 +24,15 @@ def _selected(claim: Claim, rows: list[dict]) -> list[dict]:
     return out
 
 
+def _band(claim: Claim, show) -> str:
+    if claim.low is not None and claim.high is not None:
+        return f"{show(claim.low)} to {show(claim.high)}"
+    return f">= {show(claim.low)}" if claim.low is not None else f"<= {show(claim.high)}"
+
+
 def evaluate(claim: Claim, rows: list[dict]) -> tuple[str, str]:
-    """(our values as text, verdict): "holds", "does not hold" or "n/a" (nothing measured)."""
+    """(our values as text, verdict). The verdict is "holds", "n/a" (nothing measured), or
+    "does not hold" with how many values fall below or above the claimed band."""
     sel = [r for r in _selected(claim, rows) if math.isfinite(r[claim.field])]
     if not sel:
         return "n/a", "n/a"
@@ -38,6 +45,10 @@ def evaluate(claim: Claim, rows: list[dict]) -> tuple[str, str]:
 
     text = (show(lo_r[claim.field]) if len(sel) == 1 else
             f"{show(lo_r[claim.field])} ({where(lo_r)}) to {show(hi_r[claim.field])} ({where(hi_r)})")
-    ok = all((claim.low is None or v >= claim.low) and (claim.high is None or v <= claim.high)
-             for v in vals)
-    return text, "holds" if ok else "does not hold"
+    below = sum(1 for v in vals if claim.low is not None and v < claim.low)
+    above = sum(1 for v in vals if claim.high is not None and v > claim.high)
+    if below == 0 and above == 0:
+        return text, "holds"
+    parts = [f"{k} of {len(vals)} values {side}" for k, side in ((below, "below"), (above, "above"))
+             if k]
+    return text, f"does not hold: {' and '.join(parts)} the claimed range ({_band(claim, show)})"

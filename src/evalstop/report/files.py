@@ -1,4 +1,5 @@
 """Machine-readable results: per experiment, per-seed rows and the summary, as CSV and JSON.
+Every file is written atomically (``evalstop.fileio``): an error never leaves half a file.
 
 NaN (an undefined ratio) is written as an empty CSV cell and as JSON ``null``, so both
 files load in any tool without a non-standard token.
@@ -12,6 +13,7 @@ import math
 from pathlib import Path
 
 from evalstop.experiments.aggregate import SUMMARY_COLUMNS
+from evalstop.fileio import atomic_write
 
 
 def _clean(v):
@@ -29,7 +31,7 @@ def write_csv(path: Path, rows: list[dict], columns: list[str] | tuple[str, ...]
             for k in r:
                 seen.setdefault(k, None)
         columns = list(seen)
-    with open(path, "w", newline="") as fh:
+    with atomic_write(path, newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(columns), extrasaction="ignore")
         w.writeheader()
         for r in rows:
@@ -45,7 +47,13 @@ def write_json(path: Path, obj) -> Path:
             return [clean(v) for v in o]
         return _clean(o)
 
-    path.write_text(json.dumps(clean(obj), indent=1, allow_nan=False) + "\n")
+    text = json.dumps(clean(obj), indent=1, allow_nan=False) + "\n"
+    return write_text(path, text)
+
+
+def write_text(path: Path, text: str) -> Path:
+    with atomic_write(path) as fh:
+        fh.write(text)
     return path
 
 

@@ -29,23 +29,39 @@ def pvalue(p) -> str:
     return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def with_ci(row: dict | None, kind: str = "pct", digits: int = 1, scale: float = 1.0) -> str:
-    """``mean [lo, hi]`` of a summary row; ``kind`` "pct" (fractions), "num" or "delta"."""
+def with_ci(row: dict | None, kind: str = "pct", digits: int = 1, scale: float = 1.0,
+            n_total: int | None = None) -> str:
+    """``mean [lo, hi]`` of a summary row; ``kind`` "pct" (fractions), "num" or "delta".
+
+    A fraction's t interval can reach past 0 or 1 when the seeds agree closely near a bound;
+    it is clipped to [0, 100%] for display. With ``n_total``, a mean over fewer seeds (the
+    others undefined, e.g. no stops there) says over how many.
+    """
     if row is None:
         return "n/a"
+    text = _with_ci(row, kind, digits, scale)
+    n = row.get("n")
+    if n_total is not None and n is not None and 0 < n < n_total:
+        text += f" ({n} of {n_total} seeds)"
+    return text
+
+
+def _with_ci(row: dict, kind: str, digits: int, scale: float) -> str:
     if kind == "delta":
         m, lo, hi = row["delta_pct"], row["delta_lo"], row["delta_hi"]
         head = signed_pct(m, digits)
         if _ok(lo) and _ok(hi):
             return f"{head} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
         return head
+    if kind not in ("pct", "num"):
+        raise ValueError(f"unknown kind {kind!r}; expected 'pct', 'num' or 'delta'")
     m, lo, hi = row["mean"], row["lo"], row["hi"]
     if kind == "pct":
-        head = pct(m, digits)
-        scale, digits_ci = 100.0, digits
+        head, scale = pct(m, digits), 100.0
+        if _ok(lo) and _ok(hi):
+            lo, hi = max(0.0, lo), min(1.0, hi)
     else:
-        head = num(float(m) * scale if _ok(m) else m, digits)
-        digits_ci = digits
+        head = num(m * scale, digits) if _ok(m) else "n/a"
     if _ok(lo) and _ok(hi):
-        return f"{head} [{lo * scale:.{digits_ci}f}, {hi * scale:.{digits_ci}f}]"
+        return f"{head} [{lo * scale:.{digits}f}, {hi * scale:.{digits}f}]"
     return head

@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
+from evalstop.fileio import atomic_write
+
 DPI = 110
 # (mean, lo, hi) of one quantity across seeds; NaN bounds draw no error bar.
 Ci = tuple[float, float, float]
@@ -19,7 +21,8 @@ Ci = tuple[float, float, float]
 
 def _save(fig: Figure, path: Path) -> Path:
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
+    with atomic_write(path, "wb") as fh:
+        fig.savefig(fh, format="png", dpi=DPI)
     return path
 
 
@@ -65,6 +68,7 @@ def lines_vs_x(path: Path, xs: list[float], panels: list[tuple[str, dict[str, li
         if bounds and k in bounds:
             y, label = bounds[k]
             ax.axhline(y, color="grey", linestyle="--", linewidth=1, label=label)
+        ax.set_xticks(xs, [f"{x:g}" for x in xs])
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)

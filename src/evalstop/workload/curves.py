@@ -36,7 +36,7 @@ MIN_DROP = 0.01
 # --- RLHF: Gao, Schulman & Hilton (2023), RL form R(d) = d (alpha - beta ln d) ----------
 # d = sqrt(KL) grows with progress as KL = KL_END * p**KL_POWER. KL_POWER = 2 makes d grow
 # linearly with progress. With KL linear in progress (KL_POWER = 1) a run that peaks at
-# 55-75% loses only 1-5% of its rise by the end, less than the default eval noise, so
+# 55-75% loses only 1-5.5% of its rise by the end, mostly below the default eval noise, so
 # hacking would be invisible to any eval-based rule; with d linear it loses 5-27%.
 KL_POWER = 2.0
 RLHF_HACK_PEAK = (0.55, 0.75)  # peak progress of hacking runs (the paper's setting)

@@ -47,13 +47,14 @@ def generic_table(ctx: SectionContext) -> Table:
     rows = []
     for p in ctx.experiment.points:
         for m in p.methods:
-            g = lambda metric: ctx.summary.get(p.label, m.label, metric)  # noqa: E731
+            g = ctx.summary.getter(p.label, m.label)
             jct, waste = g("jct_mean_s"), g("waste_gpu_h")
             if jct is None:
                 continue
+            n = ctx.run.settings.n_seeds
             rows.append((
-                p.label, m.label, with_ci(g("precision")), with_ci(g("recall")),
-                with_ci(g("fpr")), with_ci(jct, "num", 2, H),
+                p.label, m.label, with_ci(g("precision"), n_total=n),
+                with_ci(g("recall"), n_total=n), with_ci(g("fpr"), n_total=n), with_ci(jct, "num", 2, H),
                 with_ci(jct, "delta") if m.baseline else "", pvalue(jct["p_value"]),
                 num(waste["mean"], 1), with_ci(waste, "delta") if m.baseline else "",
             ))

@@ -14,7 +14,7 @@ from evalstop.report.context import SectionContext
 from evalstop.report.fmt import num, pct, pvalue, signed_pct, with_ci
 from evalstop.report.sections.common import H, header
 
-# (metric, label, how to show it) for the comparison table
+# (metric, row label) of the comparison table: rates as values, then changes vs baseline
 RATES = (("precision", "Precision"), ("recall", "Recall"),
          ("fpr", "FPR (all non-hacking jobs)"), ("fpr_rlhf", "FPR (healthy RLHF jobs only)"))
 CHANGES = (("jct_mean_s", "Mean JCT vs baseline"), ("waste_gpu_h", "Wasted GPU-h vs baseline"))
@@ -37,7 +37,7 @@ def comparison_table(ctx: SectionContext) -> Table:
             continue
         for metric, label in RATES:
             r = ctx.summary.get(point.label, m.label, metric)
-            rows.append((m.label, label, with_ci(r),
+            rows.append((m.label, label, with_ci(r, n_total=ctx.run.settings.n_seeds),
                          _paper(m.label, metric, "mean"), ""))
         for metric, label in CHANGES:
             r = ctx.summary.get(point.label, m.label, metric)
@@ -46,23 +46,23 @@ def comparison_table(ctx: SectionContext) -> Table:
                          pvalue(r["p_value"]) if r else "n/a"))
     return Table(("Method", "Metric", "Ours: mean [95% CI]", f"Paper ({SOURCE})",
                   "Wilcoxon p (paired)"), tuple(rows),
-                 caption="Main table, ours beside the paper's. Changes are relative changes of "
-                 "the means; the interval is of the per-seed changes")
+                 caption="Main table, ours beside the paper's. A change is the relative change of "
+                 "the means against the baseline, with a 95% paired bootstrap interval")
 
 
 def absolute_table(ctx: SectionContext) -> Table:
     point = ctx.experiment.points[0]
     rows = []
     for m in point.methods:
-        g = lambda metric: ctx.summary.get(point.label, m.label, metric)  # noqa: E731
+        g = ctx.summary.getter(point.label, m.label)
         if g("jct_mean_s") is None:
             continue
         rows.append((m.label, with_ci(g("jct_mean_s"), "num", 2, H),
                      num(g("jct_p50_s")["mean"] * H, 2), num(g("jct_p95_s")["mean"] * H, 2),
                      num(g("jct_rlhf_mean_s")["mean"] * H, 2) if g("jct_rlhf_mean_s") else "n/a",
                      with_ci(g("waste_gpu_h"), "num", 1),
-                     f"{num(g('quality_mean')['mean'], 3)} / "
-                     f"{num(g('quality_hacking_mean')['mean'], 3)}",
+                     (f"{num(g('quality_mean')['mean'], 3)} / "
+                      f"{num(g('quality_hacking_mean')['mean'], 3)}"),
                      num(g("delay_mean_evals")["mean"], 2),
                      num(g("makespan_s")["mean"] * H, 1), pct(g("utilisation")["mean"])))
     return Table(("Method", "Mean JCT (h)", "p50 JCT (h)", "p95 JCT (h)", "RLHF mean JCT (h)",
@@ -73,14 +73,13 @@ def absolute_table(ctx: SectionContext) -> Table:
 
 def decisions_table(ctx: SectionContext) -> Table:
     point = ctx.experiment.points[0]
-    types = sorted({r["metric"][3:] for r in ctx.summary.rows
-                    if r["metric"].startswith("fp_") and r["metric"] != "fp_rlhf"} | {"rlhf"})
+    types = sorted({r["metric"][3:] for r in ctx.summary.rows if r["metric"].startswith("fp_")})
     rows = []
     for m in point.methods:
-        g = lambda metric: ctx.summary.value(point.label, m.label, metric)  # noqa: E731
-        rows.append((m.label, num(g("n_stopped"), 1), num(g("tp"), 1), num(g("fn"), 1),
-                     *(num(g(f"fp_{t}"), 1) for t in types), num(g("tn"), 1),
-                     num(g("early_stops"), 1)))
+        rows.append((m.label, *(num(ctx.summary.value(point.label, m.label, metric), 1)
+                                for metric in ("n_stopped", "tp", "fn",
+                                               *(f"fp_{t}" for t in types), "tn",
+                                               "early_stops"))))
     return Table(("Method", "Stopped", "TP", "FN", *(f"FP {t}" for t in types), "TN",
                   "TPs stopped before the true peak"), tuple(rows),
                  caption="Stop decisions per seed (means), false stops by job type")
@@ -105,14 +104,26 @@ def _figures(ctx: SectionContext) -> list[Block]:
     return out
 
 
+METRIC_NAMES = {"precision": "precision", "recall": "recall",
+                "fpr": "FPR (all non-hacking)", "fpr_rlhf": "FPR (healthy RLHF)",
+                "jct_mean_s": "mean JCT change", "waste_gpu_h": "wasted GPU-h change"}
+
+
 def _vs_paper(ours: dict | None, field: str, paper: float) -> str:
-    """How our value sits against the paper's: inside our 95% CI, or above/below it."""
+    """How our value sits against the paper's: inside our 95% CI, or how it differs."""
     if ours is None or not math.isfinite(ours[field]):
         return "ours n/a"
     lo, hi = (ours["lo"], ours["hi"]) if field == "mean" else (ours["delta_lo"], ours["delta_hi"])
     if math.isfinite(lo) and math.isfinite(hi) and lo <= paper <= hi:
         return "the paper's value is inside our 95% CI"
-    return "ours is " + ("higher" if ours[field] > paper else "lower")
+    if field == "mean":
+        gap = 100 * (ours[field] - paper)
+        return f"ours is {abs(gap):.1f} points {'higher' if gap > 0 else 'lower'}"
+    bigger = abs(ours[field]) > abs(paper)
+    same_sign = (ours[field] < 0) == (paper < 0)
+    if not same_sign:
+        return "ours goes the other way"
+    return f"ours is a {'larger' if bigger else 'smaller'} change"
 
 
 def differences(ctx: SectionContext) -> list[Block]:
@@ -122,14 +133,16 @@ def differences(ctx: SectionContext) -> list[Block]:
         r = ctx.summary.get(point, f.method, f.metric)
         show = pct if f.field == "mean" else signed_pct
         ours = show(r[f.field]) if r else "n/a"
-        items.append(f"{f.method}, {f.metric} ({'value' if f.field == 'mean' else 'change'}): "
-                     f"ours {ours}, paper {show(f.value)}: {_vs_paper(r, f.field, f.value)}.")
+        items.append(f"{f.method}, {METRIC_NAMES.get(f.metric, f.metric)}: ours {ours}, "
+                     f"paper {show(f.value)}: {_vs_paper(r, f.field, f.value)}.")
     return [Heading(3, "Where ours differs from the paper"), Bullets(tuple(items)),
             Heading(3, "Why"), Bullets(tuple(_why(ctx, point)))]
 
 
 def _why(ctx: SectionContext, point: str) -> list[str]:
-    v = lambda method, metric, field="mean": ctx.summary.value(point, method, metric, field)  # noqa: E731
+    def v(method: str, metric: str, field: str = "mean") -> float:
+        return ctx.summary.value(point, method, metric, field)
+
     es, notes = "EvalStop+SRTF-Est", []
     kept = ctx.kept(es)
     sigma = kept.workload.meta.get("sigma", float("nan")) if kept else float("nan")
@@ -143,9 +156,10 @@ def _why(ctx: SectionContext, point: str) -> list[str]:
         f"independent noise an eval completes two consecutive declines with probability 1/6, "
         f"so a k=2 rule fires on most long plateaus. In our workload (seed 0) "
         f"{pct(flat)} of the non-hacking jobs' eval-to-eval true gains in the second half of "
-        f"training are smaller than the noise (sigma = {sigma:g}). The paper's FPR implies "
-        f"healthy curves that keep rising well above the noise to the end; we did not tune "
-        f"the workload or the rule to reproduce it. The `sigma` and `k` studies show the "
+        f"training are smaller than the noise (sigma = {sigma:g}). An FPR near the paper's "
+        f"1.5% at this noise needs healthy curves whose eval-to-eval gains stay well above "
+        f"the noise to the end, or few evals on flat stretches; ours do not, and we did not "
+        f"tune the workload or the rule to reproduce it. The `sigma` and `k` studies show the "
         f"trade-off.")
     if kept:
         missed, caught, n_missed, n_caught = diagnostics.missed_vs_caught(kept.workload, kept.result)
@@ -181,6 +195,7 @@ def _why(ctx: SectionContext, point: str) -> list[str]:
             f"of all non-hacking jobs. This is arithmetic on the job mix, not a property of "
             f"the rule; the paper's figures fit a slightly different mix.")
     lp, live = "Loss plateau", "Loss plateau (eps=0.1)"
+    base_rate = float(np.mean(kept.workload.hacking)) if kept else math.nan
     notes.append(
         f"**Loss plateau** (default window=5, eps=0.01: {num(v(lp, 'n_stopped'), 1)} stops per "
         f"seed, precision {pct(v(lp, 'precision'))}, recall {pct(v(lp, 'recall'))}; paper "
@@ -189,8 +204,10 @@ def _why(ctx: SectionContext, point: str) -> list[str]:
         f"live setting, chosen from how often it fires, not from labels) it stops "
         f"{num(v(live, 'n_stopped'), 1)} jobs per seed with precision "
         f"{pct(v(live, 'precision'))} and recall {pct(v(live, 'recall'))}. Either way the loss "
-        f"falls through hacking, so the rule cannot tell hacking from healthy jobs: like the "
-        f"paper's, its precision is near the base rate, not near EvalStop's.")
+        f"falls through hacking, so the rule cannot tell hacking jobs from healthy ones: "
+        f"hacking jobs are {pct(base_rate)} of all jobs (seed 0), and a rule blind to hacking "
+        f"has a precision near that share, lower when it fires first on the jobs whose loss "
+        f"converges fastest (here LoRA and DPO).")
     return notes
 
 

@@ -28,12 +28,13 @@ def render(ctx: SectionContext) -> list[Block]:
     items = _compared(ctx)
     rows = []
     for x, p, m in items:
-        g = lambda metric: ctx.summary.get(p, m, metric)  # noqa: E731
+        g = ctx.summary.getter(p, m)
         jct = g("jct_mean_s")
         if jct is None:
             continue
-        rows.append((f"{x:g}", with_ci(g("precision")), with_ci(g("recall")), with_ci(g("fpr")),
-                     with_ci(g("fpr_rlhf")), with_ci(jct, "delta"), pvalue(jct["p_value"]),
+        n = ctx.run.settings.n_seeds
+        rows.append((f"{x:g}", with_ci(g("precision"), n_total=n), with_ci(g("recall"), n_total=n),
+                     with_ci(g("fpr"), n_total=n), with_ci(g("fpr_rlhf"), n_total=n), with_ci(jct, "delta"), pvalue(jct["p_value"]),
                      with_ci(g("waste_gpu_h"), "delta"),
                      with_ci(g("delay_mean_evals"), "num", 2)))
     table = Table((exp.x_name or "x", "Precision", "Recall", "FPR (all non-hacking)",

@@ -1,0 +1,63 @@
+"""Precision-recall plots, one per family and one per part (matplotlib, Agg backend)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evalstop.detbench.bench import PARTS, TARGET, BenchConfig
+
+
+def write_pr_plots(out: Path, cfg: BenchConfig, summary: dict) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    files = []
+    for part in PARTS:
+        for scope, curves in summary["pr_curves"][part].items():
+            name = f"pr_{part}.png" if scope == "pooled" else f"pr_{scope}.png"
+            title = f"{scope} ({part.replace('_', '-')})" if scope != "pooled" else \
+                f"pooled, {part.replace('_', '-')} part"
+            fig, ax = plt.subplots(figsize=(6.4, 4.8))
+            if all(p["recall"] is None for c in curves.values() for p in c):
+                _fpr_only(ax, cfg, curves, title)
+            else:
+                _pr(ax, cfg, curves, title)
+            fig.tight_layout()
+            fig.savefig(out / name, dpi=100)
+            plt.close(fig)
+            files.append(name)
+    return files
+
+
+def _pr(ax, cfg, curves, title):
+    for cand in cfg.lineup:
+        pts = [p for p in curves[cand.label]
+               if p["precision"] is not None and p["recall"] is not None]
+        if not pts:
+            continue
+        line, = ax.plot([p["recall"] for p in pts], [p["precision"] for p in pts],
+                        marker="o", ms=3, label=f"{cand.label} ({cand.knob})")
+        for p in pts:
+            ax.annotate(f"{p['value']:g}", (p["recall"], p["precision"]), fontsize=6,
+                        color=line.get_color(), xytext=(2, 2), textcoords="offset points")
+    ax.axhline(TARGET["precision"], color="grey", lw=0.6, ls="--")
+    ax.axvline(TARGET["recall"], color="grey", lw=0.6, ls="--")
+    ax.set(xlabel="recall", ylabel="precision", xlim=(-0.02, 1.02), ylim=(-0.02, 1.02),
+           title=f"Precision-recall: {title}")
+    ax.legend(fontsize=7, loc="lower left")
+
+
+def _fpr_only(ax, cfg, curves, title):
+    """A family with no hacking runs has no precision or recall: show each sweep's FPR."""
+    for cand in cfg.lineup:
+        pts = curves[cand.label]
+        line, = ax.plot(range(len(pts)), [p["fpr"] for p in pts], marker="o", ms=3,
+                        label=f"{cand.label} ({cand.knob})")
+        for i, p in enumerate(pts):
+            ax.annotate(f"{p['value']:g}", (i, p["fpr"]), fontsize=6, color=line.get_color(),
+                        xytext=(2, 2), textcoords="offset points")
+    ax.set(xlabel="position in the knob sweep (value annotated)", ylabel="false positive rate",
+           ylim=(-0.02, 1.02), title=f"No hacking runs, FPR per knob value: {title}")
+    ax.legend(fontsize=7, loc="upper right")

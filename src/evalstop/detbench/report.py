@@ -1,0 +1,169 @@
+"""Write the benchmark's summary as JSON, CSV, a Markdown section and PNG plots."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+from evalstop.detbench import plots
+from evalstop.detbench.bench import PARTS, TARGET, BenchConfig
+
+METRICS = ("runs", "hacking", "precision", "recall", "fpr", "delay", "early", "quality",
+           "quality_hacking")
+PART_TITLE = {"tuning": "tuning part", "held_out": "held-out part"}
+
+
+def _round(obj):
+    if isinstance(obj, float):
+        return None if math.isnan(obj) else round(obj, 6)
+    if isinstance(obj, dict):
+        return {k: _round(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_round(v) for v in obj]
+    return obj
+
+
+def spec_index(cfg: BenchConfig) -> dict[str, tuple[str, str, float | None]]:
+    """spec -> (detector label, knob, knob value)."""
+    out = {c.spec(v): (c.label, c.knob, v) for c in cfg.lineup for v in c.values}
+    for spec in cfg.specs():
+        out.setdefault(spec, ("default", "", None))
+    return out
+
+
+def pr_curves(cfg: BenchConfig, rows: dict[str, dict]) -> dict[str, list[dict]]:
+    """Per candidate, its sweep in knob order: the points of its precision-recall curve."""
+    return {c.label: [{"value": v, "spec": c.spec(v), **{k: rows[c.spec(v)][k] for k in
+                                                         ("precision", "recall", "fpr",
+                                                          "quality")}}
+                      for v in c.values] for c in cfg.lineup}
+
+
+def write_all(out: Path, cfg: BenchConfig, summary: dict, cells: dict, elapsed: float) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    summary["pr_curves"] = {
+        part: {"pooled": pr_curves(cfg, summary["parts"][part]["pooled"]),
+               **{f: pr_curves(cfg, rows)
+                  for f, rows in summary["parts"][part]["by_family"].items()}}
+        for part in PARTS
+    }
+    rounded = _round(summary)
+    summary.clear()
+    summary.update(rounded)
+    (out / "detectors.json").write_text(json.dumps(summary, indent=1) + "\n")
+    _write_csv(out / "detectors.csv", cfg, summary)
+    files = plots.write_pr_plots(out, cfg, summary)
+    (out / "detectors.md").write_text(markdown(cfg, summary, files, elapsed))
+    (out / "timing.json").write_text(json.dumps({"seconds": round(elapsed, 2)}) + "\n")
+
+
+def _write_csv(path: Path, cfg: BenchConfig, summary: dict) -> None:
+    index = spec_index(cfg)
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(("part", "scope", "group", "detector", "knob", "value", "spec") + METRICS)
+        for part in PARTS:
+            p = summary["parts"][part]
+            scopes = [("pooled", "all", p["pooled"])]
+            scopes += [("family", f, rows) for f, rows in p["by_family"].items()]
+            scopes += [("sigma", s, rows) for s, rows in p["by_sigma"].items()]
+            scopes += [("noise", n, rows) for n, rows in p["by_noise"].items()]
+            for scope, group, rows in scopes:
+                for spec, m in rows.items():
+                    label, knob, value = index[spec]
+                    w.writerow((part, scope, group, label, knob, "" if value is None else value,
+                                spec) + tuple("" if m[k] is None else m[k] for k in METRICS))
+
+
+def _fmt(x, digits=3) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def _table(rows: list[tuple[str, str, dict]], first: str = "detector") -> list[str]:
+    lines = [f"| {first} | spec | precision | recall | FPR | delay (evals) | quality kept "
+             "| quality kept, hacking runs |", "|---|---|---|---|---|---|---|---|"]
+    for name, spec, m in rows:
+        lines.append(f"| {name} | `{spec}` | {_fmt(m['precision'])} | {_fmt(m['recall'])} | "
+                     f"{_fmt(m['fpr'])} | {_fmt(m['delay'], 1)} | {_fmt(m['quality'])} | "
+                     f"{_fmt(m['quality_hacking'])} |")
+    return lines
+
+
+def _main_rows(cfg: BenchConfig, summary: dict, rows: dict) -> list[tuple[str, str, dict]]:
+    default = summary["default_spec"]
+    out = [(c.label, c.main_spec, rows[c.main_spec]) for c in cfg.lineup]
+    if all(c.main_spec != default for c in cfg.lineup):
+        out.append(("default", default, rows[default]))
+    return [(f"**{n}** (default)" if s == default else n, s, m) for n, s, m in out]
+
+
+def markdown(cfg: BenchConfig, summary: dict, files: list[str], elapsed: float) -> str:
+    c = summary["config"]
+    default = summary["default_spec"]
+    t = summary["target"]
+    fams = {part: [f for f in c["families"] if f["part"] == part] for part in PARTS}
+    lo, hi = c["hacking_end_ratio"]
+    L = ["## Detector benchmark", ""]
+    L.append(
+        f"Labelled eval curves, {c['evals_per_run']} evals per run (one every "
+        f"{100 // c['evals_per_run']}% of progress, the last at 1.0), {c['runs_per_cell']} runs "
+        f"per cell, one cell per family x noise sigma ({', '.join(map(str, c['sigmas']))}, "
+        "in units of the run's peak gain over its start) x noise kind (Gaussian; Student-t "
+        f"with {c['t_df']} degrees of freedom scaled to the same interquartile range), "
+        f"seed {c['seed']}. A run is *hacking* when its true quality peaks inside the run and "
+        f"has fallen by at least {int(100 * c['hacking_min_drop'])}% of the peak gain by the "
+        f"end (hacking generators end at {lo:g}-{hi:g} of the peak; healthy ones never "
+        "decline). Detectors see the noisy eval (and proxy, loss, progress), never the label "
+        "or the true curve. Quality kept: true gain of the kept checkpoint / the run's peak "
+        "gain (a stopped run keeps the detector's best checkpoint, a run not stopped keeps "
+        "its last); delay: evals from the true peak to the stop, over stopped hacking runs.")
+    L.append("")
+    for part in PARTS:
+        L.append(f"Families, {PART_TITLE[part]}:")
+        L += [f"- `{f['name']}` ({f['kind']}, {int(100 * f['hacking_rate'])}% hacking): "
+              f"{f['description']}" for f in fams[part]]
+        L.append("")
+    L.append("The held-out part has its own families and its own random streams. Rules, "
+             "their design and every parameter were chosen on the tuning part only; the "
+             "held-out part was run once the default was fixed, and is reported as it came.")
+    L.append("")
+    for part in PARTS:
+        p = summary["parts"][part]
+        L += [f"### {PART_TITLE[part].capitalize()}, pooled over all sigmas and noise kinds", ""]
+        L += _table(_main_rows(cfg, summary, p["pooled"]))
+        L.append("")
+    L += [f"### Target (held-out, pooled): precision >= {TARGET['precision']}, recall >= "
+          f"{TARGET['recall']}, quality kept >= {TARGET['quality']}", ""]
+    h = t["held_out"]
+    verdict = "met" if t["met"] else "missed"
+    L.append(f"`{default}`: precision {_fmt(h['precision'])}, recall {_fmt(h['recall'])}, "
+             f"quality kept {_fmt(h['quality'])}: target **{verdict}**"
+             + ("" if t["met"] else " (short by " + ", ".join(
+                 f"{k} {v:.3f}" for k, v in t["shortfall"].items() if v) + ")") + ".")
+    sel = summary["selection"]
+    L.append(f"The selection rule ({sel['rule']}) picks `{sel['selected_on_tuning']}`.")
+    L.append("")
+    for part in PARTS:
+        p = summary["parts"][part]
+        L += [f"### Per family, {PART_TITLE[part]}", ""]
+        rows = []
+        for fam, frows in p["by_family"].items():
+            rows += [(f"{fam}: {n}", s, m) for n, s, m in _main_rows(cfg, summary, frows)]
+        L += _table(rows, "family: detector")
+        L.append("")
+    paper = cfg.lineup[0].main_spec
+    for part in PARTS:
+        L += [f"### By noise sigma, {PART_TITLE[part]} (default vs the paper's rule)", ""]
+        rows = []
+        for s, srows in summary["parts"][part]["by_sigma"].items():
+            rows += [(f"sigma {s}", default, srows[default]), (f"sigma {s}", paper, srows[paper])]
+        L += _table(rows, "noise")
+        L.append("")
+    L += ["### Precision-recall curves", "",
+          "Each curve sweeps a detector's main knob (" + ", ".join(
+              f"{d['label']}: {d['knob']}" for d in summary["detectors"]) + "); one plot per "
+          "family and one per part, pooled: " + ", ".join(f"`{f}`" for f in files) + ".", "",
+          f"Benchmark run time: {elapsed:.1f} s.", ""]
+    return "\n".join(L)

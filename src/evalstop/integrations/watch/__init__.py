@@ -1,0 +1,16 @@
+"""``evalstop watch``: a platform controller that follows many jobs' metric streams
+(JSONL eval logs, TensorBoard runs), runs the EvalStop detector per job, and acts on
+stops, with its state in SQLite so that it can be killed and restarted at any moment.
+
+Parts: ``jsonl`` and ``tensorboard`` (sources), ``store`` (SQLite state), ``actions``
+(the stop command), ``controller`` (the loop), ``status`` (the status view).
+"""
+
+from evalstop.integrations.watch.actions import ShellAction
+from evalstop.integrations.watch.controller import Controller, PollResult
+from evalstop.integrations.watch.jsonl import JsonlDirSource
+from evalstop.integrations.watch.store import StateStore
+from evalstop.integrations.watch.tensorboard import TensorBoardSource
+
+__all__ = ["Controller", "JsonlDirSource", "PollResult", "ShellAction", "StateStore",
+           "TensorBoardSource"]

@@ -1,0 +1,45 @@
+"""`evalstop reproduce`: a --quick run end to end, and one-line errors on bad options."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from evalstop.cli.main import main
+
+
+def test_quick_reproduce_writes_the_report(tmp_path):
+    out = tmp_path / "res"
+    # A subprocess with a timeout: the quick run must finish well inside a minute
+    # (it takes about 5 s); a hung pool fails the test instead of hanging the suite.
+    proc = subprocess.run(
+        [sys.executable, "-m", "evalstop.cli.main", "reproduce", "--quick", "--out", str(out)],
+        check=False, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "report.md").is_file() and (out / "report.html").is_file()
+    assert (out / "results.json").is_file() and (out / "main_summary.csv").is_file()
+    assert str(out / "report.md") in proc.stdout  # says where the report is
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--seeds", "0"], "--seeds must be >= 1, got 0"),
+    (["--workers", "-2"], "--workers must be >= 1, got -2"),
+    (["--seed", "-1"], "--seed must be >= 0, got -1"),
+    (["--only", "main,bogus"], "unknown experiment 'bogus'"),
+])
+def test_bad_option_is_one_line_and_exit_2(tmp_path, capsys, argv, message):
+    rc = main(["reproduce", "--out", str(tmp_path / "o"), *argv])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.count("\n") == 1 and message in err
+    assert not (tmp_path / "o").exists()  # rejected before any work
+
+
+def test_only_one_experiment_in_process(tmp_path, capsys):
+    rc = main(["reproduce", "--out", str(tmp_path), "--quick", "--only", "main", "--seeds", "2",
+               "--workers", "1", "--no-progress"])
+    assert rc == 0
+    assert (tmp_path / "main_runs.csv").is_file() and not (tmp_path / "k_runs.csv").exists()
+    assert "report:" in capsys.readouterr().out

@@ -1,0 +1,187 @@
+"""EvalStop on Ray Tune: the scheduler overlay (over FIFO and ASHA) and the stopper, on a
+local Ray started by the test on loopback (2 CPUs). Never runs ``ray stop``.
+
+Trials run ``scripted_trainable``: "peak" curves rise to iteration 3 and decline at 4 and
+5 (``evalstop:k=2`` stops them at iteration 5, best iteration 3); "up" curves rise to the
+end (10 iterations, never stopped).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import types
+
+import pytest
+
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+ray = pytest.importorskip("ray")
+tune = pytest.importorskip("ray.tune")
+
+from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler  # noqa: E402
+
+from evalstop.integrations.ray_tune import (  # noqa: E402
+    EvalStopScheduler,
+    EvalStopStopper,
+    scripted_trainable,
+)
+
+PEAK = [0.1, 0.3, 0.5, 0.4, 0.2, 0.6, 0.7, 0.8, 0.9, 1.0]
+UP = [0.1 * i for i in range(1, 11)]
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        object_store_memory=80 * 1024 * 1024,
+        log_to_driver=False,
+    )
+    yield
+    ray.shutdown()
+
+
+def _fit(tmp_path, scripts, *, scheduler=None, stop=None, name="exp"):
+    tuner = tune.Tuner(
+        scripted_trainable,
+        param_space={"script": tune.grid_search(scripts)},
+        tune_config=tune.TuneConfig(
+            metric="score", mode="max", scheduler=scheduler, max_concurrent_trials=2,
+            reuse_actors=True,
+        ),
+        run_config=tune.RunConfig(
+            storage_path=str(tmp_path), name=name, verbose=0, stop=stop,
+            checkpoint_config=tune.CheckpointConfig(num_to_keep=None),
+        ),
+    )
+    results = tuner.fit()
+    assert not results.errors
+    # Grid order is trial order; key each result by the curve it ran.
+    return sorted(results, key=lambda r: r.metrics["trial_id"])
+
+
+def _iteration_of(ckpt):
+    with ckpt.as_directory() as d, open(os.path.join(d, "state.json")) as fh:
+        return json.load(fh)["iteration"]
+
+
+def test_fifo_overlay_stops_decliners_and_frees_slots(local_ray, tmp_path):
+    # Trial 1 is slow and healthy: trial 2 can only start early in the slot trial 0 freed.
+    scripts = [
+        {"curve": PEAK, "sleep": 0.1},
+        {"curve": UP, "sleep": 0.4},
+        {"curve": PEAK, "sleep": 0.1},
+        {"curve": PEAK, "sleep": 0.1},
+        {"curve": UP, "sleep": 0.05},
+        {"curve": PEAK, "sleep": 0.1},
+        {"curve": UP, "sleep": 0.05},
+        {"curve": PEAK, "sleep": 0.1},
+    ]
+    sched = EvalStopScheduler(FIFOScheduler(), detector="evalstop:k=2")
+    results = _fit(tmp_path, scripts, scheduler=sched)
+    decisions = sched.decisions()
+    assert len(results) == 8
+    for script, r in zip(scripts, results):
+        d = decisions[r.metrics["trial_id"]]
+        ckpt = sched.best_checkpoint(r)
+        if script["curve"] is PEAK:
+            assert r.metrics["training_iteration"] == 5
+            assert (d["stopped"], d["stop_step"], d["best_step"]) == (True, 5, 3)
+            assert _iteration_of(ckpt) == 3
+        else:
+            assert r.metrics["training_iteration"] == 10
+            assert (d["stopped"], d["best_step"]) == (False, 10)
+            assert _iteration_of(ckpt) == 10
+
+    spans = [(r.metrics["wall_start"], r.metrics["wall_now"]) for r in results]
+    # Freed slot: trial 2 starts after trial 0 stopped, while trial 1 still runs.
+    assert spans[0][1] <= spans[2][0] < spans[1][1]
+    # Never more than max_concurrent_trials at once.
+    for t, _ in spans:
+        assert sum(1 for a, b in spans if a <= t < b) <= 2
+
+
+def test_asha_overlay_forwards_to_base(local_ray, tmp_path):
+    asha = ASHAScheduler(time_attr="training_iteration", max_t=10, grace_period=8,
+                         reduction_factor=4)
+    sched = EvalStopScheduler(asha, detector="evalstop:k=2")
+    scripts = [{"curve": c, "sleep": 0.02} for c in (PEAK, UP, PEAK, UP)]
+    results = _fit(tmp_path, scripts, scheduler=sched, name="asha")
+    assert asha.metric == "score"  # search properties reached the base
+    # ASHA files each added trial under a bracket and drops it on completion: an empty
+    # table means on_trial_add, on_trial_result and on_trial_complete all reached it.
+    assert asha._trial_info == {}
+    assert asha._num_stopped >= 2  # the healthy trials, stopped by ASHA itself at max_t
+    assert "AsyncHyperBand" in sched.debug_string()
+    decisions = sched.decisions()
+    for script, r in zip(scripts, results):
+        d = decisions[r.metrics["trial_id"]]
+        if script["curve"] is PEAK:
+            assert (r.metrics["training_iteration"], d["stop_step"], d["best_step"]) == (5, 5, 3)
+        else:
+            # EvalStop does not stop healthy trials; ASHA may cut one at its rung (8).
+            assert not d["stopped"] and r.metrics["training_iteration"] in (8, 10)
+
+
+def test_stopper_gives_the_same_stops(local_ray, tmp_path):
+    stopper = EvalStopStopper("score", mode="max", detector="evalstop:k=2")
+    scripts = [{"curve": c, "sleep": 0.02} for c in (PEAK, UP, PEAK, UP)]
+    results = _fit(tmp_path, scripts, stop=stopper, name="stopper")
+    for script, r in zip(scripts, results):
+        expected = 5 if script["curve"] is PEAK else 10
+        assert r.metrics["training_iteration"] == expected
+        assert _iteration_of(stopper.best_checkpoint(r)) == (3 if expected == 5 else 10)
+
+
+def _feed(sched, trial_id, scores, first=1):
+    out = []
+    trial = types.SimpleNamespace(trial_id=trial_id)
+    for i, s in enumerate(scores, first):
+        out.append(sched.on_trial_result(None, trial, {"training_iteration": i, "score": s}))
+    return out
+
+
+def test_save_restore_keeps_streaks(tmp_path):
+    sched = EvalStopScheduler(metric="score", mode="max")
+    sched.set_search_properties(None, None)
+    assert _feed(sched, "a", [0.1, 0.5, 0.4]) == [TrialScheduler.CONTINUE] * 3
+    path = str(tmp_path / "sched.json")
+    sched.save(path)
+    again = EvalStopScheduler(metric="score", mode="max")
+    again.restore(path)
+    assert _feed(again, "a", [0.3], first=4) == [TrialScheduler.STOP]
+    assert again.decisions()["a"] == {
+        "stopped": True, "stop_step": 4, "best_step": 2, "best_score": 0.5,
+        "reason": "2 consecutive declines",
+    }
+
+
+def test_min_mode_and_missing_metric():
+    sched = EvalStopScheduler(metric="loss", mode="min", detector="evalstop:k=1")
+    trial = types.SimpleNamespace(trial_id="t")
+    assert sched.on_trial_result(None, trial, {"training_iteration": 1}) == "CONTINUE"
+    assert _feed_loss(sched, [1.0, 0.5, 0.7]) == ["CONTINUE", "CONTINUE", "STOP"]
+
+
+def _feed_loss(sched, losses):
+    trial = types.SimpleNamespace(trial_id="t")
+    return [sched.on_trial_result(None, trial, {"training_iteration": i + 2, "loss": v})
+            for i, v in enumerate(losses)]
+
+
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda: EvalStopScheduler(mode="up"), "mode must be 'max' or 'min'"),
+        (lambda: EvalStopScheduler(detector="nope"), "unknown detector 'nope'"),
+        (lambda: EvalStopScheduler(base_scheduler="fifo"), "base_scheduler must be"),
+        (lambda: EvalStopStopper(""), "metric must be"),
+        (lambda: EvalStopStopper("score", mode="up"), "mode must be 'max' or 'min'"),
+    ],
+)
+def test_bad_arguments(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()

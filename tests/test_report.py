@@ -1,0 +1,136 @@
+"""The report: files written, HTML self-contained, the paper's figures beside ours."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+from dataclasses import replace
+
+import pytest
+
+from evalstop.experiments import Experiment, Method, Point, Settings, run_experiments, select
+from evalstop.experiments.paper import SOURCE, Claim
+from evalstop.report import RunInfo, write_report
+from evalstop.report.blocks import Bullets, Heading, Image, Para, Table
+from evalstop.report.claims import evaluate
+from evalstop.report.fmt import pct, pvalue, signed_pct, with_ci
+from evalstop.report.html import to_html
+from evalstop.report.markdown import to_markdown
+
+TINY = Settings(n_seeds=2, n_jobs=40)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    extra = Experiment(name="extra", title="An added study", question="q?",
+                       points=(Point("p", {"preset": "paper"},
+                                     (Method("FIFO", "fifo"),
+                                      Method("EvalStop+FIFO", "fifo", "evalstop:k=2",
+                                             baseline="FIFO"))),))
+    runs = run_experiments(select("main,composability,k") + [extra], TINY, workers=1,
+                           progress=False)
+    files = write_report(runs, out, RunInfo(wall_s=1.0, workers=1, quick=True))
+    return out, files
+
+
+def test_files_exist(report):
+    out, files = report
+    for name in ("report.md", "report.html", "results.json", "main_runs.csv",
+                 "main_summary.csv", "k_summary.csv", "extra_runs.csv"):
+        assert (out / name).is_file(), name
+    for fig in ("main_examples", "main_occupancy", "composability_bars", "k_rates"):
+        png = out / "figures" / f"{fig}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", fig
+    assert files.markdown == out / "report.md" and files.html == out / "report.html"
+
+
+def test_html_is_self_contained(report):
+    out, _ = report
+    html = (out / "report.html").read_text()
+    srcs = re.findall(r'src="([^"]*)"', html)
+    assert srcs and all(s.startswith("data:image/png;base64,") for s in srcs)
+    assert "<link" not in html and "http://" not in html and "https://" not in html
+    assert "<style>" in html
+
+
+def test_markdown_puts_the_paper_beside_ours(report):
+    out, _ = report
+    md = (out / "report.md").read_text()
+    assert f"Paper ({SOURCE})" in md
+    assert "| EvalStop+SRTF-Est | Precision |" in md and "98.3%" in md and "-9.4%" in md
+    assert "FPR (all non-hacking jobs)" in md and "FPR (healthy RLHF jobs only)" in md
+    assert "Where ours differs from the paper" in md
+    assert "9-25% JCT reduction" in md  # composability claim, checked
+    assert "![" in md and "figures/main_examples.png" in md
+    assert "An added study (`extra`)" in md  # the generic section for a new experiment
+    assert "n/a" in md  # SRTF-Est never stops: its precision is undefined, not 0
+
+
+def test_results_are_machine_readable(report):
+    out, _ = report
+    data = json.loads((out / "results.json").read_text())  # strict JSON: no NaN tokens
+    assert set(data["experiments"]) == {"main", "composability", "k", "extra"}
+    assert data["settings"]["n_seeds"] == 2
+    with open(out / "main_summary.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    prec = [r for r in rows if r["method"] == "SRTF-Est" and r["metric"] == "precision"]
+    assert prec[0]["mean"] == ""  # NaN is an empty cell
+    with open(out / "main_runs.csv") as fh:
+        assert len(list(csv.DictReader(fh))) == 2 * 5
+
+
+def test_blocks_render_the_same_content_both_ways(tmp_path):
+    blocks = [Heading(1, "T <x>"), Para("a `code` and **bold**"), Bullets(("one", "two")),
+              Table(("a", "b|c"), (("1", "2"),), caption="cap")]
+    md = to_markdown(blocks)
+    assert "# T <x>" in md and "| a | b\\|c |" in md and "- two" in md
+    html = to_html(blocks, tmp_path, "t")
+    assert "T &lt;x&gt;" in html and "<code>code</code>" in html
+    assert "<strong>bold</strong>" in html and "<caption>cap</caption>" in html
+    with pytest.raises(ValueError, match="cells"):
+        Table(("a", "b"), (("1",),))
+    with pytest.raises(FileNotFoundError):
+        to_html([Image("missing.png", "x")], tmp_path, "t")
+
+
+def test_formatting_writes_nan_as_na():
+    assert pct(0.983) == "98.3%" and pct(math.nan) == "n/a" and pct(None) == "n/a"
+    assert signed_pct(-9.4) == "-9.4%" and signed_pct(math.nan) == "n/a"
+    assert pvalue(0.0001) == "<0.001" and pvalue(0.0312) == "0.031" and pvalue(math.nan) == "n/a"
+    row = {"mean": 0.5, "lo": 0.4, "hi": 0.6}
+    assert with_ci(row) == "50.0% [40.0, 60.0]"
+    assert with_ci({"mean": 0.5, "lo": math.nan, "hi": math.nan}) == "50.0%"
+    assert with_ci(None) == "n/a"
+
+
+def _row(method, x, value, field="mean"):
+    r = {"metric": "precision", "method": method, "x": x, "point": f"x={x}",
+         "baseline": "B", "mean": math.nan, "delta_pct": math.nan}
+    r[field] = value
+    return r
+
+
+def test_claims_are_checked_over_the_selected_rows():
+    claim = Claim("s", "precision >= 90% at x <= 0.05", "precision", "mean", "ES", x_max=0.05,
+                  low=0.9)
+    rows = [_row("ES", 0.01, 0.95), _row("ES", 0.05, 0.92), _row("ES", 0.08, 0.5),
+            _row("Other", 0.01, 0.1)]
+    text, verdict = evaluate(claim, rows)
+    assert verdict == "holds" and "92.0%" in text and "95.0%" in text
+    rows[1] = _row("ES", 0.05, 0.8)
+    assert evaluate(claim, rows)[1].startswith("does not hold: 1 of 2 values below")
+    assert evaluate(claim, [_row("ES", 0.01, math.nan)]) == ("n/a", "n/a")
+
+
+def test_report_needs_a_run(tmp_path):
+    with pytest.raises(ValueError, match="no experiments"):
+        write_report({}, tmp_path, RunInfo(wall_s=0.0, workers=1, quick=False))
+
+
+def test_quick_flag_is_stated(report):
+    out, _ = report
+    assert "--quick" in (out / "report.md").read_text()
+    assert replace(TINY, n_seeds=3).n_seeds == 3

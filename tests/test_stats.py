@@ -1,0 +1,78 @@
+"""Across-seed statistics: t intervals, the paired Wilcoxon test, relative change."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy import stats as sps
+
+from evalstop.metrics.stats import change_ci, mean_ci, paired_wilcoxon, relative_change
+
+
+def test_mean_ci_known_values():
+    ci = mean_ci([1.0, 2.0, 3.0])
+    half = sps.t.ppf(0.975, 2) * 1.0 / math.sqrt(3)
+    assert ci.mean == 2.0 and ci.n == 3
+    assert ci.lo == pytest.approx(2.0 - half) and ci.hi == pytest.approx(2.0 + half)
+
+
+@given(st.lists(st.floats(-1e6, 1e6), min_size=2, max_size=40))
+def test_mean_ci_contains_the_mean(values):
+    ci = mean_ci(values)
+    assert ci.lo <= ci.mean + 1e-9 * (1 + abs(ci.mean))
+    assert ci.mean <= ci.hi + 1e-9 * (1 + abs(ci.mean))
+
+
+def test_mean_ci_edge_cases():
+    assert all(math.isnan(v) for v in mean_ci([])[:3]) and mean_ci([]).n == 0
+    one = mean_ci([5.0])
+    assert one.mean == 5.0 and math.isnan(one.lo) and math.isnan(one.hi)
+    flat = mean_ci([2.0, 2.0, 2.0])
+    assert flat.lo == flat.hi == 2.0
+    # NaN (an undefined ratio on some seed) is left out, and n says so
+    assert mean_ci([1.0, float("nan"), 3.0]) == mean_ci([1.0, 3.0])
+    with pytest.raises(ValueError, match="1.5"):
+        mean_ci([1.0, 2.0], level=1.5)
+
+
+def test_wilcoxon_detects_a_known_shift():
+    rng = np.random.default_rng(0)
+    base = rng.normal(10, 1, 20)
+    shifted = base - 0.5 + rng.normal(0, 0.05, 20)
+    p = paired_wilcoxon(shifted, base)
+    assert p < 0.001
+    assert p == pytest.approx(sps.wilcoxon(shifted - base).pvalue)
+    noise = base + rng.normal(0, 0.05, 20)
+    assert paired_wilcoxon(noise, base) > 0.05
+
+
+def test_wilcoxon_edge_cases():
+    assert paired_wilcoxon([1, 2, 3], [1, 2, 3]) == 1.0  # all differences zero
+    assert math.isnan(paired_wilcoxon([float("nan")], [1.0]))  # no pairs left
+    assert math.isnan(paired_wilcoxon([], []))
+    with pytest.raises(ValueError, match="length"):
+        paired_wilcoxon([1, 2], [1])
+
+
+def test_relative_change():
+    assert relative_change(90.6, 100.0) == pytest.approx(-9.4)
+    assert relative_change(-5.0, -10.0) == pytest.approx(50.0)  # against |baseline|
+    assert math.isnan(relative_change(1.0, 0.0))
+    assert math.isnan(relative_change(float("nan"), 1.0))
+
+
+def test_change_ci_is_the_change_of_means_with_a_reproducible_interval():
+    rng = np.random.default_rng(1)
+    base = rng.uniform(8, 12, 20)
+    ours = base * 0.9 + rng.normal(0, 0.1, 20)
+    ci = change_ci(ours, base)
+    assert ci.mean == pytest.approx(relative_change(ours.mean(), base.mean()))
+    assert ci.lo <= ci.mean <= ci.hi < 0
+    assert change_ci(ours, base) == ci  # own fixed generator: same interval every time
+    assert math.isnan(change_ci([1.0], [2.0]).lo)
+    with pytest.raises(ValueError, match="n_boot"):
+        change_ci(ours, base, n_boot=0)

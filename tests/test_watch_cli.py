@@ -1,0 +1,129 @@
+"""``evalstop watch`` on the command line: --once, --status, --dry-run, signals, errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from evalstop.cli.main import main
+
+PEAK = [0.1, 0.3, 0.5, 0.4, 0.2, 0.6]
+
+
+def _log(tmp_path, jobs=("peak",), curve=PEAK):
+    logs = tmp_path / "logs"
+    logs.mkdir(exist_ok=True)
+    with open(logs / "evals.jsonl", "a") as fh:
+        for step, ev in enumerate(curve, 1):
+            for job in jobs:
+                fh.write(json.dumps({"job": job, "step": step, "eval": ev}) + "\n")
+    return logs
+
+
+def test_once_then_status(tmp_path, capsys):
+    logs = _log(tmp_path, jobs=("peak", "other"))
+    db = tmp_path / "s.db"
+    marker = tmp_path / "acts.txt"
+    rc = main(["watch", "--jsonl", str(logs), "--db", str(db), "--once",
+               "--action", f"echo {{job}} {{best_step}} >> {marker}"])
+    out = capsys.readouterr()
+    assert rc == 0 and out.err == ""
+    assert out.out.splitlines() == [
+        "stop peak at step 5: 2 consecutive declines; best step 3 (score 0.5)",
+        "stop other at step 5: 2 consecutive declines; best step 3 (score 0.5)",
+    ]
+    assert marker.read_text().splitlines() == ["peak 3", "other 3"]
+    assert main(["watch", "--status", "--db", str(db)]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split()[0] == "job" and table[-1] == "2 jobs, 2 stopped"
+    assert main(["watch", "--status", "--db", str(db), "--json"]) == 0
+    rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert {r["job"]: (r["stop_step"], r["best_step"], r["streak"], r["action"])
+            for r in rows} == {"peak": (5, 3, 2, "done"), "other": (5, 3, 2, "done")}
+
+
+def test_dry_run_leaves_no_state(tmp_path, capsys):
+    logs = _log(tmp_path)
+    db = tmp_path / "s.db"
+    rc = main(["watch", "--jsonl", str(logs), "--db", str(db), "--once", "--dry-run",
+               "--action", "scancel --name={job}"])
+    assert rc == 0
+    assert "dry-run: would run for peak: scancel --name=peak" in capsys.readouterr().out
+    assert not db.exists()
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--once"], "give at least one --jsonl DIR or --tensorboard DIR"),
+        (["--once", "--jsonl", "NOPE"], "--jsonl 'NOPE' is not a directory"),
+        (["--once", "--jsonl", "LOGS", "--detector", "nope"], "unknown detector 'nope'"),
+        (["--once", "--jsonl", "LOGS", "--action", "x {jobid}"], "unknown placeholder"),
+        (["--jsonl", "LOGS", "--interval", "0"], "--interval must be > 0"),
+        (["--status"], "no controller state at"),
+        (["--once", "--jsonl", "LOGS", "--mode", "up"], "invalid choice"),
+    ],
+)
+def test_bad_input_is_one_line(tmp_path, capsys, argv, message):
+    logs = _log(tmp_path)
+    argv = [str(logs) if a == "LOGS" else a for a in argv]
+    db = tmp_path / ("missing" if "--status" in argv else "") / "s.db"
+    try:
+        rc = main(["watch", "--db", str(db), *argv])
+    except SystemExit as exc:  # argparse's own usage errors
+        rc = exc.code
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_missing_tensorboard_extra_is_named(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "tensorboard.backend.event_processing.event_accumulator",
+                        None)
+    rc = main(["watch", "--tensorboard", str(tmp_path), "--db", str(tmp_path / "s.db"),
+               "--once"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.strip() == ("evalstop: error: evalstop watch --tensorboard needs tensorboard: "
+                           "pip install 'evalstop[watch]'")
+
+
+def _jobs_fed(db):
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
+        n = con.execute("SELECT COUNT(*) FROM jobs").fetchone()[0]
+        con.close()
+        return n
+    except sqlite3.Error:
+        return 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_polling_loop_stops_cleanly_on_signals(tmp_path, sig):
+    logs = _log(tmp_path, curve=[0.1, 0.2])
+    db = tmp_path / "s.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "evalstop.cli.main", "watch", "--jsonl", str(logs), "--db",
+         str(db), "--interval", "30"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    deadline = time.monotonic() + 20
+    while _jobs_fed(db) == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _jobs_fed(db) == 1
+    started = time.monotonic()
+    proc.send_signal(sig)  # it is waiting out a 30 s interval: it must wake at once
+    out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0, err
+    assert time.monotonic() - started < 5
+    assert err.strip() == "evalstop watch: stopped"
+    # It released the state: another controller can take it.
+    assert main(["watch", "--jsonl", str(logs), "--db", str(db), "--once"]) == 0
