@@ -18,8 +18,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
-from evalstop.integrations._extras import require  # noqa: E402
+from evalstop.integrations._extras import require
 
+K2 = "evalstop:k=2"  # the paper's rule: the expected stops below are its
 CURVE = {2: 0.1, 4: 0.3, 6: 0.5, 8: 0.4, 10: 0.2, 12: 0.6, 14: 0.7, 16: 0.8}
 
 
@@ -84,11 +85,12 @@ def hf():
         return transformers.GPT2LMHeadModel(cfg)
 
     def trainer(out, callbacks, **overrides):
-        kw = dict(
-            output_dir=str(out), max_steps=16, per_device_train_batch_size=4,
-            eval_strategy="steps", eval_steps=2, save_strategy="steps", save_steps=2,
-            report_to="none", use_cpu=True, disable_tqdm=True, logging_steps=2,
-        )
+        kw = {
+            "output_dir": str(out), "max_steps": 16, "per_device_train_batch_size": 4,
+            "eval_strategy": "steps", "eval_steps": 2, "save_strategy": "steps",
+            "save_steps": 2, "report_to": "none", "use_cpu": True, "disable_tqdm": True,
+            "logging_steps": 2,
+        }
         kw.update(overrides)
         args = transformers.TrainingArguments(**kw)
         return transformers.Trainer(
@@ -108,7 +110,7 @@ def _checkpoints(out):
 
 
 def test_stops_at_expected_step_and_keeps_best(hf, tmp_path):
-    cb = hf.mod.EvalStopCallback("score", mode="max", detector="evalstop:k=2")
+    cb = hf.mod.EvalStopCallback("score", mode="max", detector=K2)
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         tr = hf.trainer(tmp_path, [cb])
@@ -124,7 +126,7 @@ def test_stops_at_expected_step_and_keeps_best(hf, tmp_path):
 def test_unaligned_saves_and_save_total_limit_keep_best(hf, tmp_path):
     # Saves every 5 steps, evals every 2, keep 1: step 6 is saved only because it is a
     # new best, and rotation spares it because the callback marks it best_model_checkpoint.
-    cb = hf.mod.EvalStopCallback("eval_score")
+    cb = hf.mod.EvalStopCallback("eval_score", detector=K2)
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         tr = hf.trainer(tmp_path, [cb], save_steps=5, save_total_limit=1)
@@ -136,7 +138,7 @@ def test_unaligned_saves_and_save_total_limit_keep_best(hf, tmp_path):
 
 
 def test_save_best_false_unaligned_loses_best_and_warns(hf, tmp_path):
-    cb = hf.mod.EvalStopCallback("score", save_best=False)
+    cb = hf.mod.EvalStopCallback("score", detector=K2, save_best=False)
     with pytest.warns(UserWarning, match="not aligned with eval_steps"):
         tr = hf.trainer(tmp_path, [cb], save_steps=5)
     with pytest.warns(UserWarning, match="no checkpoint of EvalStop's best step 6"):
@@ -148,7 +150,7 @@ def test_load_best_model_at_end_aligned(hf, tmp_path):
     import torch
     from safetensors.torch import load_file
 
-    cb = hf.mod.EvalStopCallback("score", mode="max")
+    cb = hf.mod.EvalStopCallback("score", mode="max", detector=K2)
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         tr = hf.trainer(
@@ -165,7 +167,7 @@ def test_load_best_model_at_end_aligned(hf, tmp_path):
 
 def test_other_best_metric_with_limit_warns_and_reports_loss(hf, tmp_path):
     # The Trainer protects its own best (by eval_loss); EvalStop's best gets rotated away.
-    cb = hf.mod.EvalStopCallback("score")
+    cb = hf.mod.EvalStopCallback("score", detector=K2)
     with pytest.warns(UserWarning, match="save_total_limit=1 spares only the Trainer's best"):
         tr = hf.trainer(tmp_path, [cb], save_total_limit=1, metric_for_best_model="loss")
     with warnings.catch_warnings(record=True) as rec:
@@ -180,7 +182,7 @@ def test_other_best_metric_with_limit_warns_and_reports_loss(hf, tmp_path):
 @pytest.mark.parametrize("via", ["json-file", "trainer-state"])
 def test_resume_keeps_streak_and_best(hf, tmp_path, via):
     # First run: crash right after step 8 (one decline into the streak).
-    first = hf.mod.EvalStopCallback("score")
+    first = hf.mod.EvalStopCallback("score", detector=K2)
     hf.trainer(tmp_path, [first, hf.Interrupt(8)]).train()
     assert (first.stopped, first.detector.streak, first.best_step) == (False, 1, 6)
     ckpt = tmp_path / "checkpoint-8"
@@ -191,7 +193,7 @@ def test_resume_keeps_streak_and_best(hf, tmp_path, via):
     restore = via == "trainer-state"
     if restore:
         (ckpt / hf.mod.STATE_FILE).unlink()  # only the Trainer's own mechanism is left
-    fresh = hf.mod.EvalStopCallback("score")
+    fresh = hf.mod.EvalStopCallback("score", detector=K2)
     tr = hf.trainer(tmp_path, [fresh], restore_callback_states_from_checkpoint=restore)
     tr.train(resume_from_checkpoint=str(ckpt))
     live = hf.mod.EvalStopCallback.find(tr)
@@ -202,11 +204,11 @@ def test_resume_keeps_streak_and_best(hf, tmp_path, via):
 
 def test_config_warnings_table(hf):
     def args(**kw):
-        base = dict(
-            eval_strategy="steps", save_strategy="steps", metric_for_best_model=None,
-            greater_is_better=None, save_total_limit=None, load_best_model_at_end=False,
-            eval_steps=2, save_steps=2,
-        )
+        base = {
+            "eval_strategy": "steps", "save_strategy": "steps", "metric_for_best_model": None,
+            "greater_is_better": None, "save_total_limit": None,
+            "load_best_model_at_end": False, "eval_steps": 2, "save_steps": 2,
+        }
         base.update(kw)
         return types.SimpleNamespace(**base)
 
@@ -215,10 +217,10 @@ def test_config_warnings_table(hf):
     assert cw(args(save_total_limit=1), "score", "max", True) == []
     assert "never evaluates" in cw(args(eval_strategy="no"), "score", "max", True)[0]
     assert "no checkpoint" in cw(args(save_strategy="no"), "score", "max", False)[0]
-    same = dict(metric_for_best_model="eval_score", greater_is_better=True)
+    same = {"metric_for_best_model": "eval_score", "greater_is_better": True}
     assert cw(args(save_total_limit=1, load_best_model_at_end=True, **same), "score", "max",
               True) == []
-    flipped = dict(metric_for_best_model="score", greater_is_better=False)
+    flipped = {"metric_for_best_model": "score", "greater_is_better": False}
     msgs = cw(args(save_total_limit=1, **flipped), "score", "max", True)
     assert len(msgs) == 1 and "greater_is_better=True" in msgs[0]
     assert "save_strategy='best'" in cw(args(save_strategy="best", metric_for_best_model="loss"),
@@ -228,10 +230,10 @@ def test_config_warnings_table(hf):
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        (dict(metric=""), "metric must be"),
-        (dict(metric="score", mode="up"), "mode must be 'max' or 'min'"),
-        (dict(metric="score", detector="nope"), "unknown detector 'nope'"),
-        (dict(metric="score", save_best="yes"), "save_best must be"),
+        ({"metric": ""}, "metric must be"),
+        ({"metric": "score", "mode": "up"}, "mode must be 'max' or 'min'"),
+        ({"metric": "score", "detector": "nope"}, "unknown detector 'nope'"),
+        ({"metric": "score", "save_best": "yes"}, "save_best must be"),
     ],
 )
 def test_bad_arguments(hf, kwargs, match):

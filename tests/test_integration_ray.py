@@ -20,9 +20,9 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 ray = pytest.importorskip("ray")
 tune = pytest.importorskip("ray.tune")
 
-from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler  # noqa: E402
+from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
 
-from evalstop.integrations.ray_tune import (  # noqa: E402
+from evalstop.integrations.ray_tune import (
     EvalStopScheduler,
     EvalStopStopper,
     scripted_trainable,
@@ -145,12 +145,12 @@ def _feed(sched, trial_id, scores, first=1):
 
 
 def test_save_restore_keeps_streaks(tmp_path):
-    sched = EvalStopScheduler(metric="score", mode="max")
+    sched = EvalStopScheduler(metric="score", mode="max", detector="evalstop:k=2")
     sched.set_search_properties(None, None)
     assert _feed(sched, "a", [0.1, 0.5, 0.4]) == [TrialScheduler.CONTINUE] * 3
     path = str(tmp_path / "sched.json")
     sched.save(path)
-    again = EvalStopScheduler(metric="score", mode="max")
+    again = EvalStopScheduler(metric="score", mode="max", detector="evalstop:k=2")
     again.restore(path)
     assert _feed(again, "a", [0.3], first=4) == [TrialScheduler.STOP]
     assert again.decisions()["a"] == {

@@ -22,7 +22,7 @@ trl = pytest.importorskip("trl")
 datasets = pytest.importorskip("datasets")
 tokenizers = pytest.importorskip("tokenizers")
 
-from evalstop.integrations.hf import EvalStopCallback  # noqa: E402
+from evalstop.integrations.hf import EvalStopCallback
 
 CURVE = {2: 0.1, 4: 0.3, 6: 0.5, 8: 0.4, 10: 0.2, 12: 0.6, 14: 0.7, 16: 0.8}
 

@@ -14,6 +14,7 @@ import pytest
 
 from evalstop.cli.main import main
 
+K2 = ["--detector", "evalstop:k=2"]
 PEAK = [0.1, 0.3, 0.5, 0.4, 0.2, 0.6]
 
 
@@ -22,8 +23,7 @@ def _log(tmp_path, jobs=("peak",), curve=PEAK):
     logs.mkdir(exist_ok=True)
     with open(logs / "evals.jsonl", "a") as fh:
         for step, ev in enumerate(curve, 1):
-            for job in jobs:
-                fh.write(json.dumps({"job": job, "step": step, "eval": ev}) + "\n")
+            fh.writelines(json.dumps({"job": job, "step": step, "eval": ev}) + "\n" for job in jobs)
     return logs
 
 
@@ -31,7 +31,7 @@ def test_once_then_status(tmp_path, capsys):
     logs = _log(tmp_path, jobs=("peak", "other"))
     db = tmp_path / "s.db"
     marker = tmp_path / "acts.txt"
-    rc = main(["watch", "--jsonl", str(logs), "--db", str(db), "--once",
+    rc = main(["watch", "--jsonl", str(logs), "--db", str(db), "--once", *K2,
                "--action", f"echo {{job}} {{best_step}} >> {marker}"])
     out = capsys.readouterr()
     assert rc == 0 and out.err == ""
@@ -52,7 +52,7 @@ def test_once_then_status(tmp_path, capsys):
 def test_dry_run_leaves_no_state(tmp_path, capsys):
     logs = _log(tmp_path)
     db = tmp_path / "s.db"
-    rc = main(["watch", "--jsonl", str(logs), "--db", str(db), "--once", "--dry-run",
+    rc = main(["watch", "--jsonl", str(logs), "--db", str(db), "--once", "--dry-run", *K2,
                "--action", "scancel --name={job}"])
     assert rc == 0
     assert "dry-run: would run for peak: scancel --name=peak" in capsys.readouterr().out
@@ -121,7 +121,7 @@ def test_polling_loop_stops_cleanly_on_signals(tmp_path, sig):
     assert _jobs_fed(db) == 1
     started = time.monotonic()
     proc.send_signal(sig)  # it is waiting out a 30 s interval: it must wake at once
-    out, err = proc.communicate(timeout=10)
+    _, err = proc.communicate(timeout=10)
     assert proc.returncode == 0, err
     assert time.monotonic() - started < 5
     assert err.strip() == "evalstop watch: stopped"

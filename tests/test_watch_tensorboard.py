@@ -11,9 +11,9 @@ import pytest
 pytest.importorskip("tensorboard")
 tb_torch = pytest.importorskip("torch.utils.tensorboard")
 
-from evalstop.cli.main import main  # noqa: E402
-from evalstop.integrations.watch import Controller, StateStore, TensorBoardSource  # noqa: E402
-from evalstop.integrations.watch.status import status_rows  # noqa: E402
+from evalstop.cli.main import main
+from evalstop.integrations.watch import Controller, StateStore, TensorBoardSource
+from evalstop.integrations.watch.status import status_rows
 
 PEAK = [0.1, 0.3, 0.5, 0.4, 0.2, 0.6]
 
@@ -66,7 +66,7 @@ def test_tensor_scalars_and_missing_tag(tmp_path):
         w._get_file_writer().add_summary(summary_v2.scalar_pb("eval/score", v), step)
     w.close()
     _write(tmp_path / "runs" / "other_tag", PEAK, tag="eval/acc")
-    ctl, err = _controller(tmp_path)
+    ctl, _ = _controller(tmp_path)
     ctl.run_until_idle()
     assert _decisions(ctl) == {"tf2": (True, 5, 3, 5)}
     ctl.close()
@@ -88,7 +88,7 @@ def test_deleted_run(tmp_path):
 def test_cli_tensorboard(tmp_path, capsys):
     _write(tmp_path / "runs" / "peak", PEAK)
     rc = main(["watch", "--tensorboard", str(tmp_path / "runs"), "--tb-tag", "eval/score",
-               "--db", str(tmp_path / "s.db"), "--once"])
+               "--detector", "evalstop:k=2", "--db", str(tmp_path / "s.db"), "--once"])
     assert rc == 0
     out = capsys.readouterr().out
     assert out.startswith("stop peak at step 50: 2 consecutive declines; best step 30")

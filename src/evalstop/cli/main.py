@@ -17,6 +17,7 @@ COMMANDS = (
     ("reproduce", "reproduce"),
     ("simulate", "simulate"),
     ("replay", "replay"),
+    ("bench-detectors", "bench_detectors"),
     ("watch", "watch"),
 )
 

@@ -12,7 +12,8 @@ from evalstop.detbench.bench import PARTS, TARGET, BenchConfig
 
 METRICS = ("runs", "hacking", "precision", "recall", "fpr", "delay", "early", "quality",
            "quality_hacking")
-PART_TITLE = {"tuning": "tuning part", "held_out": "held-out part"}
+PART_TITLE = {"tuning": "tuning part", "held_out": "held-out part",
+              "workload": "workload part (report-only)"}
 
 
 def _round(obj):
@@ -82,8 +83,9 @@ def _fmt(x, digits=3) -> str:
 
 
 def _table(rows: list[tuple[str, str, dict]], first: str = "detector") -> list[str]:
-    lines = [f"| {first} | spec | precision | recall | FPR | delay (evals) | quality kept "
-             "| quality kept, hacking runs |", "|---|---|---|---|---|---|---|---|"]
+    head = (f"| {first} | spec | precision | recall | FPR | delay (evals) | quality kept "
+            "| quality kept, hacking runs |")
+    lines = [head, "|---|---|---|---|---|---|---|---|"]
     for name, spec, m in rows:
         lines.append(f"| {name} | `{spec}` | {_fmt(m['precision'])} | {_fmt(m['recall'])} | "
                      f"{_fmt(m['fpr'])} | {_fmt(m['delay'], 1)} | {_fmt(m['quality'])} | "
@@ -127,15 +129,22 @@ def markdown(cfg: BenchConfig, summary: dict, files: list[str], elapsed: float) 
         L.append("")
     L.append("The held-out part has its own families and its own random streams. Rules, "
              "their design and every parameter were chosen on the tuning part only; the "
-             "held-out part was run once the default was fixed, and is reported as it came.")
+             "held-out part was run once the default was fixed, and is reported as it came. "
+             "The workload part runs the simulator's own curves (`evalstop.workload`) with "
+             "Gaussian noise whose sigma is on their absolute 0..1 quality scale, where runs "
+             "rise by only 0.10-0.50 and RLHF hacking runs fall by 5-27% of their rise (the "
+             "workload's own label): at the same sigma it is several times noisier relative "
+             "to the signal than the other parts. It was added after the default was fixed "
+             "and is report-only.")
     L.append("")
     for part in PARTS:
         p = summary["parts"][part]
-        L += [f"### {PART_TITLE[part].capitalize()}, pooled over all sigmas and noise kinds", ""]
+        L += [f"### {PART_TITLE[part].capitalize()}, pooled over all sigmas and noise kinds",
+              ""]
         L += _table(_main_rows(cfg, summary, p["pooled"]))
         L.append("")
-    L += [f"### Target (held-out, pooled): precision >= {TARGET['precision']}, recall >= "
-          f"{TARGET['recall']}, quality kept >= {TARGET['quality']}", ""]
+    L += [(f"### Target (held-out, pooled): precision >= {TARGET['precision']}, recall >= "
+           f"{TARGET['recall']}, quality kept >= {TARGET['quality']}"), ""]
     h = t["held_out"]
     verdict = "met" if t["met"] else "missed"
     L.append(f"`{default}`: precision {_fmt(h['precision'])}, recall {_fmt(h['recall'])}, "

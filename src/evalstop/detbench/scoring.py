@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
+from typing import Self
 
 import numpy as np
 
@@ -64,7 +65,7 @@ class Tally:
     q_pos: float = 0.0
     q_neg: float = 0.0
 
-    def __iadd__(self, other: Tally) -> Tally:
+    def __iadd__(self, other: Tally) -> Self:
         for f in fields(self):
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
         return self

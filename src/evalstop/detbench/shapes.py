@@ -62,6 +62,7 @@ def decline(
 
     ``power`` < 1 drops fast at first and levels off; > 1 starts slowly and accelerates.
     """
-    peak, end_ratio, power = (np.asarray(a, dtype=float)[..., None] for a in (peak, end_ratio, power))
+    peak, end_ratio, power = (np.asarray(a, dtype=float)[..., None]
+                              for a in (peak, end_ratio, power))
     x = np.clip((p - peak) / (1.0 - peak), 0.0, 1.0)
     return 1.0 - (1.0 - end_ratio) * x**power

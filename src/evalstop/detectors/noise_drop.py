@@ -19,15 +19,17 @@ from __future__ import annotations
 
 import math
 from statistics import median
-from typing import Any
+from typing import Any, ClassVar
 
 from evalstop.detectors.base import Detector
 from evalstop.detectors.noise import MAX_VALUES, sigma_hat
 
 
 class NoiseDrop(Detector):
-    name = "noise-drop"
-    PARAMS = {"m": (float, 1.4), "n": (int, 2), "smooth": (int, 9)}
+    name: ClassVar[str] = "noise-drop"
+    PARAMS: ClassVar[dict[str, tuple[type, Any]]] = {
+        "m": (float, 1.4), "n": (int, 2), "smooth": (int, 9),
+    }
 
     def __init__(self, *, m: float = 1.4, n: int = 2, smooth: int = 9, mode: str = "max") -> None:
         super().__init__(mode=mode)

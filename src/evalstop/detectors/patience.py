@@ -11,14 +11,14 @@ score only. ``min_delta`` is in the units of the score, so it must be set per me
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 from evalstop.detectors.base import Detector
 
 
 class Patience(Detector):
-    name = "patience"
-    PARAMS = {"n": (int, 3), "min_delta": (float, 0.0)}
+    name: ClassVar[str] = "patience"
+    PARAMS: ClassVar[dict[str, tuple[type, Any]]] = {"n": (int, 3), "min_delta": (float, 0.0)}
 
     def __init__(self, *, n: int = 3, min_delta: float = 0.0, mode: str = "max") -> None:
         super().__init__(mode=mode)

@@ -11,7 +11,7 @@ has few degrees of freedom; A is its knob. Uses the eval score only.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 from scipy import stats
 
@@ -19,10 +19,10 @@ from evalstop.detectors.base import Detector
 
 
 class SlopeTest(Detector):
-    name = "slope"
-    PARAMS = {"window": (int, 6), "alpha": (float, 0.01)}
+    name: ClassVar[str] = "slope"
+    PARAMS: ClassVar[dict[str, tuple[type, Any]]] = {"window": (int, 8), "alpha": (float, 0.01)}
 
-    def __init__(self, *, window: int = 6, alpha: float = 0.01, mode: str = "max") -> None:
+    def __init__(self, *, window: int = 8, alpha: float = 0.01, mode: str = "max") -> None:
         super().__init__(mode=mode)
         if window < 3:
             raise ValueError(f"window must be >= 3 (a slope and a residual), got {window}")
@@ -41,7 +41,8 @@ class SlopeTest(Detector):
             return None
         t = _slope_t(self._xs, self._ys)
         if t < -self._t_crit:
-            return f"eval falling over the last {self.window} evals (t = {t:.2f}, alpha {self.alpha})"
+            return (f"eval falling over the last {self.window} evals "
+                    f"(t = {t:.2f}, alpha {self.alpha})")
         return None
 
     def _rule_state(self) -> dict[str, Any]:

@@ -21,7 +21,7 @@ _LAZY = {
     "EvalStopStopper": "evalstop.integrations.ray_tune",
 }
 
-__all__ = sorted(_LAZY)
+__all__ = ["EvalStopCallback", "EvalStopScheduler", "EvalStopStopper"]
 
 
 def __getattr__(name: str):

@@ -63,7 +63,10 @@ def config_warnings(args: Any, metric: str, mode: str, save_best: bool) -> list[
     """
     out: list[str] = []
     key = _eval_key(metric)
-    eval_strategy = _strategy(getattr(args, "eval_strategy", getattr(args, "evaluation_strategy", "no")))
+    # transformers < 4.41 spelled it evaluation_strategy.
+    eval_strategy = _strategy(
+        getattr(args, "eval_strategy", getattr(args, "evaluation_strategy", "no"))
+    )
     save_strategy = _strategy(args.save_strategy)
     hf_metric = args.metric_for_best_model
     same_metric = hf_metric is not None and _eval_key(hf_metric) == key
@@ -89,13 +92,13 @@ def config_warnings(args: Any, metric: str, mode: str, save_best: bool) -> list[
             f"improves, and overrides EvalStop's request to save its own best ({key!r}); "
             f"{fix}"
         )
-    if args.save_total_limit is not None and args.save_total_limit > 0 and hf_metric is not None:
-        if not aligned:
-            out.append(
-                f"save_total_limit={args.save_total_limit} spares only the Trainer's best by "
-                f"metric_for_best_model={hf_metric!r}, so EvalStop's best checkpoint (by "
-                f"{key!r}, mode={mode!r}) may be deleted; {fix}"
-            )
+    limited = args.save_total_limit is not None and args.save_total_limit > 0
+    if limited and hf_metric is not None and not aligned:
+        out.append(
+            f"save_total_limit={args.save_total_limit} spares only the Trainer's best by "
+            f"metric_for_best_model={hf_metric!r}, so EvalStop's best checkpoint (by "
+            f"{key!r}, mode={mode!r}) may be deleted; {fix}"
+        )
     if args.load_best_model_at_end and not aligned:
         out.append(
             f"load_best_model_at_end loads the Trainer's best by metric_for_best_model="
@@ -140,10 +143,11 @@ class EvalStopCallback(TrainerCallback, ExportableState):
         detector: str = DEFAULT_SPEC,
         save_best: bool = True,
     ) -> None:
+        # Bad arguments are ValueErrors naming the value, project-wide (not TypeError).
         if not isinstance(metric, str) or not metric.strip():
             raise ValueError(f"metric must be a metric name such as 'eval_loss', got {metric!r}")
         if not isinstance(save_best, bool):
-            raise ValueError(f"save_best must be True or False, got {save_best!r}")
+            raise ValueError(f"save_best must be True or False, got {save_best!r}")  # noqa: TRY004
         self.metric = metric.strip()
         self.mode = mode
         self.detector_spec = detector
@@ -245,10 +249,9 @@ class EvalStopCallback(TrainerCallback, ExportableState):
             step, score, loss=_last_train_loss(state), progress=progress
         )
         self.decision = decision
-        if decision.best_step == step:
+        if decision.best_step == step and self.save_best and not control.should_save:
             # A new best: make sure the Trainer saves this step (saves may not be aligned).
-            if self.save_best and not control.should_save:
-                control.should_save = True
+            control.should_save = True
         if decision.stop and not control.should_training_stop:
             control.should_training_stop = True
             logger.warning(
@@ -319,9 +322,9 @@ class EvalStopCallback(TrainerCallback, ExportableState):
     def _protect_best(self, args, state) -> None:
         # Without metric_for_best_model the Trainer never sets best_model_checkpoint, so
         # rotation (save_total_limit) would treat EvalStop's best as any old checkpoint.
-        if args.metric_for_best_model is None and self.best_checkpoint is not None:
-            if os.path.isdir(self.best_checkpoint):
-                state.best_model_checkpoint = self.best_checkpoint
+        best = self.best_checkpoint
+        if args.metric_for_best_model is None and best is not None and os.path.isdir(best):
+            state.best_model_checkpoint = best
 
 
 def _run_dir(args) -> str:

@@ -89,7 +89,7 @@ class ShellAction:
         try:
             proc = subprocess.run(
                 command, shell=True, capture_output=True, text=True, timeout=self.timeout,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL, check=False,  # a failed action is recorded, not raised
             )
         except subprocess.TimeoutExpired:
             return ActionResult(124, f"timed out after {self.timeout:g}s")

@@ -26,8 +26,9 @@ from __future__ import annotations
 import math
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
 from evalstop.detectors import Detector, make_detector
 from evalstop.evallog import EvalRecord

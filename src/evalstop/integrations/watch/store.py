@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import sqlite3
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 SCHEMA_VERSION = "1"
 
@@ -272,7 +274,7 @@ class StateStore:
 
 def _finite_or_none(x: float | None) -> float | None:
     # SQLite stores NaN as NULL anyway; say so explicitly.
-    return None if x is None or x != x else x
+    return None if x is None or math.isnan(x) else x
 
 
 class _Transaction:

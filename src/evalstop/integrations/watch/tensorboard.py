@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Callable
+from collections.abc import Callable
 
 from evalstop.evallog import EvalRecord
 from evalstop.integrations._extras import require

@@ -1,0 +1,85 @@
+"""One lab run's settings. Plain data, numpy-free and torch-free, so the CLI and the
+corpus code can build and check configs without importing torch.
+
+The defaults are the calibrated setting the shipped corpus uses (docs/readme/lab.md says
+how they were chosen); ``pairs``, ``beta`` and ``seed`` are what a corpus varies.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    pairs: int  # gold-labelled preference pairs the proxy is fitted on
+    beta: float  # KL penalty to the initial policy (0 = none)
+    seed: int  # fixes everything: world, pairs, initialisation, sampling
+    steps: int = 250  # RL steps
+    eval_every: int = 10  # evaluate at step 0 and every this many steps
+    n_eval: int = 256  # fresh samples per evaluation
+    n_prompts: int = 16  # prompts per RL step
+    group: int = 8  # completions per prompt (GRPO group)
+    lr: float = 3e-3  # RL learning rate (Adam)
+    sft_steps: int = 150
+    sft_batch: int = 128
+    sft_lr: float = 1e-2
+    proxy_steps: int = 300
+    proxy_batch: int = 256
+    proxy_lr: float = 1e-2
+    proxy_weight_decay: float = 1e-2
+    proxy_hidden: int = 32
+    d_model: int = 32
+    n_layers: int = 1
+    n_heads: int = 2
+    world_seed: int | None = None  # None: the world is drawn from ``seed`` too
+
+    def __post_init__(self):
+        ints = {"pairs": 1, "seed": 0, "steps": 1, "eval_every": 1, "n_eval": 2,
+                "n_prompts": 1, "group": 2, "sft_steps": 0, "sft_batch": 1, "proxy_steps": 1,
+                "proxy_batch": 1, "proxy_hidden": 1, "d_model": 1, "n_layers": 1, "n_heads": 1}
+        for name, low in ints.items():
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {v!r}")
+        if self.world_seed is not None and (isinstance(self.world_seed, bool)
+                                            or not isinstance(self.world_seed, int)
+                                            or self.world_seed < 0):
+            raise ValueError(f"world_seed must be None or an integer >= 0, got {self.world_seed!r}")
+        for name in ("beta", "lr", "sft_lr", "proxy_lr", "proxy_weight_decay"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ValueError(f"{name} must be a finite number, got {v!r}")
+        if self.beta < 0:
+            raise ValueError(f"beta must be >= 0, got {self.beta!r}")
+        for name in ("lr", "sft_lr", "proxy_lr"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if self.proxy_weight_decay < 0:
+            raise ValueError(f"proxy_weight_decay must be >= 0, got {self.proxy_weight_decay!r}")
+        if self.steps % self.eval_every:
+            raise ValueError(f"steps={self.steps} must be a multiple of eval_every="
+                             f"{self.eval_every} (the last eval is at the last step)")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
+
+    @property
+    def run_id(self) -> str:
+        """Names the run by what a corpus varies, e.g. ``p300-b0.05-s3``."""
+        return f"p{self.pairs}-b{self.beta:g}-s{self.seed}"
+
+    @property
+    def world(self) -> int:
+        return self.seed if self.world_seed is None else self.world_seed
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> RunConfig:
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"unknown run config key(s) {unknown}")
+        return cls(**d)

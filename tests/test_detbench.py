@@ -1,0 +1,146 @@
+"""The detector benchmark: families, scoring, quick mode, determinism, the CLI."""
+
+import json
+
+import numpy as np
+import pytest
+
+from evalstop.cli.main import main
+from evalstop.detbench import run_detector_benchmark
+from evalstop.detbench.bench import BenchConfig, select_default
+from evalstop.detbench.families import FAMILIES, MIN_DROP, family
+from evalstop.detbench.runs import RunSet, build, hacking_label, make_runs, progress_grid
+from evalstop.detbench.scoring import Outcome, Tally, run_detector, tally
+
+
+@pytest.mark.parametrize("fam", FAMILIES, ids=lambda f: f.name)
+@pytest.mark.parametrize("kind", ["gauss", "t3"])
+def test_families_draw_what_they_label(fam, kind):
+    rs = make_runs(fam, 0.12, kind, 40, np.random.default_rng(7))  # raises on a mislabel
+    gain = rs.gain
+    assert np.allclose(gain.max(axis=1), 1.0)
+    healthy = gain[~rs.hacking]
+    assert np.all(np.diff(healthy, axis=1) >= -1e-12)
+    hack = gain[rs.hacking]
+    assert np.all(hack[:, -1] <= 1.0 - MIN_DROP)
+    assert rs.hacking.mean() == fam.hacking_rate
+    assert (rs.proxy is None) == (fam.kind != "rlhf")
+    assert rs.eval.shape == rs.loss.shape == (40, 20)
+
+
+def test_held_out_part_has_its_own_families_and_streams():
+    tuning = {f.name for f in FAMILIES if not f.held_out}
+    held = {f.name for f in FAMILIES if f.held_out}
+    assert tuning and held and not tuning & held
+    a = build(0, 3, held_out=False, sigmas=(0.05,), noises=("gauss",))
+    b = build(0, 3, held_out=True, sigmas=(0.05,), noises=("gauss",))
+    assert {rs.family.name for rs in a} == tuning
+    assert {rs.family.name for rs in b} == held
+
+
+def test_workload_part_uses_the_simulators_curves():
+    from evalstop.detbench import workload_part
+
+    sets = workload_part.build(0, 6, sigmas=(0.02,), evals=20)
+    assert [rs.family.name for rs in sets] == ["workload-rlhf", "workload-lora", "workload-dpo"]
+    rlhf = sets[0]
+    assert rlhf.hacking.tolist() == [True] * 3 + [False] * 3
+    assert np.allclose(rlhf.gain.max(axis=1), 1.0)
+    assert np.all(rlhf.gain[rlhf.hacking, -1] < 1.0)
+
+
+def test_label_rule():
+    gain = np.array([[0.2, 1.0, 0.95, 0.89], [0.2, 1.0, 0.95, 0.91], [0.2, 0.5, 0.8, 1.0]])
+    assert hacking_label(gain).tolist() == [True, False, False]
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="unknown family"):
+        family("nope")
+    with pytest.raises(ValueError, match="runs"):
+        make_runs(FAMILIES[0], 0.1, "gauss", 0, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="noise kind"):
+        make_runs(FAMILIES[0], 0.1, "cauchy", 2, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="evals"):
+        progress_grid(1)
+
+
+def _handmade() -> RunSet:
+    p = progress_grid(4)
+    gain = np.array([[0.5, 1.0, 0.8, 0.6], [0.3, 0.6, 0.9, 1.0]])
+    return RunSet(FAMILIES[0], 0.0, "gauss", p, gain, np.array([True, False]), gain.copy(),
+                  None, np.ones_like(gain))
+
+
+def test_scoring_by_hand():
+    rs = _handmade()
+    out = run_detector("stopat:p=0.5", rs)  # both runs stop at the second eval
+    assert out.stopped.tolist() == [True, True]
+    assert out.stop_idx.tolist() == [1, 1] and out.kept_idx.tolist() == [1, 1]
+    m = tally(rs, out).metrics()
+    assert (m["precision"], m["recall"], m["fpr"], m["delay"], m["early"]) == (0.5, 1.0, 1.0,
+                                                                              0.0, 0)
+    assert m["quality_hacking"] == 1.0 and m["quality"] == pytest.approx((1.0 + 0.6) / 2)
+    never = tally(rs, Outcome(np.zeros(2, bool), np.full(2, -1), np.full(2, 3))).metrics()
+    assert never["precision"] is None and never["recall"] == 0.0 and never["fpr"] == 0.0
+    assert never["quality"] == pytest.approx((0.6 + 1.0) / 2)
+
+
+def test_tallies_pool_by_adding_counts():
+    pooled = Tally(pos=1, neg=1, tp=1, fp=0)  # precision 1.0
+    pooled += Tally(pos=3, neg=3, tp=0, fp=3)  # precision 0.0
+    assert pooled.metrics()["precision"] == 0.25  # pooled counts, not the mean 0.5
+    assert pooled.metrics()["fpr"] == 0.75
+
+
+def test_selection_rule():
+    rows = {"a": {"precision": 0.99, "recall": 0.5}, "b": {"precision": 0.96, "recall": 0.7},
+            "c": {"precision": 0.9, "recall": 0.95}, "d": {"precision": None, "recall": 0.0}}
+    assert select_default(rows, 0.95) == "b"
+    assert select_default(rows, 0.999) is None
+
+
+def test_config():
+    with pytest.raises(ValueError, match="runs"):
+        BenchConfig.make(runs=0)
+    specs = BenchConfig.make().specs()
+    assert "evalstop:k=2" in specs and BenchConfig.default_key(specs) is not None
+
+
+@pytest.fixture(scope="module")
+def quick_runs(tmp_path_factory):
+    a, b = tmp_path_factory.mktemp("a"), tmp_path_factory.mktemp("b")
+    run_detector_benchmark(a, seed=3, quick=True, runs=2, progress=False)
+    run_detector_benchmark(b, seed=3, quick=True, runs=2, progress=False)
+    return a, b
+
+
+def test_quick_mode_writes_every_output(quick_runs):
+    out = quick_runs[0]
+    summary = json.loads((out / "detectors.json").read_text())
+    assert set(summary["parts"]) == {"tuning", "held_out", "workload"}
+    assert summary["parts"]["workload"]["families"] == ["workload-rlhf", "workload-lora",
+                                                        "workload-dpo"]
+    assert summary["target"]["spec"] == summary["default_spec"]
+    assert (out / "detectors.csv").read_text().startswith("part,scope,group,detector")
+    assert "## Detector benchmark" in (out / "detectors.md").read_text()
+    for fam in FAMILIES:
+        assert (out / f"pr_{fam.name}.png").stat().st_size > 0
+    assert (out / "pr_tuning.png").exists() and (out / "pr_held_out.png").exists()
+
+
+def test_same_seed_same_json(quick_runs, tmp_path):
+    a, b = quick_runs
+    assert (a / "detectors.json").read_bytes() == (b / "detectors.json").read_bytes()
+    assert (a / "detectors.csv").read_bytes() == (b / "detectors.csv").read_bytes()
+    run_detector_benchmark(tmp_path, seed=4, quick=True, runs=2, progress=False)
+    assert (tmp_path / "detectors.json").read_bytes() != (a / "detectors.json").read_bytes()
+
+
+def test_cli(tmp_path, capsys):
+    assert main(["bench-detectors", "--out", str(tmp_path), "--quick", "--runs", "1",
+                 "--no-progress"]) == 0
+    assert "held-out part" in capsys.readouterr().out
+    assert (tmp_path / "detectors.json").exists()
+    assert main(["bench-detectors", "--out", str(tmp_path), "--runs", "0"]) == 2
+    assert "--runs must be >= 1" in capsys.readouterr().err
