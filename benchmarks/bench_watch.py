@@ -79,7 +79,7 @@ def bench_ingest(jobs: int, evals: int, files: int) -> dict:
 
 def writer(logdir: str, jobs: int, files: int, rate: float, seconds: float) -> None:
     """Append records for all jobs in round-robin at ``rate`` per second, stamped."""
-    handles = [open(os.path.join(logdir, f"part-{f:05d}.jsonl"), "a", buffering=1 << 16)  # noqa: SIM115
+    handles = [open(os.path.join(logdir, f"part-{f:05d}.jsonl"), "a")  # noqa: SIM115
                for f in range(files)]
     tick = 0.01
     per_tick = max(1, round(rate * tick))

@@ -24,6 +24,9 @@ tokenizers = pytest.importorskip("tokenizers")
 
 from evalstop.integrations.hf import EvalStopCallback
 
+# transformers' own deprecation notices, raised inside TRL's generation code.
+pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
+
 CURVE = {2: 0.1, 4: 0.3, 6: 0.5, 8: 0.4, 10: 0.2, 12: 0.6, 14: 0.7, 16: 0.8}
 
 

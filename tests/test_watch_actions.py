@@ -56,6 +56,7 @@ def test_shell_examples(tmp_path, monkeypatch, script, env, expected):
 
 def test_ray_stop_job_example(tmp_path, monkeypatch):
     monkeypatch.setenv("DRY_RUN", "1")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
     row = _run(tmp_path, f"{sys.executable} {EXAMPLES / 'ray_stop_job.py'} {{job}} "
                          "{best_step} {best_checkpoint}")
     assert (row.status, row.rc) == ("done", 0), row.output

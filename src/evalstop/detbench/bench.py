@@ -169,5 +169,5 @@ def run_detector_benchmark(
     cfg = BenchConfig.make(seed, quick, runs)
     cells = evaluate(cfg, progress=progress)
     summary = summarise(cfg, cells)
-    report.write_all(Path(out_dir), cfg, summary, cells, time.perf_counter() - start)
+    report.write_all(Path(out_dir), cfg, summary, start)
     return summary

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import time
 from pathlib import Path
 
 from evalstop.detbench import plots
@@ -42,7 +43,8 @@ def pr_curves(cfg: BenchConfig, rows: dict[str, dict]) -> dict[str, list[dict]]:
                       for v in c.values] for c in cfg.lineup}
 
 
-def write_all(out: Path, cfg: BenchConfig, summary: dict, cells: dict, elapsed: float) -> None:
+def write_all(out: Path, cfg: BenchConfig, summary: dict, start: float) -> None:
+    """``start``: ``time.perf_counter()`` when the benchmark began (for the run time)."""
     out.mkdir(parents=True, exist_ok=True)
     summary["pr_curves"] = {
         part: {"pooled": pr_curves(cfg, summary["parts"][part]["pooled"]),
@@ -56,6 +58,7 @@ def write_all(out: Path, cfg: BenchConfig, summary: dict, cells: dict, elapsed: 
     (out / "detectors.json").write_text(json.dumps(summary, indent=1) + "\n")
     _write_csv(out / "detectors.csv", cfg, summary)
     files = plots.write_pr_plots(out, cfg, summary)
+    elapsed = time.perf_counter() - start
     (out / "detectors.md").write_text(markdown(cfg, summary, files, elapsed))
     (out / "timing.json").write_text(json.dumps({"seconds": round(elapsed, 2)}) + "\n")
 

@@ -4,6 +4,7 @@ loss plateau at the default and at a live setting, see ``methods``)."""
 
 from evalstop.experiments.methods import (
     EVALSTOP_SRTF,
+    EVALSTOP_SRTF_RLHF,
     LOSS_PLATEAU,
     LOSS_PLATEAU_LIVE,
     SRTF,
@@ -18,7 +19,7 @@ EXPERIMENT = Experiment(
         "Does EvalStop on top of SRTF-Est stop the hacking jobs (and only those), and what does "
         "that save in JCT and wasted compute, against SRTF-Est alone and two simpler stop rules?"
     ),
-    points=(Point("paper", {"preset": "paper"}, (SRTF, EVALSTOP_SRTF, STOPAT, LOSS_PLATEAU,
+    points=(Point("paper", {"preset": "paper"}, (SRTF, EVALSTOP_SRTF, EVALSTOP_SRTF_RLHF, STOPAT, LOSS_PLATEAU,
                                               LOSS_PLATEAU_LIVE)),),
     keep=(SRTF.label, EVALSTOP_SRTF.label),
     n_gpus=64,

@@ -37,6 +37,10 @@ def with_evalstop(base: str, spec: str = EVALSTOP_SPEC, *, label: str | None = N
 
 SRTF = bare("srtf-est")
 EVALSTOP_SRTF = with_evalstop("srtf-est")
+# The paper's motivation is RLHF reward hacking; a platform may wrap only its RLHF jobs.
+# LoRA and DPO curves flatten and never hack, so this removes their false stops.
+EVALSTOP_SRTF_RLHF = Method("EvalStop+SRTF-Est (RLHF only)", "srtf-est", EVALSTOP_SPEC,
+                            frozenset({"rlhf"}), baseline=SRTF.label)
 STOPAT = Method("StopAt-0.65", "srtf-est", STOPAT_SPEC, frozenset({"rlhf"}), baseline=SRTF.label)
 LOSS_PLATEAU = Method("Loss plateau", "srtf-est", LOSS_PLATEAU_SPEC, baseline=SRTF.label)
 LOSS_PLATEAU_LIVE = Method("Loss plateau (eps=0.1)", "srtf-est", LOSS_PLATEAU_LIVE_SPEC,

@@ -54,9 +54,11 @@ class Policy(nn.Module):
     def logits(self, seqs):
         """Next-token logits for every position: row t predicts token t of ``seqs``
         from BOS and tokens 0..t-1. ``seqs`` (B, T) long, T <= seq_len."""
-        b, t = seqs.shape
-        bos = torch.full((b, 1), self.vocab, dtype=torch.long)
-        inp = torch.cat([bos, seqs[:, :-1]], dim=1)
+        bos = torch.full((seqs.shape[0], 1), self.vocab, dtype=torch.long)
+        return self._forward(torch.cat([bos, seqs[:, :-1]], dim=1))
+
+    def _forward(self, inp):
+        t = inp.shape[1]
         h = self.tok(inp) + self.pos.weight[:t]
         h = self.blocks(h, mask=self.causal[:t, :t], is_causal=True)
         return self.head(self.norm(h))
@@ -69,8 +71,10 @@ class Policy(nn.Module):
     def sample(self, prompts, gen):
         """Complete first tokens ``prompts`` (B,) to full sequences, with generator ``gen``."""
         seqs = torch.as_tensor(prompts, dtype=torch.long).reshape(-1, 1)
+        bos = torch.full_like(seqs, self.vocab)
         for _ in range(1, self.seq_len):
-            probs = torch.softmax(self.logits(seqs)[:, -1], dim=-1)
+            # Input BOS + the tokens so far: the last position predicts the next token.
+            probs = torch.softmax(self._forward(torch.cat([bos, seqs], dim=1))[:, -1], dim=-1)
             nxt = torch.multinomial(probs, 1, generator=gen)
             seqs = torch.cat([seqs, nxt], dim=1)
         return seqs
@@ -98,5 +102,5 @@ def pretrain(policy: Policy, world: World, rng: np.random.Generator, *, steps: i
         opt.zero_grad()
         loss.backward()
         opt.step()
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
     return losses
