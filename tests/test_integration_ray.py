@@ -159,6 +159,13 @@ def test_save_restore_keeps_streaks(tmp_path):
     }
 
 
+def test_metric_and_mode_are_required():
+    with pytest.raises(ValueError, match="needs a metric and a mode"):
+        EvalStopScheduler().set_search_properties(None, None)
+    sched = EvalStopScheduler(metric="score")
+    assert sched.set_search_properties(None, "min") is True
+
+
 def test_min_mode_and_missing_metric():
     sched = EvalStopScheduler(metric="loss", mode="min", detector="evalstop:k=1")
     trial = types.SimpleNamespace(trial_id="t")

@@ -252,3 +252,13 @@ def test_wal_and_one_transaction_per_batch(tmp_path):
     other = sqlite3.connect(h.db)
     assert other.execute("SELECT pos FROM offsets").fetchone()[0] > 0
     assert other.execute("SELECT n_evals FROM jobs").fetchone()[0] == 1
+
+
+def test_rule_that_rejects_a_record(tmp_path):
+    # stopat reads each record's progress; a record without one is reported and skipped.
+    h = Harness(tmp_path, detector="stopat:p=0.5")
+    _append(h.logs / "a.jsonl", _line("a", 1, 0.1) + _line("a", 2, 0.2, progress=0.3)
+            + _line("a", 3, 0.3, progress=0.6))
+    h.ctl.run_until_idle()
+    assert "job a: stopat needs the job's progress with each eval; skipped" in h.err.getvalue()
+    assert h.decisions()["a"][:3] == (True, 3, 3)

@@ -21,8 +21,8 @@ def _run(tmp_path, template):
     logs = tmp_path / "logs"
     logs.mkdir()
     with open(logs / "a.jsonl", "w") as fh:
-        for step, ev in enumerate(PEAK, 1):
-            fh.write(json.dumps({"job": "team a/run-7", "step": step * 100, "eval": ev}) + "\n")
+        fh.writelines(json.dumps({"job": "team a/run-7", "step": step * 100, "eval": ev}) + "\n"
+                      for step, ev in enumerate(PEAK, 1))
     store = StateStore(str(tmp_path / "s.db"))
     ctl = Controller(store, [JsonlDirSource(str(logs))], detector="evalstop:k=2",
                      action=ShellAction(template,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 from evalstop.errors import InputError
@@ -87,7 +88,7 @@ def read_log(path: str | Path) -> dict[str, list[EvalRecord]]:
             jobs.setdefault(rec.job, []).append(rec)
     for job, recs in jobs.items():
         recs.sort(key=lambda r: r.step)
-        for a, b in zip(recs, recs[1:]):
+        for a, b in pairwise(recs):
             if a.step == b.step:
                 raise InputError(f"{path}: job {job!r} has step {a.step} twice")
     return jobs

@@ -43,7 +43,7 @@ def run(args) -> int:
     out.write(f"default {t['spec']} on the held-out part: precision {f(h['precision'])}, "
               f"recall {f(h['recall'])}, FPR {f(h['fpr'])}, quality kept {f(h['quality'])} "
               f"(target {'met' if t['met'] else 'missed'})\n")
-    for part in ("tuning", "held_out"):
+    for part in summary["parts"]:
         out.write(f"{part}:\n")
         for d in summary["detectors"]:
             m = summary["parts"][part]["pooled"][d["main_spec"]]

@@ -19,6 +19,7 @@ COMMANDS = (
     ("replay", "replay"),
     ("bench-detectors", "bench_detectors"),
     ("watch", "watch"),
+    ("lab", "lab"),
 )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import sys
 
 import numpy as np
@@ -99,4 +100,4 @@ def _file_rows(order: np.ndarray):
 
 
 def _num(x: float) -> str:
-    return "" if x != x else format(float(x), ".12g")
+    return "" if math.isnan(x) else format(float(x), ".12g")

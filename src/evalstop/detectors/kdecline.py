@@ -7,14 +7,14 @@ stopped at the eval that makes the streak reach K.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from evalstop.detectors.base import Detector
 
 
 class KDecline(Detector):
     name = "evalstop"
-    PARAMS = {"k": (int, 2)}
+    PARAMS: ClassVar[dict[str, tuple[type, Any]]] = {"k": (int, 2)}
 
     def __init__(self, *, k: int = 2, mode: str = "max") -> None:
         super().__init__(mode=mode)

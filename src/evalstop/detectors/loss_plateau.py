@@ -9,14 +9,14 @@ falling through it). Evals without a finite loss are skipped.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 from evalstop.detectors.base import Detector
 
 
 class LossPlateau(Detector):
     name = "loss-plateau"
-    PARAMS = {"window": (int, 5), "eps": (float, 0.01)}
+    PARAMS: ClassVar[dict[str, tuple[type, Any]]] = {"window": (int, 5), "eps": (float, 0.01)}
 
     def __init__(self, *, window: int = 5, eps: float = 0.01, mode: str = "max") -> None:
         super().__init__(mode=mode)

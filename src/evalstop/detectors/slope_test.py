@@ -13,8 +13,6 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
-from scipy import stats
-
 from evalstop.detectors.base import Detector
 
 
@@ -29,6 +27,8 @@ class SlopeTest(Detector):
         if not 0.0 < alpha < 1.0:
             raise ValueError(f"alpha must be in (0, 1), got {alpha}")
         self.window, self.alpha = window, alpha
+        from scipy import stats  # here, not at the top: scipy.stats costs ~0.5 s to import
+
         self._t_crit = float(stats.t.ppf(1.0 - alpha, window - 2))
         self._xs: list[float] = []
         self._ys: list[float] = []

@@ -7,13 +7,14 @@ applies to (the paper: every RLHF job) is the overlay's choice, not the rule's.
 from __future__ import annotations
 
 import math
+from typing import Any, ClassVar
 
 from evalstop.detectors.base import Detector
 
 
 class StopAt(Detector):
     name = "stopat"
-    PARAMS = {"p": (float, 0.65)}
+    PARAMS: ClassVar[dict[str, tuple[type, Any]]] = {"p": (float, 0.65)}
 
     def __init__(self, *, p: float = 0.65, mode: str = "max") -> None:
         super().__init__(mode=mode)

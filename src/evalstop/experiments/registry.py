@@ -17,6 +17,8 @@ _MODULES = (
     ("sigma", "sweep_sigma"),
     ("hacking", "sweep_hacking"),
     ("k", "sweep_k"),
+    ("real_corpus", "real_corpus"),
+    ("real_main", "real_main"),
 )
 
 

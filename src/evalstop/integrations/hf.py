@@ -307,7 +307,16 @@ class EvalStopCallback(TrainerCallback, ExportableState):
                     path,
                 )
             return
-        self.evalstop_state = saved["attributes"]["evalstop_state"]
+        except (OSError, ValueError) as exc:
+            logger.warning("EvalStopCallback: cannot read %s (%s); the detector keeps its "
+                           "current state", path, exc)
+            return
+        try:
+            self.evalstop_state = saved["attributes"]["evalstop_state"]
+        except (KeyError, TypeError, ValueError) as exc:  # another spec, or a damaged file
+            logger.warning("EvalStopCallback: %s does not fit this callback (%s); the "
+                           "detector keeps its current state", path, exc)
+            return
         logger.info("EvalStopCallback: restored detector state from %s", path)
 
     def _resolve_best(self, args) -> None:

@@ -29,8 +29,8 @@ from typing import Any
 from evalstop.detectors import DEFAULT_SPEC, Decision, Detector, make_detector
 from evalstop.integrations._extras import require
 
-_sched = require("ray.tune.schedulers", what="EvalStopScheduler and EvalStopStopper", extra="ray")
-_tune = require("ray.tune", what="EvalStopScheduler and EvalStopStopper", extra="ray")
+_sched = require("ray.tune.schedulers", what="EvalStopScheduler/EvalStopStopper", extra="ray")
+_tune = require("ray.tune", what="EvalStopScheduler/EvalStopStopper", extra="ray")
 TrialScheduler = _sched.TrialScheduler
 FIFOScheduler = _sched.FIFOScheduler
 
@@ -184,6 +184,12 @@ class EvalStopScheduler(TrialScheduler):
             self._metric = self._trials.metric = metric
         if self._mode is None:
             self._mode = self._trials.mode = mode
+        if self._metric is None or self._mode is None:
+            # Without them the overlay could never stop anything: say so before the run.
+            raise ValueError(
+                f"EvalStopScheduler needs a metric and a mode (got metric={self._metric!r}, "
+                f"mode={self._mode!r}): pass them to it or to tune.TuneConfig"
+            )
         # A base created without a metric (e.g. ASHAScheduler()) learns the overlay's.
         return self._base.set_search_properties(metric or self._metric, mode or self._mode,
                                                 **spec)

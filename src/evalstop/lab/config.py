@@ -21,7 +21,7 @@ class RunConfig:
     n_eval: int = 256  # fresh samples per evaluation
     n_prompts: int = 16  # prompts per RL step
     group: int = 8  # completions per prompt (GRPO group)
-    lr: float = 3e-3  # RL learning rate (Adam)
+    lr: float = 5e-4  # RL learning rate (Adam)
     sft_steps: int = 150
     sft_batch: int = 128
     sft_lr: float = 1e-2
@@ -61,6 +61,10 @@ class RunConfig:
         if self.steps % self.eval_every:
             raise ValueError(f"steps={self.steps} must be a multiple of eval_every="
                              f"{self.eval_every} (the last eval is at the last step)")
+        if self.steps // self.eval_every < 3:
+            # The label needs at least 4 evals (a peak and a 3-eval end), see labels.py.
+            raise ValueError(f"steps={self.steps} / eval_every={self.eval_every} must be >= 3 "
+                             "(at least 4 evals, counting step 0)")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
 

@@ -80,6 +80,6 @@ def train_proxy(proxy: ProxyRM, chosen, rejected, *, steps: int, lr: float,
         opt.zero_grad()
         loss.backward()
         opt.step()
-        history.append(float(loss))
+        history.append(float(loss.detach()))
     proxy.requires_grad_(False)
     return history

@@ -87,8 +87,8 @@ class World:
 
 
 def make_world(seed: int) -> World:
-    """A random world, fixed by ``seed``. The bonus tokens are drawn among tokens the chain
-    can reach, and are rare enough under it that a policy has room to ask for more."""
+    """A random world, fixed by ``seed``: each token's successors and their weights, the
+    start distribution, and the bonus tokens (uniformly among all tokens)."""
     rng = np.random.default_rng([_count("world seed", seed, low=0), 0x30D])
     trans = np.zeros((VOCAB, VOCAB))
     for a in range(VOCAB):

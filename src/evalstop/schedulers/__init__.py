@@ -28,5 +28,15 @@ def build(base: str, detector: str | None = None, job_types=None) -> Scheduler:
     return sched if detector is None else EvalStop(sched, detector, job_types=job_types)
 
 
-__all__ = ["SCHEDULERS", "EvalStop", "FIFO", "LossAware", "SJFEst", "SRTFEst", "Scheduler",
-           "Tiresias", "build", "make_scheduler"]
+__all__ = [
+    "FIFO",
+    "SCHEDULERS",
+    "EvalStop",
+    "LossAware",
+    "SJFEst",
+    "SRTFEst",
+    "Scheduler",
+    "Tiresias",
+    "build",
+    "make_scheduler",
+]

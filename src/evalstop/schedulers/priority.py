@@ -53,7 +53,6 @@ class PriorityScheduler(Scheduler):
             self._set_running_key(job, self.key(job, now))
         if self.preempt_at_checkpoint:
             self._checkpointed.append(job)
-        return None
 
     def on_end(self, job, now, stopped):
         self._running.pop(job.index, None)
@@ -134,7 +133,7 @@ class PriorityScheduler(Scheduler):
                 continue
             victims, popped, gain = [], [], 0
             while self._worst and free_gpus + gain < head.gpus:
-                neg_key, seq, version, job = self._worst[0]
+                neg_key, _, version, job = self._worst[0]
                 if self._running.get(job.index, (0, -1))[1] != version:
                     heapq.heappop(self._worst)  # stale
                     continue

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 
 class JobView:
-    __slots__ = (
+    __slots__ = (  # noqa: RUF023 (kept in reading order)
         "index",  # row in the workload; an opaque id for the simulator's own bookkeeping
         "job_id",
         "type",

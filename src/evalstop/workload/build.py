@@ -21,6 +21,7 @@ from evalstop.workload.presets import (
     get_preset,
     resolve_hacking_frac,
 )
+from evalstop.workload.real_curves import apply_lab_curves, check_choice
 from evalstop.workload.table import JobTable
 
 DEFAULT_SIGMA = 0.02  # the paper's default eval noise (it sweeps 0.01..0.12)
@@ -37,18 +38,22 @@ def check_generator(rng) -> np.random.Generator:
 def workload_from_table(table: JobTable, rng: np.random.Generator, *, preset: str = "paper",
                         sigma: float = DEFAULT_SIGMA, hacking_frac: float | None = None,
                         eval_interval: float = DEFAULT_EVAL_INTERVAL,
-                        meta: dict | None = None) -> Workload:
+                        meta: dict | None = None, rlhf_curves: str = "synthetic") -> Workload:
     """A ``Workload`` of the table's jobs, sorted stably by arrival.
 
     Keeps the table's arrivals, durations, GPU demands, and its types, tenants and
     estimates where it has them; draws the rest with ``rng``. ``meta`` entries are added
-    to the workload's record of how it was generated.
+    to the workload's record of how it was generated. ``rlhf_curves="lab"`` replaces the
+    RLHF jobs' synthetic curves by runs of the lab corpus with the same drawn label
+    (``evalstop.workload.real_curves``; drawn after everything else, so every other
+    column, LoRA/DPO curves included, is the same as with ``"synthetic"``).
     """
     check_generator(rng)
     spec = get_preset(preset)
     frac = resolve_hacking_frac(spec, hacking_frac)
     sigma = real("sigma", sigma, low=0.0)
     grid = eval_grid(eval_interval)
+    check_choice(rlhf_curves)
 
     t = table.take(table.arrival_order())
     n = len(t)
@@ -58,6 +63,8 @@ def workload_from_table(table: JobTable, rng: np.random.Generator, *, preset: st
            else estimate_durations(rng, t.duration_s, EST_SIGMA))
     curves = job_curves(types, hacking, grid, rng)
     eval_obs = add_eval_noise(curves.eval_true, sigma, rng)
+    lab_runs = (apply_lab_curves(curves, eval_obs, types, grid, rng)
+                if rlhf_curves == "lab" else None)
 
     record = {
         "source": t.source,
@@ -70,6 +77,8 @@ def workload_from_table(table: JobTable, rng: np.random.Generator, *, preset: st
         "types_from": "table" if t.type is not None else "preset mix",
         "est_duration_from": ("table" if t.est_duration_s is not None
                               else f"lognormal error, sigma {EST_SIGMA}, mean-unbiased"),
+        "rlhf_curves": rlhf_curves,
+        **({"lab_runs": lab_runs} if lab_runs is not None else {}),
         **t.meta,
         **(meta or {}),
     }

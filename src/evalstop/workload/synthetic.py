@@ -24,6 +24,7 @@ from evalstop.workload.presets import (
     mean_gpu_seconds,
     resolve_hacking_frac,
 )
+from evalstop.workload.real_curves import check_choice
 from evalstop.workload.table import JobTable
 
 DEFAULT_N_JOBS = 300
@@ -34,12 +35,14 @@ def synthetic_workload(rng: np.random.Generator, *, n_jobs: int = DEFAULT_N_JOBS
                        n_gpus: int = DEFAULT_N_GPUS, preset: str = "paper",
                        load: float = DEFAULT_LOAD, sigma: float = DEFAULT_SIGMA,
                        hacking_frac: float | None = None,
-                       eval_interval: float = DEFAULT_EVAL_INTERVAL) -> Workload:
+                       eval_interval: float = DEFAULT_EVAL_INTERVAL,
+                       rlhf_curves: str = "synthetic") -> Workload:
     """``n_jobs`` jobs of ``preset``'s mix offering ``load`` to ``n_gpus`` GPUs.
 
-    ``hacking_frac`` None takes the preset's. Deterministic for one generator state: every
-    draw goes through ``rng``, in a fixed order (types, GPU demands, durations, arrivals,
-    tenants, then workload_from_table's draws).
+    ``hacking_frac`` None takes the preset's. ``rlhf_curves="lab"`` gives RLHF jobs the
+    curves of real lab runs (``evalstop.workload.real_curves``). Deterministic for one
+    generator state: every draw goes through ``rng``, in a fixed order (types, GPU demands,
+    durations, arrivals, tenants, then workload_from_table's draws).
     """
     check_generator(rng)
     n_jobs = count("n_jobs", n_jobs)
@@ -50,6 +53,7 @@ def synthetic_workload(rng: np.random.Generator, *, n_jobs: int = DEFAULT_N_JOBS
     resolve_hacking_frac(spec, hacking_frac)
     real("sigma", sigma, low=0.0)
     eval_grid(eval_interval)
+    check_choice(rlhf_curves)
     if max_gpus(spec) > n_gpus:
         raise ValueError(f"n_gpus={n_gpus} is smaller than the largest GPU demand of preset "
                          f"{preset!r} ({max_gpus(spec)} GPUs); such jobs could never run")
@@ -67,7 +71,7 @@ def synthetic_workload(rng: np.random.Generator, *, n_jobs: int = DEFAULT_N_JOBS
                      tenant=tenants, source="synthetic")
     return workload_from_table(table, rng, preset=preset, sigma=sigma,
                                hacking_frac=hacking_frac, eval_interval=eval_interval,
-                               meta={"load": load, "n_gpus": n_gpus,
+                               rlhf_curves=rlhf_curves, meta={"load": load, "n_gpus": n_gpus,
                                      "arrival_rate_per_h": rate * 3600.0,
                                      # drawn above from the mix, handed over as a column
                                      "types_from": "preset mix"})

@@ -40,6 +40,7 @@ from evalstop.integrations.watch.store import ActionRow, JobRow, StateStore
 @dataclass(slots=True)
 class _Job:
     detector: Detector
+    last_step: int | None = None  # mirrors the detector's, read per record (cheaply)
     source: str | None = None
     last_score: float | None = None
     skipped: int = 0
@@ -88,7 +89,8 @@ class Controller:
         for row in store.jobs().values():
             det = make_detector(self.spec, mode=mode)
             det.load_state_dict(row.detector)
-            self.jobs[row.job] = _Job(det, row.source, row.last_score, row.skipped, row.updated)
+            self.jobs[row.job] = _Job(det, row.last_step, row.source, row.last_score,
+                                      row.skipped, row.updated)
         offsets = store.offsets()
         for src in sources:
             src.load(offsets)
@@ -103,7 +105,7 @@ class Controller:
 
     def _last_step(self, job: str) -> int | None:
         j = self.jobs.get(job)
-        return None if j is None else j.detector.state_dict()["last_step"]
+        return None if j is None else j.last_step
 
     def _resume_actions(self, retry_running: bool) -> None:
         for row in self.store.actions("running"):
@@ -166,7 +168,7 @@ class Controller:
         det = job.detector
         if det.stopped:
             return False
-        last = det.state_dict()["last_step"]
+        last = job.last_step
         if last is not None and rec.step <= last:
             what = "repeats" if rec.step == last else "comes after"
             self._say(f"{where}: job {rec.job} step {rec.step} {what} step {last} already "
@@ -174,6 +176,7 @@ class Controller:
             job.skipped += 1
             res.skipped += 1
             return True
+        job.last_step = rec.step  # the detector takes the step even if the rule then fails
         try:
             det.update(rec.step, rec.eval, **rec.extras())
         except ValueError as exc:  # e.g. stopat without progress

@@ -1,0 +1,154 @@
+"""``evalstop lab``: the CPU-scale RLHF lab that produces labelled reward-hacking curves.
+
+``evalstop lab run --pairs N --beta B --seed S --out DIR`` runs one experiment;
+``evalstop lab corpus --out DIR`` runs a grid of them (resumable) and packs the corpus.
+Needs torch (``pip install 'evalstop[lab]'``); torch is imported only inside ``run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    from evalstop.lab.generate import BETAS, DEFAULT_WORKERS, N_SEEDS, PAIRS
+
+    p = sub.add_parser(
+        "lab",
+        help="toy RLHF runs on the CPU that over-optimize a proxy reward (needs torch)",
+        description=(
+            "A toy RLHF setup after Gao, Schulman & Hilton (2023): a gold reward labels "
+            "preference pairs, a small proxy reward model is fitted on a limited number of "
+            "them, a tiny transformer policy is optimized against the proxy with GRPO-style "
+            "REINFORCE, and the gold score of fresh samples is the eval. Writes eval logs "
+            "(JSONL), labels and metadata."
+        ),
+    )
+    lab_sub = p.add_subparsers(dest="lab_command", metavar="{run,corpus}", required=True,
+                               parser_class=type(p))
+
+    r = lab_sub.add_parser("run", help="one run end to end")
+    r.add_argument("--pairs", type=int, required=True, metavar="N",
+                   help="gold-labelled preference pairs for the proxy reward model")
+    r.add_argument("--beta", type=float, required=True, metavar="B",
+                   help="KL penalty to the initial policy (0 = none)")
+    r.add_argument("--seed", type=int, required=True, metavar="S", help="seed (>= 0)")
+    r.add_argument("--steps", type=int, default=None, metavar="N",
+                   help="RL steps (default 250)")
+    r.add_argument("--eval-every", type=int, default=None, metavar="E",
+                   help="evaluate every E steps (default 10; steps must be a multiple)")
+    r.add_argument("--out", required=True, metavar="DIR",
+                   help="folder for ID.jsonl (eval log), ID.label.json, ID.meta.json")
+
+    c = lab_sub.add_parser("corpus", help="a grid of runs over pairs, beta and seeds; resumable")
+    c.add_argument("--out", default="lab_runs", metavar="DIR",
+                   help="folder for the runs' files (default lab_runs); complete runs "
+                        "already there are skipped")
+    c.add_argument("--pack-dir", default=None, metavar="DIR",
+                   help="where to write lab_corpus.jsonl.gz, lab_labels.csv and "
+                        "lab_corpus.json (default: --out)")
+    c.add_argument("--workers", type=int, default=DEFAULT_WORKERS, metavar="N",
+                   help=f"worker processes, one run each (default {DEFAULT_WORKERS})")
+    c.add_argument("--pairs", default=",".join(map(str, PAIRS)), metavar="N[,N]",
+                   help=f"pair counts (default {','.join(map(str, PAIRS))})")
+    c.add_argument("--betas", default=",".join(f"{b:g}" for b in BETAS), metavar="B[,B]",
+                   help=f"KL penalties (default {','.join(f'{b:g}' for b in BETAS)})")
+    c.add_argument("--seeds", type=int, default=N_SEEDS, metavar="N",
+                   help=f"seeds 0..N-1 per (pairs, beta) (default {N_SEEDS})")
+    c.add_argument("--steps", type=int, default=None, metavar="N",
+                   help="RL steps per run (default 250)")
+    c.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+def _ints(option: str, text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",")]
+    except ValueError:
+        raise ValueError(f"{option} must be comma-separated integers, got {text!r}") from None
+
+
+def _floats(option: str, text: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",")]
+    except ValueError:
+        raise ValueError(f"{option} must be comma-separated numbers, got {text!r}") from None
+
+
+def _overrides(args) -> dict:
+    out = {}
+    if getattr(args, "steps", None) is not None:
+        out["steps"] = args.steps
+    if getattr(args, "eval_every", None) is not None:
+        out["eval_every"] = args.eval_every
+    return out
+
+
+def run(args) -> int:
+    try:
+        if args.lab_command == "run":
+            return _run_one(args)
+        return _run_corpus(args)
+    except ImportError as exc:  # torch missing: one line naming the extra, like bad input
+        print(f"evalstop: error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
+
+
+def _run_one(args) -> int:
+    from pathlib import Path
+
+    from evalstop.lab.config import RunConfig
+
+    # Build (and so check) the config before importing torch or touching the disk.
+    cfg = RunConfig(pairs=args.pairs, beta=args.beta, seed=args.seed, **_overrides(args))
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {args.out!r} is a file, not a folder")
+    from evalstop.lab.output import paths, write_run
+    from evalstop.lab.run import run_lab
+
+    out.mkdir(parents=True, exist_ok=True)
+    res = run_lab(cfg)
+    label = write_run(out, cfg.run_id, res.records, res.meta)
+    p = paths(out, cfg.run_id)
+    verdict = "hacking" if label.hacking else "healthy"
+    print(f"{cfg.run_id}: {verdict} (gold {label.start:.3f} -> peak {label.peak:.3f} at step "
+          f"{label.peak_step} -> end {label.end:.3f}); {res.meta['wall_s']:.1f} s; "
+          f"log {p['log']}")
+    return 0
+
+
+def _run_corpus(args) -> int:
+    from pathlib import Path
+
+    from evalstop.lab.generate import generate, grid, pack
+
+    if args.workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {args.workers}")
+    if args.seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+    pairs, betas = _ints("--pairs", args.pairs), _floats("--betas", args.betas)
+    configs = grid(pairs, betas, range(args.seeds), **_overrides(args))  # checks every value
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {args.out!r} is a file, not a folder")
+    pack_dir = Path(args.pack_dir) if args.pack_dir is not None else out
+    command = " ".join(shlex.quote(x) for x in
+                       ["evalstop", "lab", "corpus", "--out", args.out, "--pack-dir",
+                        str(pack_dir), "--pairs", args.pairs, "--betas", args.betas,
+                        "--seeds", str(args.seeds)]
+                       + (["--steps", str(args.steps)] if args.steps is not None else []))
+    t0 = time.perf_counter()
+    done = generate(configs, out, workers=args.workers, progress=not args.no_progress)
+    wall = time.perf_counter() - t0
+    summary = pack(configs, out, pack_dir, command=command,
+                   grid_info={"pairs": pairs, "betas": betas, "seeds": args.seeds,
+                              "overrides": _overrides(args),
+                              "generate_wall_s": round(wall, 1), "workers": args.workers})
+    print(f"{done['ran']} run(s) done, {done['skipped']} already complete; {wall:.0f} s wall. "
+          f"{summary['n_runs']} runs, {summary['n_hacking']} hacking "
+          f"({100 * summary['hacking_rate']:.0f}%). Packed into {pack_dir}.")
+    return 0

@@ -1,0 +1,7 @@
+"""A CPU-scale RLHF lab that over-optimizes a proxy reward, and its shipped corpus.
+
+Importing this package is light (no torch). Training lives in ``run`` (and ``policy``,
+``proxy``, ``rl``), which import torch when used (``pip install 'evalstop[lab]'``); the
+corpus loader (``corpus.load_corpus``), the labels and the detector validation
+(``validate``) need only numpy.
+"""

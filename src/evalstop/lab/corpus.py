@@ -1,0 +1,150 @@
+"""The lab corpus on disk: runs' eval logs, their labels, their metadata. numpy only.
+
+Shipped files (``evalstop/data``):
+
+- ``lab_corpus.jsonl.gz``: every run's eval records in the DESIGN.md eval-log format
+  (``job`` = run id; ``eval`` = gold score; ``proxy``, ``loss``, ``progress``);
+- ``lab_labels.csv``: one row per run, the hacking label and the numbers behind it
+  (``evalstop.lab.labels``), kept apart from the log so detectors never see it;
+- ``lab_corpus.json``: the label rule, the grid, the command that regenerates the corpus,
+  and each run's metadata (config, seed, wall time, KL and entropy per eval).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+from dataclasses import dataclass, fields
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from evalstop.evallog import parse_record
+from evalstop.fileio import atomic_write
+from evalstop.lab.labels import Label
+
+CORPUS_FILE = "lab_corpus.jsonl.gz"
+LABELS_FILE = "lab_labels.csv"
+META_FILE = "lab_corpus.json"
+
+
+@dataclass(frozen=True)
+class RunCurve:
+    """One run's eval sequence, in step order."""
+
+    run_id: str
+    step: np.ndarray  # int64
+    eval: np.ndarray  # gold score of fresh samples
+    proxy: np.ndarray
+    loss: np.ndarray
+    progress: np.ndarray  # step / total RL steps, 0..1
+
+    def __len__(self) -> int:
+        return len(self.step)
+
+
+def curves_from_records(records) -> dict[str, RunCurve]:
+    """Group eval records (dicts or ``EvalRecord``) by job, each sorted by step; jobs in
+    order of first appearance. A step logged twice for one job is an error."""
+    per: dict[str, list] = {}
+    for r in records:
+        r = r if not isinstance(r, dict) else _record(r)
+        per.setdefault(r.job, []).append(r)
+    out = {}
+    for job, recs in per.items():
+        recs.sort(key=lambda r: r.step)
+        steps = np.array([r.step for r in recs], dtype=np.int64)
+        if np.any(np.diff(steps) == 0):
+            raise ValueError(f"run {job!r} logs one step twice")
+        out[job] = RunCurve(
+            job, steps,
+            np.array([r.eval for r in recs], float),
+            np.array([_nan(r.proxy) for r in recs], float),
+            np.array([_nan(r.loss) for r in recs], float),
+            np.array([_nan(r.progress) for r in recs], float),
+        )
+    return out
+
+
+def _record(d: dict):
+    return parse_record(json.dumps(d), f"record of job {d.get('job')!r}")
+
+
+def _nan(v):
+    return np.nan if v is None else v
+
+
+def read_curves(path: str | Path) -> dict[str, RunCurve]:
+    """Curves from an eval log, plain (``.jsonl``) or gzipped (``.gz``)."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as fh:
+            records = [parse_record(line, f"{path}:{i}")
+                       for i, line in enumerate(fh, 1) if line.strip()]
+    except OSError as exc:
+        raise OSError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return curves_from_records(records)
+
+
+_LABEL_FIELDS = [f.name for f in fields(Label)]
+
+
+def write_labels(path: str | Path, labels: dict[str, Label]) -> None:
+    with atomic_write(path, newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=["run_id", *_LABEL_FIELDS])
+        w.writeheader()
+        for run_id, lab in labels.items():
+            row = lab.to_row()
+            w.writerow({"run_id": run_id, **{k: (f"{v:.6f}" if isinstance(v, float) else
+                                                 int(v) if isinstance(v, bool) else v)
+                                             for k, v in row.items()}})
+
+
+def read_labels(path_or_text) -> dict[str, Label]:
+    text = path_or_text if isinstance(path_or_text, str) and "\n" in path_or_text else None
+    if text is None:
+        try:
+            text = Path(path_or_text).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise OSError(f"cannot read {path_or_text}: {exc.strerror or exc}") from None
+    out = {}
+    for row in csv.DictReader(io.StringIO(text)):
+        try:
+            out[row["run_id"]] = Label(
+                hacking=row["hacking"] in ("1", "True", "true"),
+                peak_index=int(row["peak_index"]), peak_step=int(row["peak_step"]),
+                **{k: float(row[k]) for k in ("start", "peak", "end", "gain", "drop")})
+        except (KeyError, ValueError) as exc:
+            raise ValueError(f"bad label row {row!r}: {exc}") from None
+    return out
+
+
+def _data_file(name: str):
+    return resources.files("evalstop") / "data" / name
+
+
+def load_corpus(path: str | Path | None = None) -> tuple[dict[str, RunCurve], dict[str, Label]]:
+    """``(curves, labels)`` of a packed corpus folder, or of the shipped corpus when
+    ``path`` is None. Both dicts are keyed by run id, in the same order. No torch."""
+    if path is None:
+        with resources.as_file(_data_file(CORPUS_FILE)) as p:
+            curves = read_curves(p)
+        labels = read_labels(_data_file(LABELS_FILE).read_text(encoding="utf-8"))
+    else:
+        path = Path(path)
+        curves = read_curves(path / CORPUS_FILE)
+        labels = read_labels(path / LABELS_FILE)
+    missing = sorted(set(curves) ^ set(labels))
+    if missing:
+        raise ValueError(f"corpus and labels disagree on run(s) {missing[:5]}")
+    return curves, {k: labels[k] for k in curves}
+
+
+def load_metadata(path: str | Path | None = None) -> dict:
+    """The corpus' ``lab_corpus.json`` (rule, grid, command, per-run metadata)."""
+    src = _data_file(META_FILE) if path is None else Path(path) / META_FILE
+    return json.loads(src.read_text(encoding="utf-8"))

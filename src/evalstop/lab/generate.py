@@ -1,0 +1,132 @@
+"""A corpus: a grid of runs over (pairs, beta, seed), run in parallel processes,
+resumable, then packed into the three shipped files (``evalstop.lab.corpus``).
+
+Resumable: a run whose files are complete (``output.is_complete``) is skipped, and each
+run's files are written atomically, so killing a corpus half-way loses at most the runs in
+flight. The packed files are deterministic for given runs (gzip without a timestamp, runs
+in grid order), except the wall times recorded in the metadata.
+"""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import json
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+from evalstop.fileio import atomic_write
+from evalstop.lab import labels as label_rule
+from evalstop.lab.config import RunConfig
+from evalstop.lab.corpus import CORPUS_FILE, LABELS_FILE, META_FILE, write_labels
+from evalstop.lab.output import is_complete, paths, read_run_label
+
+# The shipped grid (docs/readme/lab.md: how it was calibrated). Few pairs and no KL
+# penalty hack; many pairs or a strong penalty stay healthy; the middle is mixed.
+PAIRS = (100, 300, 1000, 3000, 10000)
+BETAS = (0.0, 0.1, 0.3)
+N_SEEDS = 8
+DEFAULT_WORKERS = 2
+COMMAND = "evalstop lab corpus --out lab_runs --pack-dir src/evalstop/data --workers 1"
+
+
+def grid(pairs=PAIRS, betas=BETAS, seeds=range(N_SEEDS), **overrides) -> list[RunConfig]:
+    """Configs in grid order (pairs, then beta, then seed); ``overrides`` set the other
+    RunConfig fields (e.g. ``steps``) for every run."""
+    return [RunConfig(pairs=p, beta=float(b), seed=s, **overrides)
+            for p, b, s in itertools.product(pairs, betas, seeds)]
+
+
+def _run_one(cfg_dict: dict, out_dir: str) -> tuple[str, float]:
+    from evalstop.lab.output import write_run
+    from evalstop.lab.run import run_lab
+
+    cfg = RunConfig.from_dict(cfg_dict)
+    res = run_lab(cfg)
+    write_run(out_dir, cfg.run_id, res.records, res.meta)
+    return cfg.run_id, res.meta["wall_s"]
+
+
+def generate(configs: list[RunConfig], run_dir: str | Path, *, workers: int = DEFAULT_WORKERS,
+             progress: bool = True) -> dict:
+    """Run every config not already complete in ``run_dir``; returns counts and times."""
+    from tqdm.auto import tqdm
+
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+    ids = [c.run_id for c in configs]
+    if len(set(ids)) != len(ids):
+        raise ValueError("the grid names one run twice")
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    todo = [c for c in configs if not is_complete(run_dir, c.run_id)]
+    walls: list[float] = []
+    bar = tqdm(total=len(configs), initial=len(configs) - len(todo), desc="lab runs",
+               unit="run", disable=not progress)
+    try:
+        if workers == 1:
+            for c in todo:
+                walls.append(_run_one(c.to_dict(), str(run_dir))[1])
+                bar.update()
+        else:
+            with ProcessPoolExecutor(max_workers=min(workers, max(1, len(todo)))) as pool:
+                futs = [pool.submit(_run_one, c.to_dict(), str(run_dir)) for c in todo]
+                try:
+                    for f in as_completed(futs):
+                        walls.append(f.result()[1])
+                        bar.update()
+                except BaseException:
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    raise
+    finally:
+        bar.close()
+    return {"runs": len(configs), "skipped": len(configs) - len(todo), "ran": len(todo),
+            "run_wall_s": sum(walls)}
+
+
+def pack(configs: list[RunConfig], run_dir: str | Path, pack_dir: str | Path, *,
+         command: str = COMMAND, grid_info: dict | None = None) -> dict:
+    """Pack complete runs into the corpus files in ``pack_dir``; returns a summary."""
+    run_dir, pack_dir = Path(run_dir), Path(pack_dir)
+    missing = [c.run_id for c in configs if not is_complete(run_dir, c.run_id)]
+    if missing:
+        raise ValueError(f"{len(missing)} run(s) are not complete in {run_dir}, e.g. {missing[0]}")
+    pack_dir.mkdir(parents=True, exist_ok=True)
+    labels, metas = {}, {}
+    # mtime=0 and no file name: the same runs pack to the same bytes.
+    with atomic_write(pack_dir / CORPUS_FILE, "wb") as raw, \
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
+        for c in configs:
+            gz.write(paths(run_dir, c.run_id)["log"].read_bytes())
+            labels[c.run_id] = read_run_label(run_dir, c.run_id)
+            metas[c.run_id] = _round(json.loads(paths(run_dir, c.run_id)["meta"].read_text()))
+    write_labels(pack_dir / LABELS_FILE, labels)
+    n_hack = sum(lab.hacking for lab in labels.values())
+    summary = {
+        "n_runs": len(configs),
+        "n_hacking": n_hack,
+        "hacking_rate": n_hack / len(configs) if configs else float("nan"),
+        "total_run_wall_s": round(sum(m["wall_s"] for m in metas.values()), 1),
+    }
+    doc = {
+        "description": "EvalStop lab corpus: toy RLHF runs over-optimizing a proxy reward "
+                       "(evalstop.lab); eval = gold reward of fresh samples.",
+        "command": command,
+        "label_rule": label_rule.RULE,
+        "grid": grid_info or {},
+        "summary": summary,
+        "runs": metas,
+    }
+    with atomic_write(pack_dir / META_FILE) as fh:
+        json.dump(doc, fh, indent=1)
+    return summary
+
+
+def _round(obj, digits: int = 6):
+    if isinstance(obj, float):
+        return round(obj, digits)
+    if isinstance(obj, dict):
+        return {k: _round(v, digits) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_round(v, digits) for v in obj]
+    return obj
