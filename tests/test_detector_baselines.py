@@ -52,3 +52,13 @@ def test_loss_plateau_skips_missing_loss_and_round_trips():
     b.load_state_dict(a.state_dict())
     assert a.update(5, 0.5, loss=0.89) == b.update(5, 0.5, loss=0.89)
     assert b.stopped
+
+
+def test_rejected_update_leaves_state_unchanged():
+    det = StopAt(p=0.5)
+    det.update(1, 0.3, progress=0.1)
+    before = det.state_dict()
+    with pytest.raises(ValueError, match="progress"):
+        det.update(2, 0.9)
+    assert det.state_dict() == before
+    assert not det.update(2, 0.9, progress=0.2).stop  # step 2 is still free

@@ -67,6 +67,7 @@ class Detector:
         if self._stop_step is not None:
             return Decision(True, self._stop_reason, self._best_step, self.best_score)
         step = int(step)
+        self._check_inputs(loss, proxy, progress)  # before any state changes
         if self._last_step is not None and step <= self._last_step:
             raise ValueError(
                 f"steps must strictly increase: got step {step} after step {self._last_step}"
@@ -155,6 +156,11 @@ class Detector:
     ) -> str | None:
         """Rules that do not read the score (e.g. StopAt) may still act on a NaN eval."""
         return None
+
+    def _check_inputs(
+        self, loss: float | None, proxy: float | None, progress: float | None
+    ) -> None:
+        """Raise ValueError if the rule lacks an input it needs; the state stays as it was."""
 
     def _rule_state(self) -> dict[str, Any]:
         return {}

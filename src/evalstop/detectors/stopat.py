@@ -28,9 +28,11 @@ class StopAt(Detector):
     def _observe_nonfinite(self, step, loss, proxy, progress):
         return self._check(progress)
 
-    def _check(self, progress):
+    def _check_inputs(self, loss, proxy, progress):
         if progress is None:
             raise ValueError("stopat needs the job's progress with each eval")
+
+    def _check(self, progress):
         if progress >= self.p - 1e-12:
             return f"reached progress {self.p}"
         return None

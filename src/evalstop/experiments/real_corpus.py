@@ -18,9 +18,9 @@ EXPERIMENT = Experiment(
     ),
     points=(),
     notes=(
-        "Runs: evalstop.lab, shipped as evalstop/data/lab_corpus.jsonl.gz with labels in "
+        ("Runs: evalstop.lab, shipped as evalstop/data/lab_corpus.jsonl.gz with labels in "
         "lab_labels.csv (computed from each run's complete gold curve, never shown to the "
-        "detectors).",
+        "detectors)."),
     ),
 )
 

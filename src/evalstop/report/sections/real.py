@@ -1,0 +1,226 @@
+"""Sections for ``real_corpus`` (stop rules scored on the lab's real RLHF runs) and
+``real_main`` (the main table and composability with real RLHF curves in the simulator)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+from evalstop.experiments.spec import display
+from evalstop.fileio import atomic_write
+from evalstop.report.blocks import Block, Bullets, Heading, Image, Para, Table
+from evalstop.report.context import SectionContext
+from evalstop.report.files import write_csv
+from evalstop.report.fmt import num, pct, with_ci
+from evalstop.report.sections.common import header
+
+EXAMPLE_SPEC = "evalstop:k=2"  # the rule whose stops the example plots mark
+DPI = 110
+
+
+# ---- real_corpus -------------------------------------------------------------------------
+def render_corpus(ctx: SectionContext) -> list[Block]:
+    from evalstop.experiments.real_corpus import validate_shipped
+    from evalstop.lab.corpus import load_corpus
+
+    exp = ctx.experiment
+    rows, meta = validate_shipped()
+    write_csv(ctx.out_dir / f"{exp.name}_detectors.csv", rows)
+    curves, labels = load_corpus()
+    summary = meta.get("summary", {})
+    n, n_hack = len(curves), sum(lab.hacking for lab in labels.values())
+    blocks: list[Block] = [
+        Heading(2, f"{exp.title} (`{exp.name}`)"),
+        Para(f"**Question.** {exp.question}"),
+        Para(f"**Corpus.** {n} runs, {n_hack} hacking ({pct(n_hack / n)}), "
+             f"{len(next(iter(curves.values())))} evals each (step 0 included); "
+             f"{num(summary.get('total_run_wall_s', math.nan) / 60, 1)} CPU-minutes to "
+             f"generate. Regenerate: `{meta.get('command', 'n/a')}`. "
+             f"**Label rule:** {meta.get('label_rule', 'n/a')}. Each run's eval is the gold "
+             f"reward of fresh samples; the detectors see only the eval log (eval, proxy, "
+             f"loss, progress)."),
+        _grid_table(meta, labels),
+        _detector_table(rows),
+        Para("Delay: evals from the smoothed gold peak to the stop, over stopped hacking "
+             "runs (negative: before the peak). Gold kept: the smoothed gold at the kept "
+             "checkpoint (the best eval when stopped, else the final one), against the run's "
+             "peak and against running to the end. Gain kept: share of the achievable gain "
+             "(peak - start, summed over runs) delivered. `none` is no rule at all. "
+             "StopAt-0.65 stops every run (all are RLHF runs), so its precision is the "
+             "corpus' hacking rate."),
+        *_corpus_figures(ctx, curves, labels),
+        Para(f"CSV: `{exp.name}_detectors.csv` (every column of the table, and more)."),
+    ]
+    return blocks
+
+
+def _grid_table(meta: dict, labels: dict) -> Table:
+    runs = meta.get("runs", {})
+    cells: dict[tuple[int, float], list[bool]] = {}
+    for run_id, lab in labels.items():
+        cfg = runs.get(run_id, {}).get("config", {})
+        if cfg:
+            cells.setdefault((cfg["pairs"], cfg["beta"]), []).append(lab.hacking)
+    pairs = sorted({p for p, _ in cells})
+    betas = sorted({b for _, b in cells})
+    rows = tuple((str(p), *(f"{sum(cells[(p, b)])}/{len(cells[(p, b)])}"
+                            if (p, b) in cells else "" for b in betas)) for p in pairs)
+    return Table(("Preference pairs", *(f"beta={b:g}" for b in betas)), rows,
+                 caption="Hacking runs per grid cell (hacking / runs): few pairs and no KL "
+                         "penalty hack, many pairs or a strong penalty stay healthy")
+
+
+def _detector_table(rows: list[dict]) -> Table:
+    out = []
+    for r in rows:
+        delay = (f"{num(r['delay_mean'], 1)} ({num(r['delay_median'], 0)})"
+                 if math.isfinite(r["delay_mean"]) else "n/a")
+        out.append((f"`{r['spec']}`", str(r["stopped"]), pct(r["precision"]), pct(r["recall"]),
+                    pct(r["fpr"]), delay, num(r["gold_kept"], 3), f"{r['kept_vs_peak']:+.3f}",
+                    f"{r['kept_vs_end']:+.3f}", f"{r['kept_vs_end_hacking']:+.3f}",
+                    f"{r['kept_vs_end_healthy']:+.3f}", pct(r["gain_kept"]),
+                    pct(r["evals_saved"])))
+    return Table(("Rule", "Stopped", "Precision", "Recall", "FPR", "Delay, mean (median)",
+                  "Gold kept", "vs peak", "vs end (all)", "vs end (hacking)",
+                  "vs end (healthy)", "Gain kept", "Evals saved"), tuple(out),
+                 caption="Every stop rule replayed on every run, scored against the labels")
+
+
+def _pick_examples(curves: dict, labels: dict) -> list[str]:
+    """Two hacking runs (the largest drop, and the latest peak) and two healthy runs (the
+    largest and smallest gain): chosen by the labels' numbers, so reproducible."""
+    hack = [r for r in curves if labels[r].hacking]
+    ok = [r for r in curves if not labels[r].hacking]
+    picks: list[str] = []
+    if hack:
+        picks.append(max(hack, key=lambda r: labels[r].drop))
+        late = max(hack, key=lambda r: (labels[r].peak_index, labels[r].drop))
+        if late not in picks:
+            picks.append(late)
+    if ok:
+        picks.append(max(ok, key=lambda r: labels[r].gain))
+        small = min(ok, key=lambda r: labels[r].gain)
+        if small not in picks:
+            picks.append(small)
+    return picks
+
+
+def _corpus_figures(ctx: SectionContext, curves: dict, labels: dict) -> list[Block]:
+    from evalstop.lab.labels import smooth
+    from evalstop.lab.validate import replay_run
+
+    out: list[Block] = []
+    picks = _pick_examples(curves, labels)
+    if picks:
+        path, rel = ctx.figure("examples")
+        fig = Figure(figsize=(10.4, 3.3 * ((len(picks) + 1) // 2)))
+        for k, run_id in enumerate(picks):
+            c, lab = curves[run_id], labels[run_id]
+            stop, kept = replay_run(c, EXAMPLE_SPEC)
+            ax = fig.add_subplot((len(picks) + 1) // 2, 2, k + 1)
+            ax.plot(c.step, c.eval, "o", ms=3, color="C0", label="gold eval")
+            ax.plot(c.step, smooth(c.eval), "-", color="C0", alpha=0.6, label="gold, smoothed")
+            ax.axvline(lab.peak_step, color="grey", linestyle=":", label="smoothed peak")
+            if stop is not None:
+                ax.axvline(c.step[stop], color="C3", label=f"stop ({EXAMPLE_SPEC})")
+            ax.plot(c.step[kept], c.eval[kept], "*", ms=12, color="C2", label="kept checkpoint")
+            ax2 = ax.twinx()
+            ax2.plot(c.step, c.proxy, "--", color="C1", alpha=0.8, label="proxy reward")
+            ax2.plot(c.step, c.loss, "-.", color="C4", alpha=0.8, label="training loss")
+            ax2.tick_params(axis="y", labelsize=7)
+            ax.set_title(f"{run_id}: {'hacking' if lab.hacking else 'healthy'}", fontsize=9)
+            ax.set_xlabel("RL step")
+            ax.set_ylabel("gold score")
+            if k == 0:
+                h1, l1 = ax.get_legend_handles_labels()
+                h2, l2 = ax2.get_legend_handles_labels()
+                ax.legend(h1 + h2, l1 + l2, fontsize=6, loc="lower left")
+        fig.suptitle("Lab runs: gold eval, proxy reward and loss (right axis)")
+        _save(fig, path)
+        out.append(Image(rel, f"Example runs: gold eval (dots) and smoothed (line), proxy and "
+                              f"loss (right axis), the smoothed peak (dotted), the stop of "
+                              f"`{EXAMPLE_SPEC}` (red) and the kept checkpoint (star)"))
+    path, rel = ctx.figure("all_runs")
+    fig = Figure(figsize=(10.4, 3.6))
+    for k, (name, field) in enumerate((("gold - start", "eval"), ("proxy reward", "proxy"))):
+        ax = fig.add_subplot(1, 2, k + 1)
+        for run_id, c in curves.items():
+            y = getattr(c, field)
+            y = y - y[0] if field == "eval" else y
+            ax.plot(c.step, y, color="C3" if labels[run_id].hacking else "C0", alpha=0.25,
+                    linewidth=0.8)
+        ax.set_xlabel("RL step")
+        ax.set_ylabel(name)
+        ax.grid(alpha=0.3)
+    fig.suptitle("Every run: hacking (red) and healthy (blue)")
+    _save(fig, path)
+    out.append(Image(rel, "All runs' gold gain over the start and proxy reward, by label: the "
+                          "proxy rises in every run, gold falls only in the hacking ones"))
+    return out
+
+
+def _save(fig: Figure, path: Path) -> None:
+    fig.tight_layout()
+    with atomic_write(path, "wb") as fh:
+        fig.savefig(fh, format="png", dpi=DPI)
+
+
+# ---- real_main ---------------------------------------------------------------------------
+MAIN_RATES = (("precision", "Precision"), ("recall", "Recall"), ("fpr", "FPR (all non-hacking)"),
+              ("fpr_rlhf", "FPR (healthy RLHF)"))
+MAIN_CHANGES = (("jct_mean_s", "Mean JCT change"), ("waste_gpu_h", "Wasted GPU-h change"))
+
+
+def render_main(ctx: SectionContext) -> list[Block]:
+    points = [p.label for p in ctx.experiment.points]
+    n = ctx.run.settings.n_seeds
+    main_methods = ("EvalStop+SRTF-Est", "StopAt-0.65", "Loss plateau", "Loss plateau (eps=0.1)")
+    rows = []
+    for m in main_methods:
+        for metric, label in MAIN_RATES:
+            rows.append((m, label, *(with_ci(ctx.summary.get(p, m, metric), n_total=n)
+                                     for p in points)))
+        for metric, label in MAIN_CHANGES:
+            rows.append((m, label, *(with_ci(ctx.summary.get(p, m, metric), "delta")
+                                     for p in points)))
+        rows.append((m, "Quality delivered (hacking jobs)",
+                     *(with_ci(ctx.summary.get(p, m, "quality_hacking_mean"), "num", 3)
+                       for p in points)))
+    main_table = Table(("Method", "Metric", *(f"RLHF curves: {p}" for p in points)),
+                       tuple(rows),
+                       caption="Main-table figures, real (lab) RLHF curves beside synthetic "
+                               "ones on the same seeds; changes against SRTF-Est alone")
+    from evalstop.experiments.real_main import OTHER_BASES
+
+    comp = []
+    for base in ("srtf-est", *OTHER_BASES):
+        lab = f"EvalStop+{display(base)}"
+        comp.append((display(base),
+                     *(with_ci(ctx.summary.get(p, lab, "jct_mean_s"), "delta") for p in points),
+                     *(with_ci(ctx.summary.get(p, lab, "waste_gpu_h"), "delta") for p in points)))
+    comp_table = Table(("Base", *(f"JCT change ({p})" for p in points),
+                        *(f"Waste change ({p})" for p in points)), tuple(comp),
+                       caption="Composability: EvalStop on each base, against the bare base")
+    out: list[Block] = [*header(ctx), main_table, comp_table,
+                        Bullets(tuple(ctx.experiment.notes) + (
+                            ("Quality delivered is on each curve family's own scale: the lab "
+                            "gold score is about 0.9-1.1 with drops of 0.02-0.3, the "
+                            "synthetic quality 0.3-0.95, so the two columns' quality "
+                            "ratios are not comparable with each other."),))]
+    kept = ctx.kept("EvalStop+SRTF-Est")
+    if kept is not None:
+        from evalstop.report import diagnostics, plots
+
+        jobs = diagnostics.example_jobs(kept.workload, kept.result)
+        path, rel = ctx.figure("examples")
+        plots.example_curves(path, kept.workload, kept.result, jobs,
+                             f"EvalStop+SRTF-Est on lab RLHF curves, seed {kept.seed}")
+        out.append(Image(rel, "Example jobs with lab RLHF curves: observed eval (dots), "
+                              "smoothed gold (line), proxy (dashed), true peak (dotted), "
+                              "stop (red), kept checkpoint (star)"))
+    return out
+
+
+
