@@ -82,3 +82,42 @@ def test_grpo_run_stops_and_keeps_best(tmp_path):
     kept = sorted(p for p in os.listdir(tmp_path) if p.startswith("checkpoint-"))
     assert kept == ["checkpoint-6"]
     assert (tmp_path / "checkpoint-6" / "model.safetensors").is_file()
+
+
+class _ScriptedEval(transformers.TrainerCallback):
+    """Writes a scripted score into each evaluation's metrics, by global step, before
+    EvalStopCallback (registered after it) reads them: DPO's own eval metrics cannot be
+    steered, and the plumbing, not the learning, is under test here."""
+
+    def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+        metrics["eval_scripted"] = CURVE.get(state.global_step, 0.9)
+
+
+def test_dpo_run_stops_and_keeps_best(tmp_path):
+    words = [f"w{i}" for i in range(61)]
+    rows = {"prompt": [], "chosen": [], "rejected": []}
+    for i in range(16):
+        rows["prompt"].append(" ".join(words[(i * 5 + j) % 61] for j in range(3)))
+        rows["chosen"].append(" " + " ".join(words[(i + j) % 61] for j in range(3)))
+        rows["rejected"].append(" " + " ".join(words[(i * 3 + j) % 61] for j in range(3)))
+    data = datasets.Dataset.from_dict(rows)
+    args = trl.DPOConfig(
+        output_dir=str(tmp_path), max_steps=16, per_device_train_batch_size=4,
+        per_device_eval_batch_size=4, eval_strategy="steps", eval_steps=2,
+        save_strategy="steps", save_steps=5, save_total_limit=1, report_to="none",
+        use_cpu=True, disable_tqdm=True, logging_steps=2, seed=0, max_length=16,
+    )
+    cb = EvalStopCallback("scripted", mode="max", detector="evalstop:k=2")
+    # The reference is passed in: TRL would otherwise reload it from a hub id.
+    trainer = trl.DPOTrainer(
+        model=_model(), ref_model=_model(), args=args, train_dataset=data, eval_dataset=data.select(range(4)),
+        processing_class=_tokenizer(), callbacks=[_ScriptedEval(), cb],
+    )
+    assert isinstance(trainer, transformers.Trainer)
+    trainer.train()
+
+    assert trainer.state.global_step == 10
+    assert (cb.stop_step, cb.best_step) == (10, 6)
+    assert cb.best_checkpoint == str(tmp_path / "checkpoint-6")
+    kept = sorted(p for p in os.listdir(tmp_path) if p.startswith("checkpoint-"))
+    assert kept == ["checkpoint-6"]

@@ -1,0 +1,144 @@
+"""``default_rule``: the recommended default stop rule beside the paper's, in the simulator.
+
+Issue 5 replaced the default detector with ``noise-drop`` (chosen on the detector
+benchmark's synthetic curves). This study reruns the paper's simulator studies with both
+rules so the choice is also judged on cluster outcomes (JCT, waste, quality):
+
+* point ``paper`` (preset ``paper``, 64 GPUs): every base scheduler alone, with the paper's
+  rule (``evalstop:k=2``) and with the default. The SRTF-Est rows are the main table, all
+  rows together the composability study. One point serves both because they are the same
+  workload; a second point would only simulate the SRTF-Est rows twice.
+* points ``sigma=S``: SRTF-Est alone, with k=2 and with the default, at each eval noise of
+  the ``sigma`` study.
+
+``target_check`` evaluates the issue's target on the sigma sweep from a ``Summary``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from evalstop.detectors import DEFAULT_SPEC, canonical
+from evalstop.experiments.aggregate import Summary
+from evalstop.experiments.methods import EVALSTOP_SPEC, bare, with_evalstop
+from evalstop.experiments.spec import Experiment, Point, display
+from evalstop.experiments.sweep_sigma import SIGMAS
+from evalstop.schedulers import SCHEDULERS
+
+# Canonical form, so the report names the exact rule that ran, whatever the alias says.
+DEFAULT = canonical(DEFAULT_SPEC)
+MAIN_BASE = "srtf-est"
+PAPER_POINT = "paper"
+
+# The issue's target: where the paper's rule's precision is below PRECISION, the
+# default's is at least PRECISION, and its JCT gain is at least GAIN_SHARE of the paper
+# rule's.
+TARGET_PRECISION = 0.95
+TARGET_GAIN_SHARE = 0.9
+
+
+def paper_label(base: str) -> str:
+    return f"EvalStop+{display(base)}"
+
+
+def default_label(base: str) -> str:
+    return f"Default+{display(base)}"
+
+
+def _trio(base: str):
+    return (bare(base), with_evalstop(base), with_evalstop(base, DEFAULT, label=default_label(base)))
+
+
+def sigma_point(sigma: float) -> str:
+    return f"sigma={sigma:g}"
+
+
+EXPERIMENT = Experiment(
+    name="default_rule",
+    title="The recommended default rule beside the paper's, in simulation",
+    question=(
+        f"On the paper's simulator studies, what does the recommended default (`{DEFAULT}`) "
+        f"do to precision, recall, JCT and waste against the paper's rule (`{EVALSTOP_SPEC}`), "
+        f"and does it keep precision >= {TARGET_PRECISION:g} where the paper's rule does not, "
+        f"at no more than {100 * (1 - TARGET_GAIN_SHARE):.0f}% less JCT gain?"
+    ),
+    points=(
+        Point(PAPER_POINT, {"preset": "paper"},
+              tuple(m for base in SCHEDULERS for m in _trio(base))),
+        *(Point(sigma_point(s), {"preset": "paper", "sigma": s}, _trio(MAIN_BASE), x=s)
+          for s in SIGMAS),
+    ),
+    x_name="sigma",
+    n_gpus=64,
+    notes=("The main table is the SRTF-Est rows of point `paper`; composability is all of "
+           "its rows.",),
+)
+
+
+@dataclass(frozen=True)
+class SigmaCheck:
+    """The target at one sigma. Gains are minus the relative JCT change vs SRTF-Est, in %."""
+
+    sigma: float
+    paper_precision: float
+    default_precision: float
+    paper_gain: float
+    default_gain: float
+
+    @property
+    def in_scope(self) -> bool:
+        # The target speaks only where the paper's rule falls below the bar. An undefined
+        # precision (no stops) is not evidence that it clears it, so it counts as in scope.
+        return not self.paper_precision >= TARGET_PRECISION
+
+    @property
+    def precision_ok(self) -> bool:
+        return self.default_precision >= TARGET_PRECISION  # False on NaN
+
+    @property
+    def gain_floor(self) -> float:
+        # "No more than 10% worse": 0.9 x the paper's gain when it is positive. Written as
+        # gain - 10% of |gain| so a negative gain is not turned into a stricter bar.
+        return self.paper_gain - (1 - TARGET_GAIN_SHARE) * abs(self.paper_gain)
+
+    @property
+    def gain_ok(self) -> bool:
+        return self.default_gain >= self.gain_floor  # False on NaN
+
+    @property
+    def holds(self) -> bool:
+        return self.precision_ok and self.gain_ok
+
+
+@dataclass(frozen=True)
+class TargetCheck:
+    per_sigma: tuple[SigmaCheck, ...]
+
+    @property
+    def in_scope(self) -> tuple[SigmaCheck, ...]:
+        return tuple(c for c in self.per_sigma if c.in_scope)
+
+    @property
+    def met(self) -> bool:
+        """True when every in-scope sigma holds both parts (vacuously with none in scope)."""
+        return all(c.holds for c in self.in_scope)
+
+
+def target_check(summary: Summary, sigmas=SIGMAS, base: str = MAIN_BASE) -> TargetCheck:
+    """The issue's target on the sigma sweep, from measured means (never hard-coded)."""
+    paper, default = paper_label(base), default_label(base)
+
+    def gain(point: str, method: str) -> float:
+        d = summary.value(point, method, "jct_mean_s", "delta_pct")
+        return -d if math.isfinite(d) else math.nan
+
+    checks = []
+    for s in sigmas:
+        p = sigma_point(s)
+        checks.append(SigmaCheck(
+            sigma=s,
+            paper_precision=summary.value(p, paper, "precision"),
+            default_precision=summary.value(p, default, "precision"),
+            paper_gain=gain(p, paper), default_gain=gain(p, default)))
+    return TargetCheck(tuple(checks))
