@@ -40,3 +40,11 @@ def make_workload(arrivals, durations, gpus, *, evals=None, n_evals=4, types=Non
 @pytest.fixture
 def workload_factory():
     return make_workload
+
+
+def run_detector(det, values):
+    """Feed ``values`` to ``det`` at steps 1..len; return (stop step or None, best step)."""
+    for step, v in enumerate(values, start=1):
+        if det.update(step, v).stop:
+            return step, det.best_step
+    return None, det.best_step

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import run_detector
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -14,11 +15,7 @@ from evalstop.detectors.noise import MIN_DIFFS, second_differences, sigma_hat
 NAN = math.nan
 
 
-def run(det, values):
-    for step, v in enumerate(values, start=1):
-        if det.update(step, v).stop:
-            return step, det.best_step
-    return None, det.best_step
+run = run_detector
 
 
 @pytest.mark.parametrize(

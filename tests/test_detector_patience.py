@@ -4,6 +4,7 @@ import json
 import math
 
 import pytest
+from conftest import run_detector
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -12,12 +13,7 @@ from evalstop.detectors import Patience, make_detector
 NAN = math.nan
 
 
-def run(det, values):
-    """Feed values at steps 1..len; return (stop step or None, best step)."""
-    for step, v in enumerate(values, start=1):
-        if det.update(step, v).stop:
-            return step, det.best_step
-    return None, det.best_step
+run = run_detector
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ import json
 import math
 
 import pytest
+from conftest import run_detector
 from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
@@ -13,11 +14,7 @@ from evalstop.detectors import SlopeTest, make_detector
 NAN = math.nan
 
 
-def run(det, values):
-    for step, v in enumerate(values, start=1):
-        if det.update(step, v).stop:
-            return step, det.best_step
-    return None, det.best_step
+run = run_detector
 
 
 @pytest.mark.parametrize(
