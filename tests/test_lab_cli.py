@@ -25,7 +25,7 @@ def test_bad_input_is_one_line_exit_2(argv, message, capsys, tmp_path, monkeypat
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as exc:
         raise SystemExit(main(argv))
-    out, err = capsys.readouterr()
+    err = capsys.readouterr().err
     assert exc.value.code == 2
     assert message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "X").exists()  # nothing written on bad input

@@ -12,8 +12,8 @@ from evalstop.lab.config import RunConfig
 from evalstop.lab.output import is_complete, paths, write_run
 from evalstop.lab.run import run_lab
 
-TINY = dict(steps=30, eval_every=10, n_eval=32, n_prompts=4, group=4, sft_steps=20,
-            sft_batch=32, proxy_steps=20, proxy_batch=64)
+TINY = {"steps": 30, "eval_every": 10, "n_eval": 32, "n_prompts": 4, "group": 4,
+        "sft_steps": 20, "sft_batch": 32, "proxy_steps": 20, "proxy_batch": 64}
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,10 @@
 """``evalstop reproduce``: run the paper's studies and write results and a report.
 
 Runs the named experiments (``evalstop.experiments.registry``) over ``--seeds`` seeds in
-parallel processes, then writes ``results.json``, per-experiment CSVs, PNG figures,
-``report.md`` and a self-contained ``report.html`` into ``--out``.
+parallel processes, runs the detector benchmark (``evalstop.detbench``) into
+``--out``/detectors unless ``--no-detectors``, then writes ``results.json``,
+per-experiment CSVs, PNG figures, ``report.md`` and a self-contained ``report.html`` into
+``--out``.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import shlex
 import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 
 from evalstop.experiments import FULL, QUICK, names, run_experiments, select
 from evalstop.experiments.runner import default_workers, plan
@@ -25,7 +28,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
             "Run the paper's studies (main table, composability, sweeps over eval noise, "
             "hacking base rate and k) on synthetic workloads, each over many seeds, and "
             "write results (JSON, CSV), figures (PNG), report.md and a self-contained "
-            f"report.html. Experiments: {', '.join(names())}."
+            "report.html, with the detector benchmark (bench-detectors) as a section. "
+            f"Experiments: {', '.join(names())}."
         ),
     )
     p.add_argument("--out", default="evalstop-results", metavar="DIR",
@@ -44,6 +48,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=FULL.base_seed, metavar="BASE",
                    help=f"base seed; seed s of a study uses default_rng([BASE, s]) "
                         f"(default {FULL.base_seed})")
+    p.add_argument("--no-detectors", action="store_true",
+                   help="skip the detector benchmark (run with or without --only; --quick "
+                        "runs its quick version; it uses the base seed)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
@@ -59,6 +66,8 @@ def _command(args) -> str:
     parts += ["--seed", str(args.seed)]
     if args.only is not None:
         parts += ["--only", args.only]
+    if args.no_detectors:
+        parts.append("--no-detectors")
     return " ".join(shlex.quote(p) for p in parts)
 
 
@@ -84,15 +93,27 @@ def run(args) -> int:
     # Imported here: matplotlib is only needed once there is something to draw.
     from evalstop.report import RunInfo, write_report
 
+    progress = not args.no_progress and sys.stderr.isatty()
     t0 = time.perf_counter()
-    runs = run_experiments(experiments, settings, workers=workers,
-                           progress=not args.no_progress and sys.stderr.isatty())
+    runs = run_experiments(experiments, settings, workers=workers, progress=progress)
     sim_wall = time.perf_counter() - t0
+    bench, bench_s = None, None
+    if not args.no_detectors:
+        from evalstop.detbench import run_detector_benchmark
+        from evalstop.report.sections.detbench import DIR
+
+        t1 = time.perf_counter()
+        # One seed fixes the whole report: the benchmark takes the base seed too.
+        bench = run_detector_benchmark(Path(args.out) / DIR, seed=args.seed, quick=args.quick,
+                                       progress=progress)
+        bench_s = time.perf_counter() - t1
     files = write_report(runs, args.out, RunInfo(wall_s=sim_wall, workers=workers,
-                                                 quick=args.quick, command=_command(args)))
+                                                 quick=args.quick, command=_command(args),
+                                                 detectors_s=bench_s), detectors=bench)
     total = time.perf_counter() - t0
-    print(f"ran {n_tasks} tasks in {sim_wall:.1f} s on {workers} worker(s); "
-          f"total {total:.1f} s")
+    print(f"ran {n_tasks} tasks in {sim_wall:.1f} s on {workers} worker(s)"
+          + (f"; detector benchmark {bench_s:.1f} s" if bench_s is not None else "")
+          + f"; total {total:.1f} s")
     print(f"report: {files.markdown}")
     print(f"        {files.html} (self-contained)")
     print(f"results: {files.results_json} and per-experiment CSVs in {files.markdown.parent}")

@@ -44,6 +44,11 @@ class Detector:
     name: ClassVar[str] = ""
     PARAMS: ClassVar[dict[str, tuple[type, Any]]] = {}
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # Skip the hook call on the hot path for the rules that do not define it.
+        cls._checks_inputs = cls._check_inputs is not Detector._check_inputs
+
     def __init__(self, *, mode: str = "max") -> None:
         self.mode = mode
         self._sign = sign_of(mode)
@@ -67,7 +72,8 @@ class Detector:
         if self._stop_step is not None:
             return Decision(True, self._stop_reason, self._best_step, self.best_score)
         step = int(step)
-        self._check_inputs(loss, proxy, progress)  # before any state changes
+        if self._checks_inputs:
+            self._check_inputs(loss, proxy, progress)  # before any state changes
         if self._last_step is not None and step <= self._last_step:
             raise ValueError(
                 f"steps must strictly increase: got step {step} after step {self._last_step}"

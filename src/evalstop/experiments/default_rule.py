@@ -47,7 +47,9 @@ def default_label(base: str) -> str:
 
 
 def _trio(base: str):
-    return (bare(base), with_evalstop(base), with_evalstop(base, DEFAULT, label=default_label(base)))
+    """The base alone, with the paper's rule and with the default."""
+    return (bare(base), with_evalstop(base),
+            with_evalstop(base, DEFAULT, label=default_label(base)))
 
 
 def sigma_point(sigma: float) -> str:
@@ -71,8 +73,8 @@ EXPERIMENT = Experiment(
     ),
     x_name="sigma",
     n_gpus=64,
-    notes=("The main table is the SRTF-Est rows of point `paper`; composability is all of "
-           "its rows.",),
+    notes=(("The main table is the SRTF-Est rows of point `paper`; composability is all of "
+            "its rows."),),
 )
 
 

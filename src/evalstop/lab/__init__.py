@@ -5,3 +5,8 @@ Importing this package is light (no torch). Training lives in ``run`` (and ``pol
 corpus loader (``corpus.load_corpus``), the labels and the detector validation
 (``validate``) need only numpy.
 """
+
+from evalstop.lab.corpus import load_corpus
+from evalstop.lab.validate import validate_detectors
+
+__all__ = ["load_corpus", "validate_detectors"]

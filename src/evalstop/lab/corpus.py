@@ -47,11 +47,10 @@ class RunCurve:
 
 
 def curves_from_records(records) -> dict[str, RunCurve]:
-    """Group eval records (dicts or ``EvalRecord``) by job, each sorted by step; jobs in
-    order of first appearance. A step logged twice for one job is an error."""
+    """Group ``EvalRecord``s by job, each sorted by step; jobs in order of first
+    appearance. A step logged twice for one job is an error."""
     per: dict[str, list] = {}
     for r in records:
-        r = r if not isinstance(r, dict) else _record(r)
         per.setdefault(r.job, []).append(r)
     out = {}
     for job, recs in per.items():
@@ -67,10 +66,6 @@ def curves_from_records(records) -> dict[str, RunCurve]:
             np.array([_nan(r.progress) for r in recs], float),
         )
     return out
-
-
-def _record(d: dict):
-    return parse_record(json.dumps(d), f"record of job {d.get('job')!r}")
 
 
 def _nan(v):
@@ -104,13 +99,16 @@ def write_labels(path: str | Path, labels: dict[str, Label]) -> None:
                                              for k, v in row.items()}})
 
 
-def read_labels(path_or_text) -> dict[str, Label]:
-    text = path_or_text if isinstance(path_or_text, str) and "\n" in path_or_text else None
-    if text is None:
-        try:
-            text = Path(path_or_text).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise OSError(f"cannot read {path_or_text}: {exc.strerror or exc}") from None
+def read_labels(path: str | Path) -> dict[str, Label]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise OSError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return parse_labels(text)
+
+
+def parse_labels(text: str) -> dict[str, Label]:
+    """Labels from the text of a ``lab_labels.csv``."""
     out = {}
     for row in csv.DictReader(io.StringIO(text)):
         try:
@@ -133,7 +131,7 @@ def load_corpus(path: str | Path | None = None) -> tuple[dict[str, RunCurve], di
     if path is None:
         with resources.as_file(_data_file(CORPUS_FILE)) as p:
             curves = read_curves(p)
-        labels = read_labels(_data_file(LABELS_FILE).read_text(encoding="utf-8"))
+        labels = parse_labels(_data_file(LABELS_FILE).read_text(encoding="utf-8"))
     else:
         path = Path(path)
         curves = read_curves(path / CORPUS_FILE)

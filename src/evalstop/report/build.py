@@ -17,7 +17,7 @@ from evalstop.report.context import SectionContext
 from evalstop.report.files import write_experiment, write_json, write_text
 from evalstop.report.html import to_html
 from evalstop.report.markdown import to_markdown
-from evalstop.report.sections import section_for
+from evalstop.report.sections import detbench, section_for
 
 TITLE = "EvalStop: the paper's studies, reproduced in simulation"
 
@@ -28,6 +28,7 @@ class RunInfo:
     workers: int
     quick: bool
     command: str = ""
+    detectors_s: float | None = None  # wall time of the detector benchmark, if it ran
 
 
 @dataclass
@@ -79,7 +80,10 @@ def _at_a_glance(summaries: dict[str, Summary]) -> list[Block]:
             Para("The main table's individual figures are compared in the `main` section.")]
 
 
-def write_report(runs: dict[str, ExperimentRun], out_dir: str | Path, info: RunInfo) -> ReportFiles:
+def write_report(runs: dict[str, ExperimentRun], out_dir: str | Path, info: RunInfo, *,
+                 detectors: dict | None = None) -> ReportFiles:
+    """``detectors``: the summary ``run_detector_benchmark`` returned, run into
+    ``<out_dir>/detectors``; it adds the benchmark's section (None: no section)."""
     if not runs:
         raise ValueError("no experiments to report")
     out = Path(out_dir)
@@ -100,12 +104,16 @@ def write_report(runs: dict[str, ExperimentRun], out_dir: str | Path, info: RunI
     blocks = _intro(runs, info) + _at_a_glance(summaries)
     for name, run in runs.items():
         blocks += section_for(name)(SectionContext(run, summaries[name], out))
+    if detectors is not None:
+        blocks += detbench.render(detectors, out, quick=info.quick, seconds=info.detectors_s)
+    bench_files = ((f"`{detbench.DIR}/`: the detector benchmark's detectors.json, .csv, "
+                    ".md and precision-recall plots"),) if detectors is not None else ()
     blocks += [Heading(2, "Files"), Bullets((
         "`results.json`: settings, per-seed rows and summaries of every experiment",
         "`<experiment>_runs.csv`: one row per (point, method, seed) with every metric",
         ("`<experiment>_summary.csv`: one row per (point, method, metric): mean, 95% CI, "
          "change vs baseline, Wilcoxon p"),
-        "`figures/*.png`: the plots; `report.html` embeds them"))]
+        "`figures/*.png`: the plots; `report.html` embeds them", *bench_files))]
     md = write_text(out / "report.md", to_markdown(blocks))
     html = write_text(out / "report.html", to_html(blocks, out, TITLE))
     others += sorted((out / "figures").glob("*.png")) if (out / "figures").is_dir() else []

@@ -21,6 +21,9 @@ class EvalStop(Scheduler):
         self.name = f"{base.name}+{self.detector_spec}"
         self.reschedule_on_eval = base.reschedule_on_eval
         self._detectors: dict[int, object] = {}
+        # Most bases ignore evals; not calling them saves a call per eval on big traces.
+        self._base_on_eval = (None if type(base).on_eval is Scheduler.on_eval
+                              else base.on_eval)
 
     def submit(self, job, now):
         self.base.submit(job, now)
@@ -29,7 +32,7 @@ class EvalStop(Scheduler):
         return self.base.schedule(now, free_gpus)
 
     def on_eval(self, job, now):
-        base_decision = self.base.on_eval(job, now)
+        base_decision = None if self._base_on_eval is None else self._base_on_eval(job, now)
         if self.job_types is not None and job.type not in self.job_types:
             return base_decision
         det = self._detectors.get(job.index)

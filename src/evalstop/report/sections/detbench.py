@@ -1,0 +1,152 @@
+"""Section for the detector benchmark (``evalstop.detbench``) inside the reproduce report.
+
+It renders the summary ``run_detector_benchmark`` returns (the content of
+``detectors.json``), so the report and the benchmark's own files cannot disagree. The
+benchmark writes its plots into its own folder; images are referenced relative to the
+report's folder, which is how both renderers resolve them (Markdown by relative link,
+HTML by reading the file to embed it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evalstop.detectors import canonical
+from evalstop.experiments.methods import EVALSTOP_SPEC
+from evalstop.report.blocks import Block, Heading, Image, Para, Table
+from evalstop.report.fmt import num
+
+DIR = "detectors"  # the benchmark's folder under the report's folder
+PART_TITLE = {
+    "tuning": "Tuning part (the families the default was chosen on)",
+    "held_out": "Held-out part (NOT tuned on)",
+    "workload": "Workload part (the simulator's own curves; report-only)",
+}
+PART_SHORT = {"tuning": "tuning", "held_out": "held-out (not tuned on)",
+              "workload": "workload (report-only)"}
+COLUMNS = ("precision", "recall", "fpr", "delay", "quality", "quality_hacking")
+HEADER = ("Precision", "Recall", "FPR", "Delay (evals)", "Quality kept",
+          "Quality kept, hacking runs")
+
+
+def _find(rows: dict, spec: str) -> str | None:
+    """The key of ``rows`` naming the same rule as ``spec`` (specs are compared canonically)."""
+    want = canonical(spec)
+    return next((k for k in rows if canonical(k) == want), None)
+
+
+def _cells(m: dict) -> tuple[str, ...]:
+    return tuple(num(m.get(k), 1 if k == "delay" else 3) for k in COLUMNS)
+
+
+def _lineup(summary: dict) -> list[tuple[str, str]]:
+    """(label, spec) of each detector at its main setting, plus the default if separate."""
+    out = [(d["label"], d["main_spec"]) for d in summary["detectors"]]
+    default = summary["default_spec"]
+    if all(canonical(s) != canonical(default) for _, s in out):
+        out.append(("default", default))
+    return [(f"**{lab}** (default)" if canonical(s) == canonical(default) else lab, s)
+            for lab, s in out]
+
+
+def pooled_table(summary: dict, part: str) -> Table:
+    rows = summary["parts"][part]["pooled"]
+    body, first = [], None
+    for label, spec in _lineup(summary):
+        key = _find(rows, spec)
+        if key is not None:
+            first = first or rows[key]
+            body.append((label, f"`{key}`", *_cells(rows[key])))
+    size = (f"{first['runs']} runs, {first['hacking']} hacking" if first else "no runs")
+    return Table(("Detector", "Spec", *HEADER), tuple(body),
+                 caption=f"{PART_TITLE[part]}: pooled over every sigma and noise kind ({size})")
+
+
+def family_table(summary: dict) -> Table:
+    default, paper = summary["default_spec"], EVALSTOP_SPEC
+    body = []
+    for part in summary["parts"]:
+        for fam, rows in summary["parts"][part]["by_family"].items():
+            for name, spec in (("default", default), ("paper's rule", paper)):
+                key = _find(rows, spec)
+                if key is not None:
+                    body.append((PART_SHORT[part], f"`{fam}`", name, *_cells(rows[key])))
+    return Table(("Part", "Family", "Rule", *HEADER), tuple(body),
+                 caption=f"Per family: the default (`{default}`) against the paper's rule "
+                 f"(`{paper}`). Families without hacking runs have no recall (n/a) and precision "
+                 "0 (or n/a with no stops) by definition: read their FPR")
+
+
+def _target(summary: dict) -> Para:
+    t, h = summary["target"], summary["target"]["held_out"]
+    verdict = "met" if t["met"] else "not met (short by " + ", ".join(
+        f"{k} {v:.3f}" for k, v in t["shortfall"].items() if v) + ")"
+    sel = summary["selection"]
+    return Para(
+        f"**The benchmark's own target** (held-out part, pooled): precision >= {t['precision']:g}, "
+        f"recall >= {t['recall']:g}, quality kept >= {t['quality']:g}. `{t['spec']}` reaches "
+        f"precision {num(h['precision'], 3)}, recall {num(h['recall'], 3)}, quality kept "
+        f"{num(h['quality'], 3)}: **{verdict}**. Re-applying the selection rule ({sel['rule']}) "
+        f"to this run's tuning part picks `{sel['selected_on_tuning']}`.")
+
+
+def _images(summary: dict, out_dir: Path, rel_dir: str) -> list[Block]:
+    """Pooled PR plot per part, then one per family; a plot that is missing is said so."""
+    blocks: list[Block] = []
+    missing = []
+    healthy = {f["name"] for f in summary["config"]["families"] if f["hacking_rate"] == 0}
+    for part, p in summary["parts"].items():
+        where = PART_SHORT[part]
+        for stem, what in ((f"pr_{part}", f"Precision-recall, pooled: {where}"),
+                           *((f"pr_{f}", (f"FPR per knob value (no hacking runs): `{f}`, {where}"
+                                          if f in healthy else
+                                          f"Precision-recall: `{f}`, {where}"))
+                             for f in p["families"])):
+            rel = f"{rel_dir}/{stem}.png"
+            if (out_dir / rel).is_file():
+                blocks.append(Image(rel, what))
+            else:
+                missing.append(f"`{rel}`")
+    if missing:
+        blocks.append(Para(f"Plots not found: {', '.join(missing)}."))
+    return blocks
+
+
+def render(summary: dict, out_dir: Path, *, quick: bool = False, rel_dir: str = DIR,
+           seconds: float | None = None) -> list[Block]:
+    c = summary["config"]
+    when = f" in {seconds:.1f} s" if seconds is not None else ""
+    quick_note = (" This is the **--quick** benchmark (few runs per cell, three sigmas, each "
+                  "knob at its ends and main value): a smoke test.") if quick else ""
+    blocks: list[Block] = [
+        Heading(2, "Detector benchmark: the stop rules on labelled curves (`bench-detectors`)"),
+        Para(f"Every stop rule on labelled synthetic eval curves: {c['evals_per_run']} evals per "
+             f"run, {c['runs_per_cell']} runs per cell, one cell per family x noise sigma "
+             f"({', '.join(f'{s:g}' for s in c['sigmas'])}, in units of the run's peak gain) x "
+             f"noise kind ({', '.join(c['noises'])}), seed {c['seed']}; run{when}. A run is "
+             f"hacking when its true quality peaks inside the run and falls by at least "
+             f"{100 * c['hacking_min_drop']:g}% of the peak gain by the end. Quality kept: true "
+             f"gain of the kept checkpoint over the run's peak gain; delay: evals from the true "
+             f"peak to the stop, over caught hacking runs. Full tables, CSV and JSON in "
+             f"`{rel_dir}/`." + quick_note),
+        Para("**The held-out part was not tuned on.** The default's design and every parameter "
+             "were chosen on the tuning part's families only; the held-out families have other "
+             "shapes and their own random streams, and were run once the default was fixed. "
+             "The workload part runs the simulator's own curves, was added after the default "
+             "was fixed, and is report-only."),
+        Table(("Family", "Part", "Kind", "Hacking share", "Description"),
+              tuple((f"`{f['name']}`", PART_SHORT[f["part"]], f["kind"],
+                     f"{100 * f['hacking_rate']:.0f}%", f["description"])
+                    for f in c["families"]),
+              caption="Curve families"),
+    ]
+    for part in summary["parts"]:
+        blocks += [Heading(3, PART_TITLE[part]), pooled_table(summary, part)]
+    blocks += [_target(summary), Heading(3, "Per family: the default vs the paper's rule"),
+               family_table(summary), Heading(3, "Precision-recall curves"),
+               Para("One plot per part (pooled) and per family. Each curve sweeps one "
+                    "detector's main knob (values annotated); the dashed lines mark the target "
+                    "precision and recall. A family without hacking runs has no precision-recall "
+                    "curve; its plot shows each sweep's FPR instead."),
+               *_images(summary, out_dir, rel_dir)]
+    return blocks
