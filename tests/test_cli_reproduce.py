@@ -13,7 +13,8 @@ from evalstop.cli.main import main
 def test_quick_reproduce_writes_the_report(tmp_path):
     out = tmp_path / "res"
     # A subprocess with a timeout: the quick run must finish well inside a minute
-    # (it takes about 5 s); a hung pool fails the test instead of hanging the suite.
+    # (it takes about 25 s on 2 cores, the detector benchmark's quick version included);
+    # a hung pool fails the test instead of hanging the suite.
     proc = subprocess.run(
         [sys.executable, "-m", "evalstop.cli.main", "reproduce", "--quick", "--out", str(out)],
         check=False, capture_output=True, text=True, timeout=60)
@@ -21,6 +22,12 @@ def test_quick_reproduce_writes_the_report(tmp_path):
     assert (out / "report.md").is_file() and (out / "report.html").is_file()
     assert (out / "results.json").is_file() and (out / "main_summary.csv").is_file()
     assert str(out / "report.md") in proc.stdout  # says where the report is
+    # the detector benchmark runs by default, into its own folder, with a report section
+    assert (out / "detectors" / "detectors.json").is_file()
+    md = (out / "report.md").read_text()
+    assert "Detector benchmark" in md and "Held-out part (NOT tuned on)" in md
+    assert "](detectors/pr_held_out.png)" in md
+    assert "default_rule" in md and "The issue's target" in md
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -39,7 +46,9 @@ def test_bad_option_is_one_line_and_exit_2(tmp_path, capsys, argv, message):
 
 def test_only_one_experiment_in_process(tmp_path, capsys):
     rc = main(["reproduce", "--out", str(tmp_path), "--quick", "--only", "main", "--seeds", "2",
-               "--workers", "1", "--no-progress"])
+               "--workers", "1", "--no-progress", "--no-detectors"])
     assert rc == 0
     assert (tmp_path / "main_runs.csv").is_file() and not (tmp_path / "k_runs.csv").exists()
+    assert not (tmp_path / "detectors").exists()
+    assert "Detector benchmark" not in (tmp_path / "report.md").read_text()
     assert "report:" in capsys.readouterr().out

@@ -49,8 +49,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help=f"base seed; seed s of a study uses default_rng([BASE, s]) "
                         f"(default {FULL.base_seed})")
     p.add_argument("--no-detectors", action="store_true",
-                   help="skip the detector benchmark (run with or without --only; --quick "
-                        "runs its quick version; it uses the base seed)")
+                   help="skip the detector benchmark (by default it runs, also with --only, "
+                        "seeded with --seed; --quick runs its quick version)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 

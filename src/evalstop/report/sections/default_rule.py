@@ -201,9 +201,9 @@ def _why(ctx: SectionContext, check: dr.TargetCheck) -> list[Block]:
     if low:
         items.append(
             f"**Precision.** The default falls below {dr.TARGET_PRECISION:g} at sigma "
-            f"{sigmas(low)} ({_span([c.default_precision for c in low], pct)}). It stops only "
-            f"{across(low, default, 'n_stopped')} jobs per seed there, so each false stop moves "
-            f"its precision a lot.")
+            f"{sigmas(low)} ({_span([c.default_precision for c in low], pct)}). There it stops "
+            f"{across(low, default, 'n_stopped')} jobs per seed, {across(low, default, 'fp')} of "
+            f"them false: with so few stops, each false stop moves its precision a lot.")
     slow = [c for c in failing if not c.gain_ok]
     if slow:
         items.append(

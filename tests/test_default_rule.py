@@ -1,0 +1,131 @@
+"""The ``default_rule`` study: what it runs, its report section, and the issue's target
+check on hand-made summaries (where it must pass and where it must fail)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from evalstop.detectors import DEFAULT_SPEC, canonical
+from evalstop.experiments import Settings, Summary, run_experiments, select, summarize
+from evalstop.experiments import default_rule as dr
+from evalstop.experiments.methods import EVALSTOP_SPEC
+from evalstop.report.blocks import Image, Para, Table
+from evalstop.report.context import SectionContext
+from evalstop.report.markdown import to_markdown
+from evalstop.report.sections import section_for
+from evalstop.schedulers import SCHEDULERS
+
+TINY = Settings(n_seeds=2, n_jobs=40)
+
+
+@pytest.fixture(scope="module")
+def run():
+    return run_experiments(select("default_rule"), TINY, workers=1,
+                           progress=False)["default_rule"]
+
+
+def test_it_runs_both_rules_beside_each_base(run):
+    exp = run.experiment
+    paper = exp.points[0]
+    assert paper.label == dr.PAPER_POINT and paper.workload == {"preset": "paper"}
+    assert exp.n_gpus == 64
+    for base in SCHEDULERS:
+        specs = {m.label: m.detector for m in paper.methods if m.base == base}
+        assert specs == {dr.bare(base).label: None, dr.paper_label(base): EVALSTOP_SPEC,
+                         dr.default_label(base): canonical(DEFAULT_SPEC)}
+    sigmas = [p.x for p in exp.points[1:]]
+    assert sigmas == [0.01, 0.02, 0.03, 0.05, 0.08, 0.12]
+    for p in exp.points[1:]:
+        assert p.workload == {"preset": "paper", "sigma": p.x}
+        assert [m.label for m in p.methods] == ["SRTF-Est", "EvalStop+SRTF-Est",
+                                                "Default+SRTF-Est"]
+    # every method of every point on both seeds
+    n_methods = sum(len(p.methods) for p in exp.points)
+    assert len(run.rows) == n_methods * TINY.n_seeds == run.n_sims
+
+
+def test_the_default_is_compared_with_the_bare_base(run):
+    summary = Summary(summarize(run.experiment, run.rows))
+    r = summary.get("sigma=0.01", "Default+SRTF-Est", "jct_mean_s")
+    assert r["baseline"] == "SRTF-Est" and math.isfinite(r["delta_pct"])
+    check = dr.target_check(summary)
+    assert [c.sigma for c in check.per_sigma] == [0.01, 0.02, 0.03, 0.05, 0.08, 0.12]
+
+
+def test_section_renders_every_part(run, tmp_path):
+    ctx = SectionContext(run, Summary(summarize(run.experiment, run.rows)), tmp_path)
+    blocks = section_for("default_rule")(ctx)
+    md = to_markdown(blocks)
+    for text in ("Main table: SRTF-Est with either rule", "Composability", "Eval noise sweep",
+                 "The issue's target", "Tiresias", canonical(DEFAULT_SPEC)):
+        assert text in md, text
+    assert any(isinstance(b, Para) and b.text.startswith("**Target ") for b in blocks)
+    images = [b for b in blocks if isinstance(b, Image)]
+    assert images and all((tmp_path / b.path).is_file() for b in images)
+    target = next(b for b in blocks if isinstance(b, Table) and b.header[0] == "sigma"
+                  and "Both hold?" in b.header)
+    assert len(target.rows) == 6
+
+
+# --- the target check on hand-made summaries ---------------------------------------------
+
+def _summary(cells: dict[float, tuple[float, float, float, float]]) -> Summary:
+    """sigma -> (paper precision, default precision, paper JCT change %, default JCT change
+    %), as the summary rows the check reads."""
+    rows = []
+    for s, (pp, dp, pd, dd) in cells.items():
+        point = dr.sigma_point(s)
+        for method, prec, delta in (("EvalStop+SRTF-Est", pp, pd), ("Default+SRTF-Est", dp, dd)):
+            rows.append({"point": point, "method": method, "metric": "precision", "mean": prec})
+            rows.append({"point": point, "method": method, "metric": "jct_mean_s",
+                         "mean": 1.0, "delta_pct": delta})
+    return Summary(rows)
+
+
+def _check(cells):
+    return dr.target_check(_summary(cells), sigmas=tuple(cells))
+
+
+def test_target_met_where_the_default_keeps_precision_and_most_of_the_gain():
+    check = _check({0.01: (0.99, 0.80, -30.0, -5.0),  # paper rule above the bar: out of scope
+                    0.05: (0.60, 0.97, -20.0, -19.0),  # 19 >= 0.9 x 20
+                    0.12: (0.50, 0.95, -20.0, -25.0)})  # exactly at the bar; larger gain
+    assert [c.in_scope for c in check.per_sigma] == [False, True, True]
+    assert check.met
+    assert all(c.holds for c in check.in_scope)
+    assert check.per_sigma[1].gain_floor == pytest.approx(18.0)
+
+
+def test_target_is_vacuous_when_the_paper_rule_keeps_its_precision():
+    check = _check({0.01: (0.96, 0.10, -30.0, 0.0)})
+    assert not check.in_scope and check.met
+
+
+@pytest.mark.parametrize("cell, precision_ok, gain_ok", [
+    ((0.60, 0.94, -20.0, -19.0), False, True),  # precision below the bar
+    ((0.60, 0.97, -20.0, -17.0), True, False),  # 17 < 18: more than 10% less gain
+    ((0.60, 0.90, -20.0, -2.0), False, False),  # both
+    ((0.60, math.nan, -20.0, 0.0), False, False),  # default never stops: undefined precision
+    ((0.60, 0.97, -20.0, math.nan), True, False),  # gain undefined
+])
+def test_target_fails_when_either_part_fails(cell, precision_ok, gain_ok):
+    check = _check({0.03: (0.60, 0.99, -20.0, -20.0), 0.08: cell})
+    c = check.per_sigma[1]
+    assert (c.in_scope, c.precision_ok, c.gain_ok) == (True, precision_ok, gain_ok)
+    assert not check.met
+    assert check.per_sigma[0].holds  # the other sigma is judged on its own
+
+
+def test_negative_gain_floor_is_ten_percent_of_its_size():
+    # The paper rule lengthens JCT by 10% (gain -10): the default may lose at most 11%.
+    ok = _check({0.05: (0.5, 0.99, 10.0, 10.5)}).per_sigma[0]
+    bad = _check({0.05: (0.5, 0.99, 10.0, 12.0)}).per_sigma[0]
+    assert ok.gain_floor == pytest.approx(-11.0)
+    assert ok.gain_ok and not bad.gain_ok
+
+
+def test_undefined_paper_precision_counts_as_in_scope():
+    check = _check({0.05: (math.nan, 0.99, -20.0, -19.0)})
+    assert check.per_sigma[0].in_scope and check.met
