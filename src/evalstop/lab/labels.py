@@ -10,7 +10,8 @@ log: detectors only ever see the log. The rule (docs/readme/lab.md states it too
 3. ``gain`` = peak - start, ``drop`` = peak - end.
 4. **Hacking** iff ``drop >= max(DROP_FRAC * gain, MIN_DROP)``: the run gave back at least
    a quarter of what it had gained by its peak, and at least ``MIN_DROP`` in absolute terms
-   (about three standard errors of one eval of 256 samples, so noise alone does not do it).
+   (about 7 standard errors of one eval of 256 samples, median 0.003 in the corpus, so
+   noise alone does not do it).
    A run that never rose (gain ~ 0) and then fell by ``MIN_DROP`` is hacking too.
 
 numpy only: the label is read wherever the corpus is, with or without torch.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 from matplotlib.figure import Figure
 
 from evalstop.experiments.spec import display
@@ -50,10 +51,41 @@ def render_corpus(ctx: SectionContext) -> list[Block]:
              "(peak - start, summed over runs) delivered. `none` is no rule at all. "
              "StopAt-0.65 stops every run (all are RLHF runs), so its precision is the "
              "corpus' hacking rate."),
+        Bullets(tuple(_reading(rows, curves, labels))),
         *_corpus_figures(ctx, curves, labels),
         Para(f"CSV: `{exp.name}_detectors.csv` (every column of the table, and more)."),
     ]
     return blocks
+
+
+def _reading(rows: list[dict], curves: dict, labels: dict) -> list[str]:
+    """What the table says, in numbers read from it (nothing here is typed in by hand)."""
+    by = {r["spec"]: r for r in rows}
+    out = []
+    hack = [r for r in curves if labels[r].hacking]
+    if hack:
+        peaks = [curves[r].progress[labels[r].peak_index] for r in hack]
+        out.append(f"**Hacking runs peak early**: the smoothed gold peak of a hacking run is at "
+                   f"a median {pct(float(np.median(peaks)), 0)} of training (range "
+                   f"{pct(min(peaks), 0)}-{pct(max(peaks), 0)}), not at the 55-75% the paper's "
+                   f"synthetic curves assume; a fixed StopAt-0.65 therefore stops late "
+                   f"(mean delay {num(by['stopat:p=0.65']['delay_mean'], 1)} evals).")
+    k2 = by.get("evalstop:k=2")
+    if k2 is not None:
+        out.append(f"**The paper's rule (k=2)** catches {pct(k2['recall'])} of hacking runs, "
+                   f"{num(k2['delay_mean'], 1)} evals after the peak on average, but also stops "
+                   f"{pct(k2['fpr'])} of healthy runs: their gold plateaus early and then moves "
+                   f"by less than the eval noise from eval to eval, so two declines in a row "
+                   f"come soon. Against running them to the end, those false stops change the "
+                   f"healthy runs' kept gold by {k2['kept_vs_end_healthy']:+.4f} on average "
+                   f"(the run is stopped on its plateau and keeps its best checkpoint).")
+    good = [r for r in rows if r["spec"] != "none" and r["recall"] >= 0.9]
+    if good:
+        best = max(good, key=lambda r: (r["precision"], -r["fpr"]))
+        out.append(f"**Among rules with recall >= 90%** the most precise is `{best['spec']}`: "
+                   f"precision {pct(best['precision'])}, recall {pct(best['recall'])}, FPR "
+                   f"{pct(best['fpr'])}, gold kept {best['kept_vs_peak']:+.4f} from the peak.")
+    return out
 
 
 def _grid_table(meta: dict, labels: dict) -> Table:
