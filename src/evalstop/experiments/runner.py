@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from evalstop.experiments.settings import Settings
 from evalstop.experiments.spec import Experiment, Point
 from evalstop.metrics.run import run_metrics
+from evalstop.parallel import parallel_map
 
 ID_COLUMNS = ("experiment", "point", "method", "x", "seed")
 
@@ -116,29 +115,7 @@ def run_tasks(tasks: list[Task], *, workers: int | None = None, progress: bool =
     count."""
     if workers is None:
         workers = default_workers(len(tasks))
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
-    outputs: list[TaskOutput | None] = [None] * len(tasks)
-    bar = tqdm(total=len(tasks), desc=desc, unit="task", disable=not progress, leave=False)
-    try:
-        if workers == 1 or len(tasks) <= 1:
-            for i, task in enumerate(tasks):
-                outputs[i] = run_task(task)
-                bar.update()
-        else:
-            with ProcessPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
-                futures = {pool.submit(run_task, t): i for i, t in enumerate(tasks)}
-                try:
-                    for fut in as_completed(futures):
-                        outputs[futures[fut]] = fut.result()
-                        bar.update()
-                except BaseException:
-                    # A failed task (or Ctrl-C) ends the run now, not after the queued rest.
-                    pool.shutdown(wait=False, cancel_futures=True)
-                    raise
-    finally:
-        bar.close()
-    return outputs  # type: ignore[return-value]
+    return parallel_map(run_task, tasks, workers=workers, progress=progress, desc=desc)
 
 
 def run_experiments(experiments: list[Experiment], settings: Settings, *,

@@ -12,7 +12,6 @@ from __future__ import annotations
 import gzip
 import itertools
 import json
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from evalstop.fileio import atomic_write
@@ -20,6 +19,7 @@ from evalstop.lab import labels as label_rule
 from evalstop.lab.config import RunConfig
 from evalstop.lab.corpus import CORPUS_FILE, LABELS_FILE, META_FILE, write_labels
 from evalstop.lab.output import is_complete, paths, read_run_label
+from evalstop.parallel import check_workers, parallel_map
 
 # The shipped grid (docs/readme/lab.md: how it was calibrated). Few pairs and no KL
 # penalty hack; many pairs or a strong penalty stay healthy; the middle is mixed.
@@ -37,7 +37,8 @@ def grid(pairs=PAIRS, betas=BETAS, seeds=range(N_SEEDS), **overrides) -> list[Ru
             for p, b, s in itertools.product(pairs, betas, seeds)]
 
 
-def _run_one(cfg_dict: dict, out_dir: str) -> tuple[str, float]:
+def _run_one(job: tuple[dict, str]) -> tuple[str, float]:
+    cfg_dict, out_dir = job
     from evalstop.lab.output import write_run
     from evalstop.lab.run import run_lab
 
@@ -50,36 +51,17 @@ def _run_one(cfg_dict: dict, out_dir: str) -> tuple[str, float]:
 def generate(configs: list[RunConfig], run_dir: str | Path, *, workers: int = DEFAULT_WORKERS,
              progress: bool = True) -> dict:
     """Run every config not already complete in ``run_dir``; returns counts and times."""
-    from tqdm.auto import tqdm
-
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+    check_workers(workers)
     ids = [c.run_id for c in configs]
     if len(set(ids)) != len(ids):
         raise ValueError("the grid names one run twice")
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     todo = [c for c in configs if not is_complete(run_dir, c.run_id)]
-    walls: list[float] = []
-    bar = tqdm(total=len(configs), initial=len(configs) - len(todo), desc="lab runs",
-               unit="run", disable=not progress)
-    try:
-        if workers == 1:
-            for c in todo:
-                walls.append(_run_one(c.to_dict(), str(run_dir))[1])
-                bar.update()
-        else:
-            with ProcessPoolExecutor(max_workers=min(workers, max(1, len(todo)))) as pool:
-                futs = [pool.submit(_run_one, c.to_dict(), str(run_dir)) for c in todo]
-                try:
-                    for f in as_completed(futs):
-                        walls.append(f.result()[1])
-                        bar.update()
-                except BaseException:
-                    pool.shutdown(wait=False, cancel_futures=True)
-                    raise
-    finally:
-        bar.close()
+    done = parallel_map(_run_one, [(c.to_dict(), str(run_dir)) for c in todo],
+                        workers=workers, progress=progress, desc="lab runs", unit="run",
+                        done_before=len(configs) - len(todo))
+    walls = [wall for _, wall in done]
     return {"runs": len(configs), "skipped": len(configs) - len(todo), "ran": len(todo),
             "run_wall_s": sum(walls)}
 

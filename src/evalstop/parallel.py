@@ -1,0 +1,48 @@
+"""Run independent pieces of work in worker processes, with a progress bar.
+
+One place for what the experiments and the lab corpus both need: results in input order,
+``workers=1`` in this process (no pickling, easiest to debug), and a failure (or Ctrl-C)
+that ends the run at once instead of after the queued rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Any
+
+from tqdm.auto import tqdm
+
+
+def check_workers(workers: Any) -> int:
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+    return workers
+
+
+def parallel_map(fn: Callable, items: Sequence, *, workers: int, progress: bool = True,
+                 desc: str = "working", unit: str = "task", done_before: int = 0) -> list:
+    """``[fn(item) for item in items]``, spread over ``workers`` processes (``fn`` and the
+    items must pickle). ``done_before`` starts the bar there, for resumed work."""
+    check_workers(workers)
+    out: list = [None] * len(items)
+    bar = tqdm(total=done_before + len(items), initial=done_before, desc=desc, unit=unit,
+               disable=not progress, leave=False)
+    try:
+        if workers == 1 or len(items) <= 1:
+            for i, item in enumerate(items):
+                out[i] = fn(item)
+                bar.update()
+        else:
+            with ProcessPoolExecutor(max_workers=min(workers, len(items))) as pool:
+                futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
+                try:
+                    for fut in as_completed(futures):
+                        out[futures[fut]] = fut.result()
+                        bar.update()
+                except BaseException:
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    raise
+    finally:
+        bar.close()
+    return out
