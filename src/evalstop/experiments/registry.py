@@ -17,6 +17,7 @@ _MODULES = (
     ("sigma", "sweep_sigma"),
     ("hacking", "sweep_hacking"),
     ("k", "sweep_k"),
+    ("regime", "regime"),
     ("default_rule", "default_rule"),
     ("real_corpus", "real_corpus"),
     ("real_main", "real_main"),

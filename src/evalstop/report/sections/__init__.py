@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from evalstop.report.blocks import Block
 from evalstop.report.context import SectionContext
-from evalstop.report.sections import common, composability, default_rule, main, real, sweeps
+from evalstop.report.sections import common, composability, default_rule, main, real, regime, sweeps
 
 Renderer = Callable[[SectionContext], list[Block]]
 
@@ -18,6 +18,7 @@ SECTIONS: dict[str, Renderer] = {
     "sigma": sweeps.render,
     "hacking": sweeps.render,
     "k": sweeps.render,
+    "regime": regime.render,
     "default_rule": default_rule.render,
     "real_corpus": real.render_corpus,
     "real_main": real.render_main,
