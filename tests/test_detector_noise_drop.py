@@ -9,7 +9,7 @@ from conftest import run_detector
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalstop.detectors import NoiseDrop, make_detector
+from evalstop.detectors import DEFAULT_SPEC, NoiseDrop, make_detector
 from evalstop.detectors.noise import MIN_DIFFS, second_differences, sigma_hat
 
 NAN = math.nan
@@ -64,7 +64,7 @@ def test_bad_arguments(kwargs, word):
 def test_spec_and_default():
     det = make_detector("noise-drop:m=2,n=3,smooth=5")
     assert det.spec == "noise-drop:m=2.0,n=3,smooth=5"
-    assert make_detector("default").name == "noise-drop"
+    assert make_detector("default").spec == make_detector(DEFAULT_SPEC).spec
 
 
 def test_sigma_hat_is_close_to_the_noise_on_a_curve():

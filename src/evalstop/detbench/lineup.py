@@ -28,6 +28,8 @@ LINEUP: tuple[Candidate, ...] = (
     Candidate("patience", "patience:n={},min_delta=0", "n", (1, 2, 3, 4, 5, 6, 8), 3, "eval"),
     Candidate("noise-drop", "noise-drop:m={},n=2,smooth=9", "m",
               (0.5, 0.75, 1.0, 1.25, 1.4, 1.75, 2.0, 2.5, 3.0), 1.4, "eval"),
+    Candidate("cusum-drop", "cusum-drop:h={},k=0.75,clip=2,smooth=9,min_evals=6,trim=2", "h",
+              (1.5, 1.75, 2.0, 2.25, 2.5, 3.0, 4.0), 2.0, "eval"),
     Candidate("slope", "slope:window=8,alpha={}", "alpha",
               (0.2, 0.1, 0.05, 0.02, 0.01, 0.005, 0.002, 0.001), 0.01, "eval"),
     Candidate("stopat", "stopat:p={}", "p", (0.5, 0.65, 0.8), 0.65, "progress"),

@@ -1,7 +1,7 @@
 """``default_rule``: the recommended default stop rule beside the paper's, in the simulator.
 
-Issue 5 replaced the default detector with ``noise-drop`` (chosen on the detector
-benchmark's synthetic curves). This study reruns the paper's simulator studies with both
+Issue 5 gave the project a default detector (``evalstop.detectors.DEFAULT_SPEC``, chosen
+on the detector benchmark's synthetic curves). This study reruns the paper's simulator studies with both
 rules so the choice is also judged on cluster outcomes (JCT, waste, quality):
 
 * point ``paper`` (preset ``paper``, 64 GPUs): every base scheduler alone, with the paper's
