@@ -21,7 +21,7 @@ for _cls in (KDecline, StopAt, LossPlateau, Patience, NoiseDrop, SlopeTest, Cusu
     register(_cls)
 
 # The recommended default, chosen on the tuning part of the detector benchmark (see
-# evalstop.detbench and docs/readme/detectors.md); the paper's rule stays as evalstop:k=2.
+# evalstop.detbench and README.md, "Which rule to choose"); the paper's rule stays as evalstop:k=2.
 # It replaced noise-drop:m=1.4,n=2,smooth=9, which is still registered unchanged.
 DEFAULT_SPEC = "cusum-drop:h=2.0,k=0.75,clip=2.0,smooth=9,min_evals=6,trim=2"
 alias("default", DEFAULT_SPEC)

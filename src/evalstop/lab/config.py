@@ -1,7 +1,7 @@
 """One lab run's settings. Plain data, numpy-free and torch-free, so the CLI and the
 corpus code can build and check configs without importing torch.
 
-The defaults are the calibrated setting the shipped corpus uses (docs/readme/lab.md says
+The defaults are the calibrated setting the shipped corpus uses (README.md, "Real reward-hacking traces: the lab", says
 how they were chosen); ``pairs``, ``beta`` and ``seed`` are what a corpus varies.
 """
 

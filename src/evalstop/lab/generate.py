@@ -21,7 +21,7 @@ from evalstop.lab.corpus import CORPUS_FILE, LABELS_FILE, META_FILE, write_label
 from evalstop.lab.output import is_complete, paths, read_run_label
 from evalstop.parallel import check_workers, parallel_map
 
-# The shipped grid (docs/readme/lab.md: how it was calibrated). Few pairs and no KL
+# The shipped grid (README.md, the lab section: how it was calibrated). Few pairs and no KL
 # penalty hack; many pairs or a strong penalty stay healthy; the middle is mixed.
 PAIRS = (100, 300, 1000, 3000, 10000)
 BETAS = (0.0, 0.1, 0.3)
