@@ -84,3 +84,19 @@ def test_unknown_scheduler_is_one_line(capsys):
               "--out", "o.csv"])
     err = capsys.readouterr().err
     assert exc.value.code == 2 and "invalid choice: 'nope'" in err and err.count("\n") == 1
+
+
+def test_eval_interval_sets_the_number_of_evals(tmp_path):
+    jobs = trace(tmp_path, "job_id,arrival_s,duration_s,gpus\na,0,100,1\n")
+    out = tmp_path / "o.csv"
+    assert main(["simulate", "--jobs", str(jobs), "--gpus", "1", "--scheduler", "fifo",
+                 "--eval-interval", "0.25", "--out", str(out)]) == 0
+    assert rows(out)[0]["kept_step"] == "4"  # 4 evals; a finished job keeps its last
+
+
+def test_bad_eval_interval_is_one_line(tmp_path, capsys):
+    jobs = trace(tmp_path, "job_id,arrival_s,duration_s,gpus\na,0,100,1\n")
+    rc = main(["simulate", "--jobs", str(jobs), "--gpus", "1", "--scheduler", "fifo",
+               "--eval-interval", "0", "--out", str(tmp_path / "o.csv")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "eval_interval" in err and err.count("\n") == 1

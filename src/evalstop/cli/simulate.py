@@ -49,6 +49,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="job mix and curve preset (default: paper)")
     p.add_argument("--sigma", type=float, default=None,
                    help="eval noise std (default 0.02)")
+    p.add_argument("--eval-interval", type=float, default=0.05, metavar="FRACTION",
+                   help="evaluate each job every FRACTION of its training (default 0.05: "
+                        "20 evals per job)")
     p.add_argument("--restart-overhead", type=float, default=120.0, metavar="SECONDS",
                    help="cost of resuming a preempted job (default 120, the paper's)")
     return p
@@ -62,7 +65,9 @@ def run(args) -> int:
     table = BUILTIN[args.jobs]() if args.jobs in BUILTIN else read_job_csv(args.jobs)
     if len(table) == 0:
         raise ValueError(f"{args.jobs}: no jobs")
-    kw = {} if args.sigma is None else {"sigma": args.sigma}
+    kw = {"eval_interval": args.eval_interval}
+    if args.sigma is not None:
+        kw["sigma"] = args.sigma
     workload = trace_workload(table, np.random.default_rng(args.seed), preset=args.preset, **kw)
     check_fits(workload, args.gpus)
     res = simulate(workload, args.gpus, scheduler, restart_overhead_s=args.restart_overhead,
