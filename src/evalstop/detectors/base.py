@@ -90,8 +90,8 @@ class Detector:
         if value > self._best:
             self._best, self._best_step = value, step
         why = self._observe(step, value, loss, proxy, progress)
-        if why is None:
-            return Decision(False, "", self._best_step, self.best_score)
+        if why is None:  # the hot path: a best exists (this value at least), no property call
+            return Decision(False, "", self._best_step, self._sign * self._best)
         return self._stop(step, why)
 
     @property
