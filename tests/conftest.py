@@ -37,6 +37,20 @@ def make_workload(arrivals, durations, gpus, *, evals=None, n_evals=4, types=Non
     )
 
 
+def random_workload(seed, n):
+    rng = np.random.default_rng(seed)
+    evals = np.cumsum(rng.normal(0.01, 0.02, (n, 6)), axis=1)
+    return make_workload(
+        np.sort(rng.integers(0, 200, n)).astype(float),
+        rng.integers(1, 100, n).astype(float),
+        rng.integers(1, 5, n),
+        evals=evals,
+        est=rng.integers(1, 100, n).astype(float),
+        losses=np.cumsum(-rng.random((n, 6)), axis=1) + 10,
+        types=rng.choice(["lora", "dpo", "rlhf"], n),
+    )
+
+
 @pytest.fixture
 def workload_factory():
     return make_workload

@@ -1,9 +1,11 @@
 """Base schedulers on small cases with known answers (the simulator drives them)."""
 
 import pytest
-from conftest import make_workload
+from conftest import make_workload, random_workload
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from evalstop.schedulers import EvalStop, LossAware, Tiresias, build, make_scheduler
+from evalstop.schedulers import EvalStop, LossAware, SRTFEst, Tiresias, build, make_scheduler
 from evalstop.sim.engine import simulate
 
 
@@ -66,3 +68,68 @@ def test_overlay_forwards_and_names_itself():
     r = simulate(w, 2, over)
     assert r.stopped.tolist() == [True, False]  # the LoRA job is not watched
     assert r.stop_eval[0] == 3 and r.kept_eval[0] == 0
+
+
+@pytest.mark.parametrize("overhead, durations, preempted", [
+    (0.0, [100, 50], True),  # 100 s left > 50 s + 0 s: preempting pays
+    (120.0, [100, 50], False),  # 100 s < 50 s + 120 s
+    (300.0, [300, 50], False),  # 300 s < 50 s + 300 s (a fixed 120 s margin would preempt)
+    (300.0, [1000, 50], True),
+])
+def test_srtf_margin_is_the_runs_restart_overhead(overhead, durations, preempted):
+    # README: an arriving job preempts running jobs whose estimated remaining time is
+    # longer by more than the restart overhead, whatever overhead the run uses.
+    w = make_workload([0, 10], durations, [1, 1])
+    for sched in (build("srtf-est"), build("srtf-est", "evalstop:k=2")):
+        r = simulate(w, 1, sched, restart_overhead_s=overhead)
+        assert r.n_preemptions.tolist() == [int(preempted), 0]
+
+
+def test_srtf_explicit_margin_is_kept():
+    w = make_workload([0, 10], [100, 50], [1, 1])
+    r = simulate(w, 1, SRTFEst(margin=10.0), restart_overhead_s=120.0)
+    assert r.n_preemptions.tolist() == [1, 0]  # 100 s > 50 s + 10 s
+    with pytest.raises(ValueError, match="margin"):
+        SRTFEst(margin=-1.0)
+
+
+def test_tiresias_is_fifo_by_arrival_within_a_demoted_queue():
+    # Within a queue, arrival order decides, also for arrivals a fraction of a second apart
+    # in a lower queue (a key of level * 1e15 + arrival rounded them to the same float).
+    from evalstop.sim.view import JobView
+
+    t = Tiresias()
+    keys = []
+    for level_gpu_s in (0.0, 5000.0, 50000.0):
+        a, b = JobView(0, "a", "rlhf", "t", 1, 100.1, 10.0), JobView(1, "b", "rlhf", "t", 1, 100.15, 10.0)
+        a.attained_gpu_s = b.attained_gpu_s = level_gpu_s
+        assert t.key(a, 0.0) < t.key(b, 0.0)
+        keys.append(t.key(b, 0.0))
+    assert keys == sorted(keys)  # a lower queue always ranks behind a higher one
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 40),
+       st.sampled_from(["srtf-est", "loss-aware", "tiresias"]))
+def test_preemptions_only_make_room_for_a_better_job(seed, n, name):
+    # Every job preempted in a call was running, and ranks behind a waiting job started in
+    # the same call by more than the margin (SRTF: estimated remaining time; LossAware,
+    # Tiresias: their keys at the victim's last checkpoint).
+    s = build(name)
+    calls = []
+    schedule = s.schedule
+
+    def spy(now, free):
+        running = {i: k for i, (k, _) in s._running.items()}
+        waiting = {e[2].index: e[0] for e in s._wait}
+        start, preempt = schedule(now, free)
+        calls.append((running, waiting, start, preempt))
+        return start, preempt
+
+    s.schedule = spy
+    simulate(random_workload(seed, n), 4, s, restart_overhead_s=30.0)
+    for running, waiting, start, preempt in calls:
+        heads = [waiting[v.index] for v in start if v.index in waiting]
+        for v in preempt:
+            assert v.index in running
+            assert any(running[v.index] > h + s.margin for h in heads)

@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
-from conftest import make_workload
+from conftest import make_workload, random_workload
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalstop.schedulers import SCHEDULERS, build
+from evalstop.schedulers import SCHEDULERS, Scheduler, build
 from evalstop.sim.engine import simulate
 
 
@@ -73,20 +73,6 @@ def test_sjf_orders_by_estimate_not_truth():
     assert r.start_s.tolist() == [0, 10, 110]
 
 
-def random_workload(seed, n):
-    rng = np.random.default_rng(seed)
-    evals = np.cumsum(rng.normal(0.01, 0.02, (n, 6)), axis=1)
-    return make_workload(
-        np.sort(rng.integers(0, 200, n)).astype(float),
-        rng.integers(1, 100, n).astype(float),
-        rng.integers(1, 5, n),
-        evals=evals,
-        est=rng.integers(1, 100, n).astype(float),
-        losses=np.cumsum(-rng.random((n, 6)), axis=1) + 10,
-        types=rng.choice(["lora", "dpo", "rlhf"], n),
-    )
-
-
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 10_000), st.integers(1, 40), st.sampled_from(SCHEDULERS),
        st.sampled_from([None, "evalstop:k=1", "evalstop:k=2", "stopat:p=0.5"]))
@@ -117,3 +103,82 @@ def test_capacity_from_timeline_matches_gpu_seconds():
     r = simulate(w, 4, build("srtf-est", "evalstop:k=2"))
     busy = np.sum(np.diff(r.timeline_t) * r.timeline_used[:-1])
     assert busy == pytest.approx(r.gpu_s.sum())
+
+
+class Scripted(Scheduler):
+    """A deliberately faulty scheduler: at each call, starts and preempts what ``script``
+    says for that instant (job indices), to check the simulator's guards."""
+
+    name = "scripted"
+
+    def __init__(self, script):
+        self.script, self.jobs, self.waiting = script, {}, []
+
+    def submit(self, job, now):
+        self.jobs[job.index] = job
+        self.waiting.append(job)
+
+    def schedule(self, now, free_gpus):
+        start, preempt = self.script.get(now, ((), ()))
+        start = [self.jobs[i] for i in start]
+        preempt = [self.jobs[i] for i in preempt]
+        self.waiting = [v for v in self.waiting if v not in start] + preempt
+        return start, preempt
+
+    @property
+    def queue_length(self):
+        return len(self.waiting)
+
+
+def test_jobs_left_waiting_on_an_idle_cluster_are_an_error_after_a_preemption():
+    # j0 runs from t=0; at t=10 the scheduler preempts it and starts nothing, so both jobs
+    # wait on an idle cluster. j0's pending eval is still in the event heap (stale), which
+    # must not hide the deadlock.
+    w = make_workload([0, 10], [100, 100], [1, 1])
+    with pytest.raises(RuntimeError, match="left 2 jobs waiting on an idle cluster"):
+        simulate(w, 2, Scripted({0: ([0], ()), 10: ((), [0])}))
+
+
+def test_starting_a_running_job_is_an_error_even_when_something_is_preempted():
+    # At t=10 the scheduler preempts j1 and "starts" j0, which is already running.
+    w = make_workload([0, 0, 10], [100, 100, 100], [1, 1, 1])
+    with pytest.raises(RuntimeError, match="started job j0 twice"):
+        simulate(w, 2, Scripted({0: ([0, 1], ()), 10: ([0], [1])}))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 40), st.sampled_from(SCHEDULERS),
+       st.sampled_from([None, "evalstop:k=1", "evalstop:k=2"]),
+       st.sampled_from([0.0, 7.0, 120.0]))
+def test_time_and_progress_accounting(seed, n, sched, det, overhead):
+    w = random_workload(seed, n)
+    s = build(sched, det)
+    seen = []
+    on_eval = s.on_eval
+
+    def spy(v, t):
+        seen.append((v.index, len(v.evals) - 1, v.progress, v.attained_gpu_s, v.n_preemptions))
+        return on_eval(v, t)
+
+    s.on_eval = spy
+    r = simulate(w, 4, s, restart_overhead_s=overhead)
+    # GPU-seconds are the area under the occupancy timeline
+    busy = np.sum(np.diff(r.timeline_t) * r.timeline_used[:-1])
+    assert busy == pytest.approx(r.gpu_s.sum())
+    # progress is kept across preemptions; each resume pays at most one restart overhead
+    extra = r.gpu_s - w.gpus * w.duration_s * r.end_progress
+    assert np.all(extra >= -1e-6)
+    assert np.all(extra <= w.gpus * overhead * r.n_preemptions + 1e-6)
+    # each eval happens when the job's progress reaches its grid point
+    for i, j, progress, attained, n_pre in seen:
+        work = w.gpus[i] * w.duration_s[i] * w.eval_progress[j]
+        assert progress == w.eval_progress[j]
+        assert work - 1e-6 <= attained <= work + w.gpus[i] * overhead * n_pre + 1e-6
+    # what a job ends with: stopped at its stop eval, keeping its best eval so far
+    # (earliest on ties); a finished job keeps its last
+    for i in range(w.n_jobs):
+        if r.stopped[i]:
+            assert r.end_progress[i] == w.eval_progress[r.stop_eval[i]]
+            assert r.kept_eval[i] == np.argmax(w.eval_obs[i, : r.stop_eval[i] + 1])
+        else:
+            assert r.end_progress[i] == 1.0 and r.kept_eval[i] == w.n_evals - 1

@@ -46,10 +46,15 @@ def _number(obj: dict, key: str, where: str, *, allow_none: bool) -> float | Non
 
 def parse_record(line: str, where: str) -> EvalRecord:
     """Parse one JSONL line; ``where`` (e.g. ``"log.jsonl:12"``) prefixes any error."""
+    # Some Windows tools start a UTF-8 file with a byte-order mark; it is not part of the
+    # record. Stripped here so that every reader (replay, watch) accepts it.
+    line = line.removeprefix("\ufeff")
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
         raise InputError(f"{where}: not valid JSON ({exc.msg})") from None
+    except RecursionError:  # e.g. [[[[...]]]] thousands deep: bad input, not a crash
+        raise InputError(f"{where}: JSON nested too deeply") from None
     if not isinstance(obj, dict):
         raise InputError(f"{where}: expected a JSON object")
     for key in ("job", "step", "eval"):
@@ -59,7 +64,9 @@ def parse_record(line: str, where: str) -> EvalRecord:
     if not isinstance(job, (str, int)) or isinstance(job, bool):
         raise InputError(f"{where}: 'job' must be a string, got {job!r}")
     step = obj["step"]
-    if isinstance(step, bool) or not isinstance(step, (int, float)) or step != int(step):
+    # int(inf) raises OverflowError (1e400 parses as inf), so finiteness is checked first.
+    if (isinstance(step, bool) or not isinstance(step, (int, float))
+            or (isinstance(step, float) and not math.isfinite(step)) or step != int(step)):
         raise InputError(f"{where}: 'step' must be an integer, got {step!r}")
     ev = _number(obj, "eval", where, allow_none=True)
     extras = {k: _number(obj, k, where, allow_none=True) for k in OPTIONAL}
@@ -81,11 +88,14 @@ def read_log(path: str | Path) -> dict[str, list[EvalRecord]]:
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror}") from None
     with fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            rec = parse_record(line, f"{path}:{n}")
-            jobs.setdefault(rec.job, []).append(rec)
+        try:
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                rec = parse_record(line, f"{path}:{n}")
+                jobs.setdefault(rec.job, []).append(rec)
+        except UnicodeDecodeError as exc:  # name the file; the codec's message does not
+            raise InputError(f"{path}: not UTF-8 text ({exc.reason})") from None
     for job, recs in jobs.items():
         recs.sort(key=lambda r: r.step)
         for a, b in pairwise(recs):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from evalstop import __version__
@@ -59,12 +60,23 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("evalstop: interrupted", file=sys.stderr)
         return 130
-    except (ValueError, OSError) as exc:  # InputError is a ValueError
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"evalstop: error: {msg}", file=sys.stderr)
-        return 2
     except BrokenPipeError:
+        # The reader went away (`evalstop replay log | head`): not an error. Caught before
+        # OSError, its base class; stdout goes to devnull so the exit flush stays quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except (ValueError, OSError) as exc:  # InputError is a ValueError
+        print(f"evalstop: error: {_message(exc)}", file=sys.stderr)
+        return 2
+
+
+def _message(exc: Exception) -> str:
+    """One line naming the problem. An OSError reads as "PATH: reason", not as
+    "[Errno 21] Is a directory: 'PATH'" (mkdir, open and friends name the path)."""
+    if isinstance(exc, OSError) and exc.strerror and exc.filename is not None:
+        return f"{exc.filename}: {exc.strerror}"
+    text = str(exc)
+    return text.splitlines()[0] if text.strip() else type(exc).__name__
 
 
 if __name__ == "__main__":

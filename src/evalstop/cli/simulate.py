@@ -10,10 +10,10 @@ import sys
 import numpy as np
 
 from evalstop.detectors import DEFAULT_SPEC
-from evalstop.fileio import atomic_write
+from evalstop.fileio import atomic_write, check_out_file
 from evalstop.schedulers import SCHEDULERS, build
 from evalstop.sim.engine import check_fits, simulate
-from evalstop.workload import PRESETS, load_philly, read_job_csv, trace_workload
+from evalstop.workload import JOB_TYPES, PRESETS, load_philly, read_job_csv, trace_workload
 
 BUILTIN = {"builtin:philly": load_philly}
 
@@ -57,11 +57,29 @@ def add_parser(sub) -> argparse.ArgumentParser:
     return p
 
 
-def run(args) -> int:
+def _check(args) -> None:
+    """Options checked before any work, each error naming its option (numpy's own
+    message for a negative seed, "expected non-negative integer", names none)."""
     if args.gpus < 1:
         raise ValueError(f"--gpus must be >= 1, got {args.gpus}")
-    scheduler = build(args.scheduler, args.detector,
-                      job_types=None if args.only_types is None else args.only_types.split(","))
+    if args.seed < 0:
+        raise ValueError(f"--seed must be >= 0, got {args.seed}")
+    if not math.isfinite(args.restart_overhead):
+        raise ValueError(f"--restart-overhead must be finite, got {args.restart_overhead}")
+    if args.only_types is not None:
+        # An unknown type would silently match no job (no job stopped, no error).
+        unknown = [t for t in args.only_types.split(",") if t.strip().lower() not in JOB_TYPES]
+        if unknown:
+            raise ValueError(f"--only-types: unknown job type(s) {', '.join(map(repr, unknown))}; "
+                             f"known: {', '.join(JOB_TYPES)}")
+    check_out_file(args.out)
+
+
+def run(args) -> int:
+    _check(args)
+    job_types = None if args.only_types is None else \
+        [t.strip().lower() for t in args.only_types.split(",")]
+    scheduler = build(args.scheduler, args.detector, job_types=job_types)
     table = BUILTIN[args.jobs]() if args.jobs in BUILTIN else read_job_csv(args.jobs)
     if len(table) == 0:
         raise ValueError(f"{args.jobs}: no jobs")

@@ -5,6 +5,7 @@ arrival, ``on_eval`` at each eval checkpoint of a running job, ``on_end`` when a
 finishes or is stopped) and asks it, once per instant after those events, what to do
 (``schedule``). It only ever sees ``JobView``s, never the hidden workload.
 
+``bind`` tells it, once before the first event, the run's cluster size and restart overhead.
 ``schedule(now, free_gpus)`` returns ``(to_start, to_preempt)``. The simulator preempts
 first, then starts, and checks that the GPUs add up. A preempted job is back in the
 scheduler's own queue (the scheduler put it there when it chose to preempt it).
@@ -20,6 +21,10 @@ class Scheduler:
     name: str = "base"
     #: ask for ``schedule`` after every eval batch (priorities that change at checkpoints)
     reschedule_on_eval: bool = False
+
+    def bind(self, *, n_gpus: int, restart_overhead_s: float) -> None:
+        """Called once by the simulator before the first event: the cluster size and the
+        restart overhead of this run, for policies that depend on them."""
 
     def submit(self, job: JobView, now: float) -> None:
         raise NotImplementedError

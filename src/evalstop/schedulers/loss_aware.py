@@ -2,7 +2,8 @@
 loss reduction is largest.
 
 Key = minus the loss drop over the last eval interval, normalised by the job's first
-reported loss and by the progress covered. A job that has not yet reported two losses has
+reported loss (eval intervals are equal on the workload's grid, so dividing by the
+progress covered would not change the order). A job that has not yet reported two losses has
 the best key (SLAQ gives new jobs resources first, as their early loss drops fastest).
 Running jobs yield at their eval checkpoints to a waiting job with a better key.
 """

@@ -25,6 +25,9 @@ class EvalStop(Scheduler):
         self._base_on_eval = (None if type(base).on_eval is Scheduler.on_eval
                               else base.on_eval)
 
+    def bind(self, *, n_gpus, restart_overhead_s):
+        self.base.bind(n_gpus=n_gpus, restart_overhead_s=restart_overhead_s)
+
     def submit(self, job, now):
         self.base.submit(job, now)
 

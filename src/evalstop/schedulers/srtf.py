@@ -2,8 +2,8 @@
 
 Remaining time is ``est_duration_s * (1 - progress)``, progress as of the job's last eval
 checkpoint. An arriving job preempts running jobs whose estimated remaining time is longer
-than its own by more than ``margin`` seconds (default: the restart overhead, so a
-preemption is expected to pay for itself).
+than its own by more than ``margin`` seconds (default: the restart overhead of the run the
+simulator binds it to, 120 s until then, so a preemption is expected to pay for itself).
 """
 
 from __future__ import annotations
@@ -15,8 +15,13 @@ class SRTFEst(PriorityScheduler):
     name = "srtf-est"
     preempt_on_arrival = True
 
-    def __init__(self, *, depth: int = 32, margin: float = 120.0) -> None:
-        super().__init__(depth=depth, margin=margin)
+    def __init__(self, *, depth: int = 32, margin: float | None = None) -> None:
+        self._margin_is_overhead = margin is None
+        super().__init__(depth=depth, margin=120.0 if margin is None else margin)
+
+    def bind(self, *, n_gpus, restart_overhead_s):
+        if self._margin_is_overhead:
+            self.margin = float(restart_overhead_s)
 
     def key(self, job, now):
         return job.est_duration_s * (1.0 - job.progress)

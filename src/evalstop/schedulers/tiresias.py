@@ -14,6 +14,11 @@ from bisect import bisect_right
 
 from evalstop.schedulers.priority import PriorityScheduler
 
+# Key = level * _LEVEL_SPAN + arrival_s: the level dominates as long as arrivals are below
+# the span (2**32 s, 136 years), and arrivals a microsecond apart stay distinct floats in
+# every level (a span of 1e15 rounded level-1 keys to 1/8 s and reordered close arrivals).
+_LEVEL_SPAN = 2.0**32
+
 
 class Tiresias(PriorityScheduler):
     name = "tiresias"
@@ -28,5 +33,7 @@ class Tiresias(PriorityScheduler):
 
     def key(self, job, now):
         level = bisect_right(self.thresholds, job.attained_gpu_s)
+        if not 0.0 <= job.arrival_s < _LEVEL_SPAN:
+            raise ValueError(f"tiresias: arrival_s must be in [0, 2**32) s, got {job.arrival_s}")
         # Queue level dominates; arrival time orders within a level.
-        return level * 1e15 + job.arrival_s
+        return level * _LEVEL_SPAN + job.arrival_s

@@ -47,6 +47,7 @@ def simulate(
     if not restart_overhead_s >= 0:
         raise ValueError(f"restart_overhead_s must be >= 0, got {restart_overhead_s}")
     check_fits(workload, n_gpus)
+    scheduler.bind(n_gpus=n_gpus, restart_overhead_s=restart_overhead_s)
     wall0 = time.perf_counter()
     n, m = workload.n_jobs, workload.n_evals
     grid = [float(x) for x in workload.eval_progress]
@@ -155,12 +156,14 @@ def simulate(
         to_start, to_preempt = schedule(t, free)
         if to_preempt:
             restarting = {v.index for v in to_start}
+            kept_running = set()
             for v in to_preempt:
                 i = v.index
                 if not v.running:
                     raise RuntimeError(f"scheduler {scheduler.name} preempted idle job {v.job_id}")
                 if i in restarting:  # preempted and restarted at once: it simply keeps running
                     restarting.discard(i)
+                    kept_running.add(i)
                     continue
                 p = seg_p0[i] + max(0.0, t - seg_start[i] - seg_oh[i]) / dur[i]
                 v.progress = min(p, grid[next_eval[i]])
@@ -169,7 +172,10 @@ def simulate(
                 v.running = False
                 v.n_preemptions += 1
                 free += gpus[i]
-            to_start = [v for v in to_start if not v.running]
+            # Only those jobs drop out of the starts; any other running job in ``to_start``
+            # is a double start, reported below.
+            if kept_running:
+                to_start = [v for v in to_start if v.index not in kept_running]
         for v in to_start:
             i = v.index
             if v.running or finish_s[i] == finish_s[i]:
@@ -194,7 +200,9 @@ def simulate(
                 else:
                     tl_t.append(t)
                     tl_used.append(used)
-        if not heap and ai >= n and scheduler.queue_length:
+        # Idle: no GPU in use (every job holds at least one). The heap may still hold stale
+        # events of preempted jobs, so it is no test of idleness.
+        if free == n_gpus and ai >= n and scheduler.queue_length:
             raise RuntimeError(
                 f"scheduler {scheduler.name} left {scheduler.queue_length} jobs waiting "
                 "on an idle cluster"

@@ -84,6 +84,9 @@ class Curves:
                    np.ones(n), np.zeros(n, dtype=bool))
 
 
+MIN_EVAL_INTERVAL = 1e-4
+
+
 def eval_grid(eval_interval: float) -> np.ndarray:
     """Progress points of the evals: every ``eval_interval``, the last one exactly 1.0.
 
@@ -91,6 +94,10 @@ def eval_grid(eval_interval: float) -> np.ndarray:
     0.3, 0.6, 0.9, 1.0).
     """
     eval_interval = real("eval_interval", eval_interval, low=0.0, high=1.0, low_open=True)
+    if eval_interval < MIN_EVAL_INTERVAL:
+        # Every job holds one row per eval point: 1e-9 ran a 128 GiB machine out of memory.
+        raise ValueError(f"eval_interval must be >= {MIN_EVAL_INTERVAL:g} (at most "
+                         f"{round(1 / MIN_EVAL_INTERVAL)} evals per job), got {eval_interval!r}")
     # round() first so that 0.05 gives 20 points, not 21 from float error in 1 / 0.05.
     n = round(1.0 / eval_interval)
     if abs(n * eval_interval - 1.0) > 1e-9:

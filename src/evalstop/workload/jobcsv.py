@@ -24,6 +24,7 @@ from evalstop.workload.table import JobTable
 
 REQUIRED = ("job_id", "arrival_s", "duration_s", "gpus")
 OPTIONAL = ("type", "tenant", "est_duration_s")
+MAX_GPUS = 2**31 - 1
 
 
 def _finite(text: str, column: str, where: str) -> float:
@@ -44,6 +45,8 @@ def _gpus(text: str, where: str) -> int:
         value = math.nan
     if not (math.isfinite(value) and value >= 1 and value == int(value)):
         raise InputError(f"{where}: gpus must be a positive integer, got {text!r}")
+    if value > MAX_GPUS:  # would overflow the int64 column (a traceback, not an error)
+        raise InputError(f"{where}: gpus must be at most {MAX_GPUS}, got {text!r}")
     return int(value)
 
 
