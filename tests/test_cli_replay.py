@@ -87,3 +87,41 @@ def test_console_script_runs(tmp_path):
     r = subprocess.run([sys.executable, "-m", "evalstop.cli.main", "replay", str(log)],
                        capture_output=True, text=True, timeout=60, check=False)
     assert r.returncode == 0 and json.loads(r.stdout)["job"] == "a"
+
+
+# Logs that real tools write: a byte-order mark (Windows editors, PowerShell) and CRLF.
+@pytest.mark.parametrize("data", [
+    b'\xef\xbb\xbf{"job": "a", "step": 1, "eval": 0.5}\n{"job": "a", "step": 2, "eval": 0.4}\n',
+    b'{"job": "a", "step": 1, "eval": 0.5}\r\n{"job": "a", "step": 2, "eval": 0.4}\r\n',
+])
+def test_bom_and_crlf_logs_are_accepted(tmp_path, capsys, data):
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(data)
+    rc, out, err = replay(capsys, log, "--detector", "evalstop:k=1")
+    assert rc == 0 and err == "" and out[0]["stop_step"] == 2
+
+
+@pytest.mark.parametrize("data, message", [
+    (b'{"job": "a", "step": 1e400, "eval": 0.1}\n', "'step' must be an integer, got inf"),
+    (b'{"job": "a", "step": 1, "eval": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n",
+     "log.jsonl:1: JSON nested too deeply"),
+    (b'\xff\xfe{"job": "a"}\n', "log.jsonl: not UTF-8 text"),
+])
+def test_hostile_lines_are_one_line_errors_not_tracebacks(tmp_path, capsys, data, message):
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(data)
+    rc, out, err = replay(capsys, log)
+    assert rc == 2 and out == []
+    assert message in err and err.count("\n") == 1 and err.startswith("evalstop: error:")
+
+
+def test_closed_pipe_is_a_quiet_exit(tmp_path):
+    """`evalstop replay log | head -1`: the reader leaving is not an error."""
+    log = write(tmp_path, [json.dumps({"job": f"j{j}", "step": 1, "eval": 0.5})
+                           for j in range(30_000)])  # output well past a pipe buffer
+    p = subprocess.Popen([sys.executable, "-m", "evalstop.cli.main", "replay", str(log)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.readline()
+    p.stdout.close()
+    err = p.stderr.read()
+    assert p.wait(timeout=60) == 0 and err == b""

@@ -52,3 +52,43 @@ def test_only_one_experiment_in_process(tmp_path, capsys):
     assert not (tmp_path / "detectors").exists()
     assert "Detector benchmark" not in (tmp_path / "report.md").read_text()
     assert "report:" in capsys.readouterr().out
+
+
+def test_huge_seeds_is_refused_not_a_hang(tmp_path, capsys):
+    # 99999999999999 used to hang while the task list was built.
+    rc = main(["reproduce", "--out", str(tmp_path / "o"), "--seeds", "99999999999999"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "--seeds must be <= " in err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("out, message", [
+    ("FILE", "is a file, not a folder"),
+    ("", "--out must name a folder"),
+])
+def test_bad_out_fails_before_the_studies(tmp_path, capsys, monkeypatch, out, message):
+    (tmp_path / "FILE").write_text("keep me\n")
+    monkeypatch.chdir(tmp_path)
+    # If the studies ran they would take far longer than the error; make them fail loudly.
+    monkeypatch.setattr("evalstop.cli.reproduce.run_experiments",
+                        lambda *a, **k: pytest.fail("ran the studies before checking --out"))
+    rc = main(["reproduce", "--out", out, "--quick", "--only", "main", "--no-detectors"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and message in err
+    assert (tmp_path / "FILE").read_text() == "keep me\n"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--runs", "999999999999"], "--runs must be <= "),  # was a MemoryError traceback
+    (["--seed", "-1"], "--seed must be >= 0, got -1"),  # was numpy's message, no option
+    (["--out", "FILE"], "is a file, not a folder"),  # was "[Errno 17] File exists"
+    (["--out", ""], "--out must name a folder"),  # used to write into the current folder
+])
+def test_bench_detectors_bad_input_is_one_line(tmp_path, capsys, monkeypatch, argv, message):
+    (tmp_path / "FILE").write_text("keep me\n")
+    monkeypatch.chdir(tmp_path)
+    rc = main(["bench-detectors", "--out", "b", "--quick", "--no-progress", *argv])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and message in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["FILE"]
+    assert (tmp_path / "FILE").read_text() == "keep me\n"

@@ -100,3 +100,68 @@ def test_bad_eval_interval_is_one_line(tmp_path, capsys):
                "--eval-interval", "0", "--out", str(tmp_path / "o.csv")])
     err = capsys.readouterr().err
     assert rc == 2 and "eval_interval" in err and err.count("\n") == 1
+
+
+HEADER = "job_id,arrival_s,duration_s,gpus\n"
+
+
+@pytest.mark.parametrize("text, extra, message", [
+    (HEADER + "a,0,10,99999999999999999999999\n", [], "gpus must be at most"),
+    (HEADER + "a,0,10,1\n", ["--seed", "-1"], "--seed must be >= 0, got -1"),
+    (HEADER + "a,0,10,1\n", ["--detector", "evalstop:k=2", "--only-types", "rlfh"],
+     "--only-types: unknown job type(s) 'rlfh'"),
+    (HEADER + "a,0,10,1\n", ["--restart-overhead", "inf"], "--restart-overhead must be finite"),
+    # 1e-9 used to allocate a billion evals per job until the kernel killed the process.
+    (HEADER + "a,0,10,1\n", ["--eval-interval", "1e-9"], "eval_interval must be >= 0.0001"),
+    (HEADER + "".join(f"j{i},0,10,1\n" for i in range(3000)), ["--eval-interval", "1e-4"],
+     "eval points; use a larger eval_interval"),
+])
+def test_bad_input_found_in_the_sweep_is_one_line(tmp_path, capsys, text, extra, message):
+    jobs = trace(tmp_path, text)
+    out = tmp_path / "o.csv"
+    out.write_text("earlier results\n")
+    rc = main(["simulate", "--jobs", str(jobs), "--gpus", "4", "--scheduler", "fifo",
+               "--out", str(out), *extra])
+    err = capsys.readouterr().err
+    assert rc == 2 and message in err and err.count("\n") == 1 and "Traceback" not in err
+    assert out.read_text() == "earlier results\n"
+
+
+@pytest.mark.parametrize("out, message", [
+    ("DIR", "is a folder, not a file"),  # used to name os.replace's temporary file
+    ("missing/o.csv", "does not exist"),
+    ("", "--out must name a file"),  # used to be "Device or resource busy"
+])
+def test_bad_out_path_is_one_line(tmp_path, capsys, out, message):
+    jobs = trace(tmp_path, HEADER + "a,0,10,1\n")
+    (tmp_path / "DIR").mkdir()
+    out = str(tmp_path / out) if out else out
+    rc = main(["simulate", "--jobs", str(jobs), "--gpus", "4", "--scheduler", "fifo",
+               "--out", out])
+    err = capsys.readouterr().err
+    assert rc == 2 and message in err and err.count("\n") == 1
+    assert list((tmp_path / "DIR").iterdir()) == []
+
+
+# Traces as spreadsheets and other tools write them are accepted, not rejected.
+@pytest.mark.parametrize("data", [
+    b"\xef\xbb\xbf" + HEADER.encode() + b"a,0,10,1\n",  # Excel's "CSV UTF-8" byte-order mark
+    b"job_id,arrival_s,duration_s,gpus\r\na,0,10,1\r\n",  # Windows line endings
+    b'"job_id","arrival_s","duration_s","gpus"\n"a,1","0","10","1"\n',  # quoted fields
+    b"job_id,arrival_s,duration_s,gpus,owner,note\na,0,10,1,ann,x\n",  # extra columns
+    b"job_id,arrival_s,duration_s,gpus,type\na,0,10,1,RLHF\n",  # type in capitals
+])
+def test_real_tool_csv_variants_are_accepted(tmp_path, data):
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_bytes(data)
+    out = tmp_path / "o.csv"
+    assert main(["simulate", "--jobs", str(jobs), "--gpus", "4", "--scheduler", "fifo",
+                 "--out", str(out)]) == 0
+    assert len(rows(out)) == 1 and rows(out)[0]["jct_s"] == "10"
+
+
+def test_only_types_is_case_insensitive(tmp_path):
+    jobs = trace(tmp_path, "job_id,arrival_s,duration_s,gpus,type\na,0,10,1,rlhf\n")
+    assert main(["simulate", "--jobs", str(jobs), "--gpus", "4", "--scheduler", "fifo",
+                 "--detector", "evalstop:k=2", "--only-types", "RLHF, dpo",
+                 "--out", str(tmp_path / "o.csv")]) == 0

@@ -60,3 +60,37 @@ def test_missing_torch_names_the_extra(capsys, tmp_path, monkeypatch):
     err = capsys.readouterr().err
     assert rc == 2 and "pip install 'evalstop[lab]'" in err
     assert len(err.strip().splitlines()) == 1
+
+
+RUN = ["lab", "run", "--seed", "0", "--out", "X"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    # Each was a traceback or a run that would never end.
+    (RUN + ["--pairs", "99999999999999", "--beta", "0"], "pairs must be <= "),  # MemoryError
+    (RUN + ["--pairs", "10", "--beta", "1e100"], "beta must be <= "),  # NaN probabilities
+    (RUN + ["--pairs", "10", "--beta", "0", "--steps", "99999999999990", "--eval-every", "10"],
+     "steps must be <= "),
+    (["lab", "corpus", "--seeds", "99999999999", "--out", "X"], "--seeds must be <= "),
+    (RUN[:-1] + ["", "--pairs", "10", "--beta", "0"], "--out must name a folder"),
+])
+def test_huge_values_are_one_line(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rc = main(argv)
+    err = capsys.readouterr().err
+    assert rc == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_pack_dir_is_a_file_fails_before_any_run(capsys, tmp_path, monkeypatch):
+    # It used to fail only when packing, after every run of the grid.
+    (tmp_path / "FILE").write_text("keep me\n")
+    monkeypatch.setattr("evalstop.lab.generate.generate",
+                        lambda *a, **k: pytest.fail("ran before checking --pack-dir"))
+    rc = main(["lab", "corpus", "--pairs", "10", "--betas", "0", "--seeds", "1",
+               "--steps", "30", "--out", str(tmp_path / "runs"),
+               "--pack-dir", str(tmp_path / "FILE")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--pack-dir" in err and "is a file, not a folder" in err
+    assert len(err.strip().splitlines()) == 1
+    assert (tmp_path / "FILE").read_text() == "keep me\n" and not (tmp_path / "runs").exists()

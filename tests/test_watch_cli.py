@@ -127,3 +127,58 @@ def test_polling_loop_stops_cleanly_on_signals(tmp_path, sig):
     assert err.strip() == "evalstop watch: stopped"
     # It released the state: another controller can take it.
     assert main(["watch", "--jsonl", str(logs), "--db", str(db), "--once"]) == 0
+
+
+@pytest.mark.parametrize("argv, message", [
+    # inf and 1e300 were OverflowError tracebacks (Event.wait, subprocess timeouts).
+    (["--jsonl", "LOGS", "--interval", "inf"], "--interval must be > 0 and <= "),
+    (["--jsonl", "LOGS", "--interval", "1e300"], "--interval must be > 0 and <= "),
+    (["--jsonl", "LOGS", "--interval", "nan"], "--interval must be > 0 and <= "),
+    (["--once", "--jsonl", "LOGS", "--action", "echo {job}", "--action-timeout", "inf"],
+     "--action-timeout must be > 0 and <= "),
+])
+def test_huge_durations_are_one_line(tmp_path, capsys, argv, message):
+    logs = _log(tmp_path)
+    argv = [str(logs) if a == "LOGS" else a for a in argv]
+    rc = main(["watch", "--db", str(tmp_path / "s.db"), *argv])
+    err = capsys.readouterr().err
+    assert rc == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "s.db").exists()  # checked before any state is made
+
+
+def test_bom_crlf_and_hostile_lines(tmp_path, capsys):
+    """A BOM (Windows tools) and CRLF are read; a step of 1e400 (inf) or JSON nested
+    thousands deep is reported and skipped, where it used to stop the controller with a
+    traceback."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    curve = "".join(json.dumps({"job": "bom", "step": s, "eval": e}) + "\r\n"
+                    for s, e in enumerate(PEAK, 1))
+    (logs / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + curve.encode())
+    (logs / "bad.jsonl").write_bytes(b'{"job": "x", "step": 1e400, "eval": 0.1}\n'
+                                     + b"[" * 100_000 + b"]" * 100_000 + b"\n")
+    rc = main(["watch", "--once", "--jsonl", str(logs), "--db", str(tmp_path / "s.db"), *K2])
+    err = capsys.readouterr().err
+    assert rc == 0 and "Traceback" not in err
+    assert "'step' must be an integer, got inf; skipped" in err
+    assert "JSON nested too deeply; skipped" in err
+    assert main(["watch", "--status", "--json", "--db", str(tmp_path / "s.db")]) == 0
+    rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    # k=2 stops at step 5; 5 evals means the first line, after the BOM, was read too.
+    assert [(r["job"], r["evals"]) for r in rows] == [("bom", 5)]
+
+
+@pytest.mark.parametrize("argv, db, message", [
+    (["--once", "--jsonl", "LOGS"], "", "--db must name a file"),  # was exit 0, state lost
+    (["--once", "--jsonl", "LOGS"], "DIR", "is a folder, not a file"),
+    (["--status"], "DIR", "is a folder, not a file"),  # was a sqlite3 traceback
+])
+def test_db_that_cannot_hold_state_is_one_line(tmp_path, capsys, argv, db, message):
+    logs = _log(tmp_path)
+    (tmp_path / "DIR").mkdir()
+    argv = [str(logs) if a == "LOGS" else a for a in argv]
+    db = str(tmp_path / db) if db else db
+    rc = main(["watch", "--db", db, *argv])
+    err = capsys.readouterr().err
+    assert rc == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["DIR", "logs"]  # no stray .lock

@@ -8,14 +8,13 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-
 from evalstop.errors import InputError
 
 
 def check_out_file(path: str | Path, option: str = "--out") -> Path:
     """``path`` as an output file that can be written: its folder exists and it is not a
     folder itself. Commands call this before their work, so a bad ``--out`` costs nothing
-    (and ``atomic_write`` calls it again)."""
+    (``atomic_write`` checks the same again, raising OSError as a library function)."""
     if not str(path).strip():
         raise InputError(f"{option} must name a file")
     path = Path(path)
@@ -53,7 +52,10 @@ def atomic_write(path: str | Path, mode: str = "w", **kwargs):
     if not path.parent.is_dir():
         raise FileNotFoundError(errno.ENOENT, f"folder {str(path.parent)!r} does not exist",
                                 str(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
+    except OSError as exc:  # name the file asked for, not the random temporary name
+        raise type(exc)(exc.errno, f"cannot write ({exc.strerror})", str(path)) from None
     try:
         with os.fdopen(fd, mode, **kwargs) as fh:
             yield fh

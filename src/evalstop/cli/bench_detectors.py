@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from evalstop.fileio import prepare_out_dir
+
+MAX_RUNS = 10_000
+
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser(
@@ -31,6 +35,13 @@ def run(args) -> int:
 
     if args.runs is not None and args.runs < 1:
         raise ValueError(f"--runs must be >= 1, got {args.runs}")
+    # Per-cell arrays are sized by --runs: 999999999999 failed with a MemoryError traceback.
+    if args.runs is not None and args.runs > MAX_RUNS:
+        raise ValueError(f"--runs must be <= {MAX_RUNS}, got {args.runs}")
+    if args.seed < 0:  # numpy's own message ("expected non-negative integer") names no option
+        raise ValueError(f"--seed must be >= 0, got {args.seed}")
+    # Made now: '' would write into the current folder, a file in its place would fail late.
+    prepare_out_dir(args.out)
     summary = run_detector_benchmark(args.out, seed=args.seed, quick=args.quick, runs=args.runs,
                                      progress=not args.no_progress)
     t = summary["target"]

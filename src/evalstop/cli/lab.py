@@ -12,6 +12,9 @@ import shlex
 import sys
 import time
 
+from evalstop.fileio import prepare_out_dir
+
+MAX_SEEDS = 10_000
 
 def add_parser(sub) -> argparse.ArgumentParser:
     from evalstop.lab.generate import BETAS, DEFAULT_WORKERS, N_SEEDS, PAIRS
@@ -98,19 +101,15 @@ def run(args) -> int:
 
 
 def _run_one(args) -> int:
-    from pathlib import Path
 
     from evalstop.lab.config import RunConfig
 
     # Build (and so check) the config before importing torch or touching the disk.
     cfg = RunConfig(pairs=args.pairs, beta=args.beta, seed=args.seed, **_overrides(args))
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {args.out!r} is a file, not a folder")
+    out = prepare_out_dir(args.out)
     from evalstop.lab.output import paths, write_run
     from evalstop.lab.run import run_lab
 
-    out.mkdir(parents=True, exist_ok=True)
     res = run_lab(cfg)
     label = write_run(out, cfg.run_id, res.records, res.meta)
     p = paths(out, cfg.run_id)
@@ -122,7 +121,6 @@ def _run_one(args) -> int:
 
 
 def _run_corpus(args) -> int:
-    from pathlib import Path
 
     from evalstop.lab.generate import generate, grid, pack
 
@@ -130,12 +128,14 @@ def _run_corpus(args) -> int:
         raise ValueError(f"--workers must be >= 1, got {args.workers}")
     if args.seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+    if args.seeds > MAX_SEEDS:  # the grid is built up front: 99999999999 was a MemoryError
+        raise ValueError(f"--seeds must be <= {MAX_SEEDS}, got {args.seeds}")
     pairs, betas = _ints("--pairs", args.pairs), _floats("--betas", args.betas)
     configs = grid(pairs, betas, range(args.seeds), **_overrides(args))  # checks every value
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {args.out!r} is a file, not a folder")
-    pack_dir = Path(args.pack_dir) if args.pack_dir is not None else out
+    # Both folders made now: a file in the --pack-dir's place used to fail after every run.
+    pack_dir = prepare_out_dir(args.pack_dir, "--pack-dir") if args.pack_dir is not None else None
+    out = prepare_out_dir(args.out)
+    pack_dir = pack_dir or out
     command = " ".join(shlex.quote(x) for x in
                        ["evalstop", "lab", "corpus", "--out", args.out, "--pack-dir",
                         str(pack_dir), "--pairs", args.pairs, "--betas", args.betas,

@@ -18,6 +18,9 @@ from pathlib import Path
 
 from evalstop.experiments import FULL, QUICK, names, run_experiments, select
 from evalstop.experiments.runner import default_workers, plan
+from evalstop.fileio import prepare_out_dir
+
+MAX_SEEDS = 10_000
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -77,8 +80,9 @@ def _check(args) -> None:
                                ("--seed", args.seed, 0)):
         if value is not None and value < low:
             raise ValueError(f"{option} must be >= {low}, got {value}")
-    if not str(args.out).strip():
-        raise ValueError("--out must name a folder")
+    # The task list is built up front: --seeds 99999999999999 hung building it.
+    if args.seeds is not None and args.seeds > MAX_SEEDS:
+        raise ValueError(f"--seeds must be <= {MAX_SEEDS}, got {args.seeds}")
 
 
 def run(args) -> int:
@@ -87,6 +91,8 @@ def run(args) -> int:
     settings = replace(settings, base_seed=args.seed,
                        n_seeds=args.seeds if args.seeds is not None else settings.n_seeds)
     experiments = select(args.only)  # ValueError on an unknown name, before any work
+    # Made now, so a file in its place or an unwritable place fails before the studies run.
+    prepare_out_dir(args.out)
     n_tasks = len(plan(experiments, settings))
     workers = args.workers if args.workers is not None else default_workers(n_tasks)
 

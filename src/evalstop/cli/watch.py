@@ -66,14 +66,19 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def _status(args) -> int:
+    import sqlite3
+
     from evalstop.integrations.watch.status import format_table, status_rows
     from evalstop.integrations.watch.store import StateStore
 
-    store = StateStore(args.db, readonly=True)
     try:
-        rows = status_rows(store)
-    finally:
-        store.close()
+        store = StateStore(args.db, readonly=True)
+        try:
+            rows = status_rows(store)
+        finally:
+            store.close()
+    except sqlite3.Error as exc:  # e.g. an unreadable file: one line, like the run path
+        raise ValueError(f"cannot read --db {args.db!r}: {exc}") from None
     if args.json:
         for r in rows:
             sys.stdout.write(json.dumps(r) + "\n")
@@ -103,14 +108,14 @@ def run(args) -> int:
     import sqlite3
 
     from evalstop.detectors import make_detector
-    from evalstop.integrations.watch.actions import ShellAction
+    from evalstop.integrations.watch.actions import ShellAction, check_seconds
     from evalstop.integrations.watch.controller import Controller
     from evalstop.integrations.watch.store import StateStore
 
     # Check every option before touching the state or any log.
     make_detector(args.detector, mode=args.mode)
-    if not args.once and not args.interval > 0:
-        raise ValueError(f"--interval must be > 0 seconds, got {args.interval}")
+    if not args.once:
+        check_seconds("--interval", args.interval)
     if not args.jsonl and not args.tensorboard:
         raise ValueError("give at least one --jsonl DIR or --tensorboard DIR")
     action = None

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+MAX = {"pairs": 1_000_000, "steps": 100_000, "beta": 1e6}
+
 
 @dataclass(frozen=True)
 class RunConfig:
@@ -53,6 +55,12 @@ class RunConfig:
                 raise ValueError(f"{name} must be a finite number, got {v!r}")
         if self.beta < 0:
             raise ValueError(f"beta must be >= 0, got {self.beta!r}")
+        # Upper bounds far beyond the calibrated grid, so that a typo fails at once instead
+        # of as a traceback or an endless run: beta 1e100 overflowed float32 sampling,
+        # pairs 1e14 asked for petabytes, steps 1e14 would never finish.
+        for name, high in MAX.items():
+            if getattr(self, name) > high:
+                raise ValueError(f"{name} must be <= {high}, got {getattr(self, name)!r}")
         for name in ("lr", "sft_lr", "proxy_lr"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")

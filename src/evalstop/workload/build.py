@@ -35,6 +35,9 @@ def check_generator(rng) -> np.random.Generator:
     return rng
 
 
+MAX_EVAL_POINTS = 20_000_000
+
+
 def workload_from_table(table: JobTable, rng: np.random.Generator, *, preset: str = "paper",
                         sigma: float = DEFAULT_SIGMA, hacking_frac: float | None = None,
                         eval_interval: float = DEFAULT_EVAL_INTERVAL,
@@ -57,6 +60,11 @@ def workload_from_table(table: JobTable, rng: np.random.Generator, *, preset: st
 
     t = table.take(table.arrival_order())
     n = len(t)
+    if n * len(grid) > MAX_EVAL_POINTS:
+        # Curves hold several floats per job and eval: the Philly trace (82k jobs) at
+        # eval_interval 1e-4 needed over 24 GiB. Refuse at once instead of thrashing.
+        raise ValueError(f"{n} jobs x {len(grid)} evals per job is more than "
+                         f"{MAX_EVAL_POINTS:,} eval points; use a larger eval_interval")
     types = t.type if t.type is not None else draw_types(rng, n, spec)
     hacking = draw_hacking(rng, types, frac)
     est = (t.est_duration_s if t.est_duration_s is not None

@@ -20,6 +20,17 @@ from dataclasses import dataclass
 PLACEHOLDERS = ("job", "best_step", "best_checkpoint", "best_score", "stop_step", "reason")
 CHECKPOINT_PLACEHOLDERS = ("job", "best_step")
 OUTPUT_TAIL = 2000  # characters of the command's output kept in the state database
+# Longest --interval / --action-timeout. inf or 1e300 made Event.wait and subprocess fail
+# with an OverflowError traceback; a week is far beyond any real poll or stop command.
+MAX_SECONDS = 7 * 24 * 3600.0
+
+
+def check_seconds(option: str, value: float) -> float:
+    """``value`` as a duration in (0, MAX_SECONDS], else ValueError naming ``option``."""
+    if not 0 < value <= MAX_SECONDS:  # NaN fails too
+        raise ValueError(f"{option} must be > 0 and <= {MAX_SECONDS:g} seconds (a week), "
+                         f"got {value!r}")
+    return value
 
 
 def _fields(template: str, allowed: tuple[str, ...], what: str) -> set[str]:
@@ -54,8 +65,7 @@ class ShellAction:
                  timeout: float = 120.0) -> None:
         if not isinstance(template, str) or not template.strip():
             raise ValueError(f"--action must be a command template, got {template!r}")
-        if not timeout > 0:
-            raise ValueError(f"--action-timeout must be > 0 seconds, got {timeout!r}")
+        check_seconds("--action-timeout", timeout)
         used = _fields(template, PLACEHOLDERS, "--action")
         if checkpoint_template is not None:
             _fields(checkpoint_template, CHECKPOINT_PLACEHOLDERS, "--checkpoint-template")

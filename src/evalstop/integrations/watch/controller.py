@@ -32,7 +32,7 @@ from typing import Any, TextIO
 
 from evalstop.detectors import Detector, make_detector
 from evalstop.evallog import EvalRecord
-from evalstop.integrations.watch.actions import ShellAction
+from evalstop.integrations.watch.actions import ShellAction, check_seconds
 from evalstop.integrations.watch.sources import Batch
 from evalstop.integrations.watch.store import ActionRow, JobRow, StateStore
 
@@ -249,8 +249,7 @@ class Controller:
     def run_forever(self, interval: float, should_stop: Callable[[float], bool]) -> None:
         """Poll every ``interval`` seconds until ``should_stop(timeout)`` is true
         (``threading.Event.wait`` fits: it returns at once when a signal sets it)."""
-        if not interval > 0:
-            raise ValueError(f"--interval must be > 0 seconds, got {interval!r}")
+        check_seconds("--interval", interval)
         while True:
             started = time.monotonic()
             self.poll_once()

@@ -114,6 +114,12 @@ class StateStore:
     def __init__(self, path: str, *, dry_run: bool = False, readonly: bool = False) -> None:
         self.path = str(path)
         self._lock_fh = None
+        # sqlite3 takes "" as a private temporary database: the run would "succeed" and
+        # lose its state. A folder gave a traceback (--status) or a stray .lock file.
+        if not self.path.strip():
+            raise ValueError("--db must name a file")
+        if os.path.isdir(self.path):
+            raise ValueError(f"--db {self.path!r} is a folder, not a file")
         if readonly:
             if not os.path.exists(self.path):
                 raise ValueError(f"no controller state at {self.path!r}")
