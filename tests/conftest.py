@@ -62,3 +62,20 @@ def run_detector(det, values):
         if det.update(step, v).stop:
             return step, det.best_step
     return None, det.best_step
+
+
+def watch_decisions(store):
+    """Each watched job's (stopped, stop_step, best_step, evals), from the controller's store."""
+    from evalstop.integrations.watch.status import status_rows
+
+    return {r["job"]: (r["stopped"], r["stop_step"], r["best_step"], r["evals"])
+            for r in status_rows(store)}
+
+
+def kill_store(store):
+    """What SIGKILL leaves of a controller: the uncommitted transaction is lost, the lock
+    released."""
+    if store.db.in_transaction:
+        store.db.rollback()
+    store.db.close()
+    store._lock_fh.close()

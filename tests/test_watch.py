@@ -9,6 +9,7 @@ import sqlite3
 
 import numpy as np
 import pytest
+from conftest import kill_store, watch_decisions
 
 from evalstop.cli.replay import replay_job
 from evalstop.evallog import read_log
@@ -40,15 +41,11 @@ class Harness:
                               err=self.err, out=self.out)
 
     def decisions(self):
-        return {r["job"]: (r["stopped"], r["stop_step"], r["best_step"], r["evals"])
-                for r in status_rows(self.store)}
+        return watch_decisions(self.store)
 
     def die(self):
         """Drop the controller as a kill would: nothing committed after this point."""
-        if self.store.db.in_transaction:
-            self.store.db.rollback()
-        self.store.db.close()
-        self.store._lock_fh.close()
+        kill_store(self.store)
 
 
 def test_streams_from_many_jobs(tmp_path):

@@ -19,9 +19,9 @@ import time
 
 import numpy as np
 import pytest
+from conftest import kill_store, watch_decisions
 
 from evalstop.integrations.watch import Controller, JsonlDirSource, ShellAction, StateStore
-from evalstop.integrations.watch.status import status_rows
 
 
 def _stream(n_jobs=12, n_steps=12, seed=3):
@@ -48,16 +48,11 @@ def _open(tmp_path, name, marker, retry_running=False):
 
 
 def _die(ctl):
-    """What SIGKILL leaves: the uncommitted transaction is lost, the lock released."""
-    if ctl.store.db.in_transaction:
-        ctl.store.db.rollback()
-    ctl.store.db.close()
-    ctl.store._lock_fh.close()
+    kill_store(ctl.store)
 
 
 def _decisions(ctl):
-    return {r["job"]: (r["stopped"], r["stop_step"], r["best_step"], r["evals"])
-            for r in status_rows(ctl.store)}
+    return watch_decisions(ctl.store)
 
 
 def _acts(marker):

@@ -7,13 +7,13 @@ import io
 import shutil
 
 import pytest
+from conftest import watch_decisions
 
 pytest.importorskip("tensorboard")
 tb_torch = pytest.importorskip("torch.utils.tensorboard")
 
 from evalstop.cli.main import main
 from evalstop.integrations.watch import Controller, StateStore, TensorBoardSource
-from evalstop.integrations.watch.status import status_rows
 
 PEAK = [0.1, 0.3, 0.5, 0.4, 0.2, 0.6]
 
@@ -35,8 +35,7 @@ def _controller(tmp_path, tag="eval/score"):
 
 
 def _decisions(ctl):
-    return {r["job"]: (r["stopped"], r["stop_step"], r["best_step"], r["evals"])
-            for r in status_rows(ctl.store)}
+    return watch_decisions(ctl.store)
 
 
 def test_runs_are_jobs_and_resume_by_step(tmp_path):
