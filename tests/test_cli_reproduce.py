@@ -26,6 +26,7 @@ def test_quick_reproduce_writes_the_report(tmp_path):
     assert (out / "detectors" / "detectors.json").is_file()
     md = (out / "report.md").read_text()
     assert "Detector benchmark" in md and "Held-out part (NOT tuned on)" in md
+    assert "Which misses were there to see" in md and "Recall, SNR >= 4" in md
     assert "](detectors/pr_held_out.png)" in md
     assert "default_rule" in md and "The issue's target" in md
 

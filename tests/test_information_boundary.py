@@ -1,10 +1,13 @@
 """Schedulers and detectors see a JobView only: no hidden label, no true duration, no
 future scores. The boundary is structural, and checked here by a spy scheduler that walks
-everything reachable from what it is given."""
+everything reachable from what it is given. One narrow, explained exception, the oracle
+reference method that is handed the truly hacking jobs' indices, is checked at the end."""
 
 import numpy as np
 from conftest import make_workload
 
+from evalstop.experiments import select
+from evalstop.experiments.runner import hacking_jobs
 from evalstop.schedulers import EvalStop, make_scheduler
 from evalstop.sim.engine import simulate
 from evalstop.sim.view import JobView
@@ -44,8 +47,8 @@ def reachable(obj, seen=None):
 class Spy(EvalStop):
     """Checks, at every call, that nothing it can reach is hidden or from the future."""
 
-    def __init__(self, base, workload):
-        super().__init__(base, "evalstop:k=2")
+    def __init__(self, base, workload, only_jobs=None):
+        super().__init__(base, "evalstop:k=2", only_jobs=only_jobs)
         self.w = workload  # the test's own handle, never given to the views
         self.calls = 0
 
@@ -69,16 +72,55 @@ class Spy(EvalStop):
         return super().on_eval(job, now)
 
 
-def test_scheduler_and_detector_never_reach_hidden_data():
+def _spy_workload():
     rng = np.random.default_rng(0)
     n = 30
-    w = make_workload(np.sort(rng.integers(0, 50, n)).astype(float),
-                      rng.integers(5, 60, n).astype(float), rng.integers(1, 3, n),
-                      evals=rng.random((n, 5)), hacking=rng.random(n) < 0.5,
-                      est=rng.integers(5, 60, n).astype(float))
+    return make_workload(np.sort(rng.integers(0, 50, n)).astype(float),
+                         rng.integers(5, 60, n).astype(float), rng.integers(1, 3, n),
+                         evals=rng.random((n, 5)), hacking=rng.random(n) < 0.5,
+                         est=rng.integers(5, 60, n).astype(float))
+
+
+def test_scheduler_and_detector_never_reach_hidden_data():
+    w = _spy_workload()
+    n = w.n_jobs
     for name in ("fifo", "srtf-est", "loss-aware", "tiresias"):
         spy = Spy(make_scheduler(name), w)
         for o in reachable(spy.base):
             assert not isinstance(o, Workload)
         simulate(w, 3, spy)
         assert spy.calls > n
+
+
+# The one exception, kept narrow: an oracle method (``Method.oracle_hacking_only``, the
+# default_rule study's "k=2, true stops only") is handed by the runner the indices of the
+# truly hacking jobs, so its overlay applies the rule's stops to those jobs only. It is a
+# measuring device that splits a rule's gain into true and false stops, not a scheduler a
+# platform could run. What it holds is a plain frozenset of ints, given explicitly; it
+# never reaches the workload, and the views it is handed stay as blind as everyone else's.
+
+def test_the_oracle_sees_views_only_like_every_scheduler():
+    w = _spy_workload()
+    spy = Spy(make_scheduler("srtf-est"), w, only_jobs=hacking_jobs(w))
+    for o in reachable(spy.only_jobs):
+        assert not isinstance(o, (Workload, np.ndarray))
+    assert all(type(i) is int for i in spy.only_jobs)
+    simulate(w, 3, spy)
+    assert spy.calls > w.n_jobs
+
+
+def test_only_oracle_methods_are_handed_hidden_labels():
+    n_oracles = 0
+    for exp in select(None):
+        for point in exp.points:
+            for m in point.methods:
+                allow = frozenset({0}) if m.oracle_hacking_only else None
+                sched = m.build(allow)
+                for o in reachable(sched):
+                    assert not isinstance(o, (Workload, np.ndarray)), (m.label, type(o))
+                if m.oracle_hacking_only:  # labelled so no result passes for a deployable rule
+                    n_oracles += 1
+                    assert "oracle" in m.label and sched.name.endswith("+oracle")
+                else:
+                    assert getattr(sched, "only_jobs", None) is None, m.label
+    assert n_oracles > 0

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from evalstop.detbench import detectability
 from evalstop.detbench import lineup as lineup_mod
 from evalstop.detbench import runs as runs_mod
 from evalstop.detbench import workload_part
@@ -63,9 +64,16 @@ def _ratio_rows(tallies: dict[str, Tally]) -> dict[str, dict]:
     return {spec: t.metrics() for spec, t in tallies.items()}
 
 
-def evaluate(cfg: BenchConfig, *, progress: bool = True) -> dict:
-    """Tallies per (part, family, sigma, noise) cell and spec."""
+def snr_specs(cfg: BenchConfig) -> tuple[str, ...]:
+    """The rules whose recall the report breaks down by decline SNR: the paper's, the default."""
+    return tuple(dict.fromkeys((cfg.lineup[0].main_spec, cfg.default_key(cfg.specs()))))
+
+
+def evaluate(cfg: BenchConfig, *, progress: bool = True) -> tuple[dict, dict]:
+    """Tallies per (part, family, sigma, noise) cell and spec, and per (part, spec) of
+    ``snr_specs`` the hacking runs and stops by decline-SNR bucket."""
     specs = cfg.specs()
+    by_snr = {(part, spec): detectability.empty() for part in PARTS for spec in snr_specs(cfg)}
     sets = {part: runs_mod.build(cfg.seed, cfg.runs, held_out=part == "held_out",
                                  sigmas=cfg.sigmas, noises=cfg.noises, evals=cfg.evals)
             for part in ("tuning", "held_out")}
@@ -80,9 +88,12 @@ def evaluate(cfg: BenchConfig, *, progress: bool = True) -> dict:
                 key = (part, rs.family.name, rs.sigma, rs.noise)
                 cells[key] = {}
                 for spec in specs:
-                    cells[key][spec] = tally(rs, run_detector(spec, rs))
+                    out = run_detector(spec, rs)
+                    cells[key][spec] = tally(rs, out)
+                    if (part, spec) in by_snr:
+                        by_snr[part, spec] += detectability.counts(rs, out)
                     bar.update()
-    return cells
+    return cells, by_snr
 
 
 def _pool(cells: dict, keep) -> dict[str, Tally]:
@@ -102,7 +113,7 @@ def select_default(pooled_tuning: dict[str, dict], min_precision: float) -> str 
     return max(ok)[2] if ok else None
 
 
-def summarise(cfg: BenchConfig, cells: dict) -> dict:
+def summarise(cfg: BenchConfig, cells: dict, by_snr: dict | None = None) -> dict:
     specs = cfg.specs()
     default = cfg.default_key(specs)
     tuning = [f for f in FAMILIES if not f.held_out]
@@ -138,6 +149,10 @@ def summarise(cfg: BenchConfig, cells: dict) -> dict:
                                               and k[3] == n))
                          for n in dict.fromkeys(k[3] for k in in_part)},
         }
+    for (part, spec), table in (by_snr or {}).items():
+        d = summary["parts"][part].setdefault("detectability", {})
+        d[spec] = {"buckets": detectability.rows(table),
+                   "visible_recall": detectability.visible_recall(table)}
     tuned = summary["parts"]["tuning"]["pooled"]
     held = summary["parts"]["held_out"]["pooled"][default]
     summary["selection"] = {
@@ -167,7 +182,7 @@ def run_detector_benchmark(
 
     start = time.perf_counter()
     cfg = BenchConfig.make(seed, quick, runs)
-    cells = evaluate(cfg, progress=progress)
-    summary = summarise(cfg, cells)
+    cells, by_snr = evaluate(cfg, progress=progress)
+    summary = summarise(cfg, cells, by_snr)
     report.write_all(Path(out_dir), cfg, summary, start)
     return summary

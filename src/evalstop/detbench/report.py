@@ -8,7 +8,7 @@ import math
 import time
 from pathlib import Path
 
-from evalstop.detbench import plots
+from evalstop.detbench import detectability, plots
 from evalstop.detbench.bench import PARTS, TARGET, BenchConfig
 
 METRICS = ("runs", "hacking", "precision", "recall", "fpr", "delay", "early", "quality",
@@ -104,6 +104,30 @@ def _main_rows(cfg: BenchConfig, summary: dict, rows: dict) -> list[tuple[str, s
     return [(f"**{n}** (default)" if s == default else n, s, m) for n, s, m in out]
 
 
+def _detectability(summary: dict) -> list[str]:
+    """Recall by decline SNR: which misses were there to see."""
+    parts = [p for p in PARTS if "detectability" in summary["parts"][p]]
+    if not parts:
+        return []
+    L = ["### Recall by how visible the decline is", "",
+         "Decline SNR of a hacking run: sqrt(sum over evals after the true peak of "
+         "(peak gain - gain)^2) / sigma, the evidence an observer who knew the peak level "
+         "would have by the end of the run (`evalstop.detbench.detectability`). Below about "
+         "3 no online rule can separate the decline from noise at a precision worth "
+         f"having; recall at SNR >= {detectability.VISIBLE:g} is the share of plainly "
+         "visible declines a rule catches.", "",
+         "| part | rule | " + " | ".join(f"SNR {b}" for b in detectability.LABELS)
+         + f" | recall at SNR >= {detectability.VISIBLE:g} |",
+         "|---|---|" + "---|" * (len(detectability.LABELS) + 1)]
+    for part in parts:
+        for spec, d in summary["parts"][part]["detectability"].items():
+            cells = [f"{_fmt(b['recall'], 2)} ({_fmt(b['share'], 2)})" for b in d["buckets"]]
+            L.append(f"| {PART_TITLE[part]} | `{spec}` | " + " | ".join(cells)
+                     + f" | {_fmt(d['visible_recall'])} |")
+    L += ["", "Each cell: recall in the bucket (share of the part's hacking runs in it).", ""]
+    return L
+
+
 def markdown(cfg: BenchConfig, summary: dict, files: list[str], elapsed: float) -> str:
     c = summary["config"]
     default = summary["default_spec"]
@@ -165,6 +189,7 @@ def markdown(cfg: BenchConfig, summary: dict, files: list[str], elapsed: float) 
             rows += [(f"{fam}: {n}", s, m) for n, s, m in _main_rows(cfg, summary, frows)]
         L += _table(rows, "family: detector")
         L.append("")
+    L += _detectability(summary)
     paper = cfg.lineup[0].main_spec
     for part in PARTS:
         L += [f"### By noise sigma, {PART_TITLE[part]} (default vs the paper's rule)", ""]

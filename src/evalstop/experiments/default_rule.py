@@ -11,7 +11,17 @@ rules so the choice is also judged on cluster outcomes (JCT, waste, quality):
 * points ``sigma=S``: SRTF-Est alone, with k=2 and with the default, at each eval noise of
   the ``sigma`` study.
 
-``target_check`` evaluates the issue's target on the sigma sweep from a ``Summary``.
+At point ``paper`` and every sigma point, SRTF-Est also runs with an ORACLE reference,
+"k=2, true stops only": the paper's rule whose stops are applied only to the jobs that are
+truly hacking (the workload's hidden label; on the others the stop is ignored and the job
+runs on). It is not deployable and is labelled as such. Eval observations are pre-drawn
+in the workload, so a job's detector decisions do not depend on the schedule: the oracle
+stops exactly the hacking jobs k=2 stops, at the same evals, and nothing else. Its JCT
+gain is therefore the part of k=2's gain that its true stops earn; the rest comes from
+killing healthy jobs.
+
+``target_check`` evaluates the issue's target on the sigma sweep from a ``Summary``, and
+carries that decomposition beside it (never in its verdict).
 """
 
 from __future__ import annotations
@@ -22,7 +32,7 @@ from dataclasses import dataclass
 from evalstop.detectors import DEFAULT_SPEC, canonical
 from evalstop.experiments.aggregate import Summary
 from evalstop.experiments.methods import EVALSTOP_SPEC, bare, with_evalstop
-from evalstop.experiments.spec import Experiment, Point, display
+from evalstop.experiments.spec import Experiment, Method, Point, display
 from evalstop.experiments.sweep_sigma import SIGMAS
 from evalstop.schedulers import SCHEDULERS
 
@@ -46,10 +56,22 @@ def default_label(base: str) -> str:
     return f"Default+{display(base)}"
 
 
+def oracle_label(base: str) -> str:
+    return f"EvalStop+{display(base)} (oracle: true stops only)"
+
+
+def oracle(base: str) -> Method:
+    """The paper's rule with its stops applied to truly hacking jobs only (not deployable)."""
+    return Method(oracle_label(base), base, EVALSTOP_SPEC, baseline=display(base),
+                  oracle_hacking_only=True)
+
+
 def _trio(base: str):
-    """The base alone, with the paper's rule and with the default."""
-    return (bare(base), with_evalstop(base),
-            with_evalstop(base, DEFAULT, label=default_label(base)))
+    """The base alone, with the paper's rule and with the default; on the main base, the
+    oracle after them."""
+    methods = (bare(base), with_evalstop(base),
+               with_evalstop(base, DEFAULT, label=default_label(base)))
+    return (*methods, oracle(base)) if base == MAIN_BASE else methods
 
 
 def sigma_point(sigma: float) -> str:
@@ -74,19 +96,29 @@ EXPERIMENT = Experiment(
     x_name="sigma",
     n_gpus=64,
     notes=(("The main table is the SRTF-Est rows of point `paper`; composability is all of "
-            "its rows."),),
+            "its rows."),
+           (f"**{oracle_label(MAIN_BASE)}** is an oracle reference, not a deployable "
+            f"scheduler: the paper's rule `{EVALSTOP_SPEC}` with its stops applied only to "
+            "jobs that are truly hacking (it reads the hidden label; on healthy jobs the stop "
+            "is ignored and the job runs on). Eval scores are pre-drawn per job, so it stops "
+            "exactly the hacking jobs k=2 stops, at the same eval, and no healthy one.")),
 )
 
 
 @dataclass(frozen=True)
 class SigmaCheck:
-    """The target at one sigma. Gains are minus the relative JCT change vs SRTF-Est, in %."""
+    """The target at one sigma. Gains are minus the relative JCT change vs SRTF-Est, in %.
+
+    ``oracle_gain`` (k=2 with its true stops only) is the decomposition beside the target;
+    it plays no part in ``holds``."""
 
     sigma: float
     paper_precision: float
     default_precision: float
     paper_gain: float
     default_gain: float
+    oracle_gain: float = math.nan  # NaN when the oracle did not run
+    oracle_precision: float = math.nan
 
     @property
     def in_scope(self) -> bool:
@@ -112,6 +144,22 @@ class SigmaCheck:
     def holds(self) -> bool:
         return self.precision_ok and self.gain_ok
 
+    @property
+    def true_stop_share(self) -> float:
+        """Share of k=2's gain its true stops earn (oracle gain / k=2 gain); NaN unless the
+        k=2 gain is positive."""
+        return _share(self.oracle_gain, self.paper_gain)
+
+    @property
+    def default_share(self) -> float:
+        """The default's gain as a share of the oracle's true-stop gain; NaN unless the
+        oracle's gain is positive."""
+        return _share(self.default_gain, self.oracle_gain)
+
+
+def _share(part: float, whole: float) -> float:
+    return part / whole if math.isfinite(part) and whole > 0 else math.nan  # NaN > 0 is False
+
 
 @dataclass(frozen=True)
 class TargetCheck:
@@ -129,7 +177,7 @@ class TargetCheck:
 
 def target_check(summary: Summary, sigmas=SIGMAS, base: str = MAIN_BASE) -> TargetCheck:
     """The issue's target on the sigma sweep, from measured means (never hard-coded)."""
-    paper, default = paper_label(base), default_label(base)
+    paper, default, orc = paper_label(base), default_label(base), oracle_label(base)
 
     def gain(point: str, method: str) -> float:
         d = summary.value(point, method, "jct_mean_s", "delta_pct")
@@ -142,5 +190,6 @@ def target_check(summary: Summary, sigmas=SIGMAS, base: str = MAIN_BASE) -> Targ
             sigma=s,
             paper_precision=summary.value(p, paper, "precision"),
             default_precision=summary.value(p, default, "precision"),
-            paper_gain=gain(p, paper), default_gain=gain(p, default)))
+            paper_gain=gain(p, paper), default_gain=gain(p, default),
+            oracle_gain=gain(p, orc), oracle_precision=summary.value(p, orc, "precision")))
     return TargetCheck(tuple(checks))

@@ -72,6 +72,12 @@ def make_workload(point: Point, seed: int, settings: Settings, n_gpus: int):
     return synthetic_workload(rng, n_jobs=settings.n_jobs, n_gpus=n_gpus, **point.workload)
 
 
+def hacking_jobs(workload) -> frozenset[int]:
+    """The oracle's allow-list: indices of the jobs whose hidden label is hacking. Read here,
+    by the runner, and handed to oracle methods only (``Method.oracle_hacking_only``)."""
+    return frozenset(np.flatnonzero(workload.hacking).tolist())
+
+
 def run_task(task: Task) -> TaskOutput:
     from evalstop.sim.engine import simulate
 
@@ -81,7 +87,8 @@ def run_task(task: Task) -> TaskOutput:
     rows, kept, sim_s = [], [], {}
     for m in task.point.methods:
         keep = m.label in task.keep
-        res = simulate(wl, task.n_gpus, m.build(),
+        sched = m.build(hacking_jobs(wl) if m.oracle_hacking_only else None)
+        res = simulate(wl, task.n_gpus, sched,
                        restart_overhead_s=task.settings.restart_overhead_s,
                        record_timeline=keep)
         sim_s[m.label] = res.wall_s

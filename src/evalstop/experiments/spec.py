@@ -34,11 +34,29 @@ class Method:
     job_types: frozenset[str] | None = None  # job types the detector may stop (None: all)
     baseline: str | None = None  # label of the method at the same point to compare with
     x: float | None = None  # sweep value carried by the method (e.g. k), else the point's
+    # ORACLE, not a deployable scheduler: the detector's stops are applied only to the jobs
+    # that are truly hacking (the workload's hidden label) and ignored on the others, which
+    # run on. The runner, which holds the workload, passes that allow-list to ``build``; the
+    # scheduler still sees ``JobView``s only. It measures how much of a rule's gain comes
+    # from its true stops.
+    oracle_hacking_only: bool = False
 
-    def build(self):
+    def __post_init__(self):
+        if self.oracle_hacking_only and self.detector is None:
+            raise ValueError(f"oracle method {self.label!r} needs a detector whose stops it "
+                             "restricts")
+
+    def build(self, only_jobs=None):
+        """A fresh scheduler. ``only_jobs`` is the oracle's allow-list (indices of the truly
+        hacking jobs), required for an oracle method and refused for any other."""
         from evalstop.schedulers import build  # imported here: workers need it, specs do not
 
-        return build(self.base, self.detector, job_types=self.job_types)
+        if self.oracle_hacking_only and only_jobs is None:
+            raise ValueError(f"oracle method {self.label!r} needs the allow-list of hacking "
+                             "jobs (the runner takes it from the workload)")
+        if not self.oracle_hacking_only and only_jobs is not None:
+            raise ValueError(f"method {self.label!r} is not an oracle; it takes no allow-list")
+        return build(self.base, self.detector, job_types=self.job_types, only_jobs=only_jobs)
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,16 @@ def make_scheduler(name: str) -> Scheduler:
         raise ValueError(f"unknown scheduler {name!r}; known: {', '.join(SCHEDULERS)}") from None
 
 
-def build(base: str, detector: str | None = None, job_types=None) -> Scheduler:
-    """A fresh base scheduler, wrapped in the EvalStop overlay when a detector is given."""
+def build(base: str, detector: str | None = None, job_types=None, only_jobs=None) -> Scheduler:
+    """A fresh base scheduler, wrapped in the EvalStop overlay when a detector is given.
+    ``only_jobs`` (job indices the detector may stop) is for the oracle only; see
+    ``EvalStop``."""
     sched = make_scheduler(base)
-    return sched if detector is None else EvalStop(sched, detector, job_types=job_types)
+    if detector is None:
+        if only_jobs is not None:
+            raise ValueError("only_jobs restricts a detector's stops; no detector was given")
+        return sched
+    return EvalStop(sched, detector, job_types=job_types, only_jobs=only_jobs)
 
 
 __all__ = [

@@ -3,6 +3,12 @@ checkpoint, and ends the job when the detector says stop. Everything else is the
 
 The overlay never reorders the base's queue; when a job is stopped the simulator frees its
 GPUs at once and the next ``schedule`` call hands them to the base.
+
+``only_jobs`` exists for one measuring device, not for a platform: the ``default_rule``
+study's oracle, whose runner passes the indices of the truly hacking jobs so that the rule's
+stops apply to those jobs only (see ``evalstop.experiments.spec.Method.oracle_hacking_only``).
+It is a plain set of job indices given at construction; the overlay never sees the workload,
+and the ``JobView``s it is handed carry no label either way.
 """
 
 from __future__ import annotations
@@ -13,12 +19,16 @@ from evalstop.schedulers.base import Scheduler
 
 class EvalStop(Scheduler):
     def __init__(self, base: Scheduler, detector: str = "default", *, job_types=None,
-                 mode: str = "max") -> None:
+                 only_jobs=None, mode: str = "max") -> None:
         self.base = base
         self._new_detector = detector_factory(detector, mode=mode)
         self.detector_spec = self._new_detector().spec
         self.job_types = None if job_types is None else frozenset(job_types)
-        self.name = f"{base.name}+{self.detector_spec}"
+        # Job indices (``JobView.index``) the detector may stop (None: all). Only the oracle
+        # sets it; its name says so, so no result can pass for a deployable rule's.
+        self.only_jobs = None if only_jobs is None else frozenset(int(i) for i in only_jobs)
+        self.name = f"{base.name}+{self.detector_spec}" + (
+            "" if self.only_jobs is None else "+oracle")
         self.reschedule_on_eval = base.reschedule_on_eval
         self._detectors: dict[int, object] = {}
         # Most bases ignore evals; not calling them saves a call per eval on big traces.
@@ -38,6 +48,8 @@ class EvalStop(Scheduler):
         base_decision = None if self._base_on_eval is None else self._base_on_eval(job, now)
         if self.job_types is not None and job.type not in self.job_types:
             return base_decision
+        if self.only_jobs is not None and job.index not in self.only_jobs:
+            return base_decision  # its stop would be ignored: the job runs on
         det = self._detectors.get(job.index)
         if det is None:
             det = self._detectors[job.index] = self._new_detector()

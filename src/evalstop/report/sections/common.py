@@ -19,6 +19,9 @@ def header(ctx: SectionContext) -> list[Block]:
             spec = f"`{m.base}`" + (f" + `{m.detector}`" if m.detector else "")
             if m.job_types is not None:
                 spec += f" (stops {', '.join(sorted(m.job_types))} jobs only)"
+            if m.oracle_hacking_only:
+                spec += (" (ORACLE, not deployable: stops applied to truly hacking jobs "
+                         "only, read from the hidden label)")
             methods.setdefault(m.label, spec)
     points = ", ".join(f"`{p.label}`" for p in exp.points)
     return [

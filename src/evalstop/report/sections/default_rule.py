@@ -1,6 +1,7 @@
 """Section for ``default_rule``: the recommended default beside the paper's rule on the
-main table, every base scheduler and the sigma sweep, and the issue's target checked from
-the measured numbers."""
+main table, every base scheduler and the sigma sweep, the issue's target checked from the
+measured numbers, and the decomposition of k=2's JCT gain by the oracle that applies its
+true stops only."""
 
 from __future__ import annotations
 
@@ -23,10 +24,19 @@ def _rules(base: str = BASE) -> list[tuple[str, str]]:
     return [(name, label(base)) for name, label in RULES]
 
 
+def _has_oracle(ctx: SectionContext, point: str) -> bool:
+    return ctx.summary.get(point, dr.oracle_label(BASE), "jct_mean_s") is not None
+
+
 def main_table(ctx: SectionContext) -> Table:
     p, n = dr.PAPER_POINT, ctx.run.settings.n_seeds
     alone = ctx.summary.getter(p, dr.bare(BASE).label)
-    gs = [ctx.summary.getter(p, label) for _, label in _rules()]
+    labels = [label for _, label in _rules()]
+    columns = [f"+ paper's rule `{dr.EVALSTOP_SPEC}`", f"+ default `{dr.DEFAULT}`"]
+    if _has_oracle(ctx, p):  # runs made before the oracle existed render without it
+        labels.append(dr.oracle_label(BASE))
+        columns.append("+ k=2, true stops only (oracle, not deployable)")
+    gs = [ctx.summary.getter(p, label) for label in labels]
 
     def rate(metric):
         return ["n/a (no stops)", *(with_ci(g(metric), n_total=n) for g in gs)]
@@ -54,8 +64,7 @@ def main_table(ctx: SectionContext) -> Table:
         ("Quality delivered, all jobs", *mean("quality_mean", 3)),
         ("Quality delivered, hacking jobs", *mean("quality_hacking_mean", 3)),
     ]
-    return Table(("Metric", "SRTF-Est alone", f"+ paper's rule `{dr.EVALSTOP_SPEC}`",
-                  f"+ default `{dr.DEFAULT}`"), tuple(rows),
+    return Table(("Metric", "SRTF-Est alone", *columns), tuple(rows),
                  caption="Main table (preset `paper`, 64 GPUs): means across seeds [95% CI]; "
                  "changes against SRTF-Est on the same seeds, paired bootstrap CI and Wilcoxon p")
 
@@ -155,7 +164,33 @@ def target_blocks(ctx: SectionContext) -> list[Block]:
     blocks: list[Block] = [Heading(3, "The issue's target"), Para(target), table, Para(verdict)]
     if scope and not check.met:
         blocks += _why(ctx, check)
-    return blocks
+    return blocks + decomposition_blocks(check)
+
+
+def decomposition_blocks(check: dr.TargetCheck) -> list[Block]:
+    """k=2's JCT gain split by the oracle that applies its true stops only; beside the
+    target, never part of its verdict. Empty for runs made without the oracle."""
+    if not any(math.isfinite(c.oracle_gain) for c in check.per_sigma):
+        return []
+    rows = tuple(
+        (f"{c.sigma:g}", signed_pct(c.paper_gain), pct(c.paper_precision),
+         signed_pct(c.oracle_gain), pct(c.oracle_precision), pct(c.true_stop_share),
+         signed_pct(c.default_gain), pct(c.default_precision), pct(c.default_share))
+        for c in check.per_sigma)
+    table = Table(("sigma", "JCT gain, k=2", "Precision, k=2",
+                   "JCT gain, k=2 true stops only (oracle)", "Precision, oracle",
+                   "Oracle gain / k=2 gain", "JCT gain, default", "Precision, default",
+                   "Default gain / oracle gain"), rows,
+                  caption="Where k=2's JCT gain comes from, SRTF-Est, means across seeds. The "
+                  "oracle is not deployable: it reads the hidden hacking label")
+    text = ("**Decomposing k=2's gain.** The oracle runs the paper's rule but applies its stops "
+            "only to jobs that are truly hacking (eval scores are pre-drawn, so it stops exactly "
+            "the hacking jobs k=2 stops, at the same eval, and lets every healthy job run on); "
+            "its gain is what k=2's true stops earn, the rest of k=2's gain is bought by "
+            "killing healthy jobs, and the last column is the default's gain as a share of "
+            "that true-stop gain. This decomposition does not change the target's verdict "
+            "above.")
+    return [Heading(3, "Where the paper rule's JCT gain comes from"), Para(text), table]
 
 
 def _span(values: list[float], fmt) -> str:
@@ -206,7 +241,7 @@ def _why(ctx: SectionContext, check: dr.TargetCheck) -> list[Block]:
             f"them false: with so few stops, each false stop moves its precision a lot.")
     slow = [c for c in failing if not c.gain_ok]
     if slow:
-        items.append(
+        text = (
             f"**JCT gain.** At sigma {sigmas(slow)} the default's gain is "
             f"{_span([c.default_gain for c in slow], signed_pct)} against the paper rule's "
             f"{_span([c.paper_gain for c in slow], signed_pct)}. The paper's rule stops "
@@ -214,11 +249,27 @@ def _why(ctx: SectionContext, check: dr.TargetCheck) -> list[Block]:
             f"{across(slow, default, 'n_stopped')}, and "
             f"{_span([fp_share[c.sigma] for c in slow], pct)} of the paper rule's stops are "
             f"jobs that were not hacking: the GPU time those false stops free shortens the "
-            f"queue for everyone, at a cost in quality delivered. A rule that keeps its "
-            f"precision gives that gain up by design. The rest is recall: the default catches "
-            f"{across(slow, default, 'recall', pct)} of the hacking jobs here, because the "
-            f"simulator's hacking RLHF curves fall by little compared with the eval noise (see "
-            f"the detector benchmark's workload part), so it frees less compute.")
+            f"queue for everyone, at a cost in quality delivered. ")
+        if all(math.isfinite(c.oracle_gain) for c in slow):
+            # Measured by the oracle: how much of k=2's gain the false stops account for.
+            text += (
+                f"The oracle below measures that part: k=2's true stops alone keep "
+                f"{_span([c.true_stop_share for c in slow], pct)} of its gain, so a rule "
+                f"that keeps its precision gives up only the rest by design. Most of the gap "
+                f"is recall and timing: the default catches "
+                f"{across(slow, default, 'recall', pct)} of the hacking jobs here (k=2 "
+                f"{across(slow, paper, 'recall', pct)}), "
+                f"{across(slow, default, 'delay_mean_evals', lambda x: num(x, 1))} evals "
+                f"after the true peak (k=2 "
+                f"{across(slow, paper, 'delay_mean_evals', lambda x: num(x, 1))}), ")
+        else:
+            text += ("A rule that keeps its precision gives that gain up by design. The rest "
+                     f"is recall: the default catches {across(slow, default, 'recall', pct)} "
+                     "of the hacking jobs here, ")
+        items.append(
+            text + "because the simulator's hacking RLHF curves fall by little compared with "
+            "the eval noise (see the detector benchmark's workload part), so it frees less "
+            "compute.")
     return [table, Bullets(tuple(items))]
 
 

@@ -77,6 +77,27 @@ def family_table(summary: dict) -> Table:
                  "0 (or n/a with no stops) by definition: read their FPR")
 
 
+def snr_table(summary: dict) -> Table | None:
+    """Recall by decline-SNR bucket (``evalstop.detbench.detectability``), where recorded."""
+    from evalstop.detbench.detectability import LABELS, VISIBLE
+
+    body = []
+    for part, p in summary["parts"].items():
+        for spec, d in p.get("detectability", {}).items():
+            body.append((PART_SHORT[part], f"`{spec}`",
+                         *(f"{num(b['recall'], 2)} ({num(b['share'], 2)})" for b in d["buckets"]),
+                         num(d["visible_recall"], 3)))
+    if not body:
+        return None
+    return Table(("Part", "Rule", *(f"SNR {b}" for b in LABELS), f"Recall, SNR >= {VISIBLE:g}"),
+                 tuple(body),
+                 caption="Recall by decline SNR (share of the part's hacking runs in brackets). "
+                 "Decline SNR = sqrt(sum over evals after the true peak of (peak gain - gain)^2) "
+                 "/ sigma: the evidence of the fall that the whole run offers to someone who knows "
+                 "the peak level. Below about 3 no online rule can tell the fall from noise at a "
+                 "useful precision; misses at SNR >= 6 are the rule's own")
+
+
 def _target(summary: dict) -> Para:
     t, h = summary["target"], summary["target"]["held_out"]
     verdict = "met" if t["met"] else "not met (short by " + ", ".join(
@@ -142,7 +163,11 @@ def render(summary: dict, out_dir: Path, *, quick: bool = False, rel_dir: str = 
     ]
     for part in summary["parts"]:
         blocks += [Heading(3, PART_TITLE[part]), pooled_table(summary, part)]
-    blocks += [_target(summary), Heading(3, "Per family: the default vs the paper's rule"),
+    blocks.append(_target(summary))
+    snr = snr_table(summary)
+    if snr is not None:
+        blocks += [Heading(3, "Which misses were there to see"), snr]
+    blocks += [Heading(3, "Per family: the default vs the paper's rule"),
                family_table(summary), Heading(3, "Precision-recall curves"),
                Para("One plot per part (pooled) and per family. Each curve sweeps one "
                     "detector's main knob (values annotated); the dashed lines mark the target "
