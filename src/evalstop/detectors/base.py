@@ -69,6 +69,27 @@ class Detector:
         proxy: float | None = None,
         progress: float | None = None,
     ) -> Decision:
+        stop = self.update_stop(step, score, loss, proxy, progress)
+        if stop is not None:
+            return stop
+        # Running on. update_stop has taken the eval (so ``float(score)`` works); the reason
+        # says whether it was ignored as non-finite.
+        if math.isfinite(float(score)):  # a best exists (this value at least): no property
+            return Decision(False, "", self._best_step, self._sign * self._best)
+        return Decision(False, "ignored non-finite score", self._best_step, self.best_score)
+
+    def update_stop(
+        self,
+        step: int,
+        score: float,
+        loss: float | None = None,
+        proxy: float | None = None,
+        progress: float | None = None,
+    ) -> Decision | None:
+        """``update`` for callers that act on stops only (the simulator): the same rule and
+        state change, but it returns the stop ``Decision`` or None while the job runs on.
+        ``update`` is built on it; it spares a simulator the millions of "run on" decisions
+        that it would throw away."""
         if self._stop_step is not None:
             return Decision(True, self._stop_reason, self._best_step, self.best_score)
         step = int(step)
@@ -82,17 +103,13 @@ class Detector:
         score = float(score)
         if not math.isfinite(score):
             why = self._observe_nonfinite(step, loss, proxy, progress)
-            if why is None:
-                return Decision(False, "ignored non-finite score", self._best_step, self.best_score)
-            return self._stop(step, why)
+            return None if why is None else self._stop(step, why)
         self._n_evals += 1
         value = self._sign * score
         if value > self._best:
             self._best, self._best_step = value, step
         why = self._observe(step, value, loss, proxy, progress)
-        if why is None:  # the hot path: a best exists (this value at least), no property call
-            return Decision(False, "", self._best_step, self._sign * self._best)
-        return self._stop(step, why)
+        return None if why is None else self._stop(step, why)
 
     @property
     def stopped(self) -> bool:

@@ -53,9 +53,10 @@ class EvalStop(Scheduler):
         det = self._detectors.get(job.index)
         if det is None:
             det = self._detectors[job.index] = self._new_detector()
-        d = det.update(job.steps[-1], job.evals[-1], loss=job.losses[-1],
-                       proxy=job.proxies[-1], progress=job.progress)
-        return d if d.stop else base_decision
+        # update_stop, not update: the simulator acts on stops only, and most evals are not.
+        stop = det.update_stop(job.steps[-1], job.evals[-1], job.losses[-1], job.proxies[-1],
+                               job.progress)
+        return base_decision if stop is None else stop
 
     def on_end(self, job, now, stopped):
         self._detectors.pop(job.index, None)
