@@ -40,8 +40,9 @@ def test_it_runs_both_rules_beside_each_base(run):
         specs = {m.label: m.detector for m in paper.methods if m.base == base}
         expected = {dr.bare(base).label: None, dr.paper_label(base): EVALSTOP_SPEC,
                     dr.default_label(base): canonical(DEFAULT_SPEC)}
-        if base == dr.MAIN_BASE:  # the oracle on SRTF-Est only
+        if base == dr.MAIN_BASE:  # the oracle and the known-noise rule on SRTF-Est only
             expected[dr.oracle_label(base)] = EVALSTOP_SPEC
+            expected[dr.known_label(base)] = "cusum-known:sigma=0.02"  # the paper's noise
         assert specs == expected
     oracles = [m for p in exp.points for m in p.methods if m.oracle_hacking_only]
     assert len(oracles) == len(exp.points)  # one per point
@@ -52,7 +53,9 @@ def test_it_runs_both_rules_beside_each_base(run):
         assert p.workload == {"preset": "paper", "sigma": p.x}
         assert [m.label for m in p.methods] == ["SRTF-Est", "EvalStop+SRTF-Est",
                                                 "Default+SRTF-Est",
-                                                "EvalStop+SRTF-Est (oracle: true stops only)"]
+                                                "EvalStop+SRTF-Est (oracle: true stops only)",
+                                                "Known-noise+SRTF-Est"]
+        assert p.methods[-1].detector == f"cusum-known:sigma={p.x:g}"  # told its point's noise
     # every method of every point on both seeds
     n_methods = sum(len(p.methods) for p in exp.points)
     assert len(run.rows) == n_methods * TINY.n_seeds == run.n_sims
@@ -84,6 +87,10 @@ def test_section_renders_every_part(run, tmp_path):
     decomp = next(b for b in blocks if isinstance(b, Table) and b.header[0] == "sigma"
                   and "Default gain / oracle gain" in b.header)
     assert len(decomp.rows) == 6
+    assert "With the eval noise known" in md and "eval noise given" in md
+    known = next(b for b in blocks if isinstance(b, Table) and "Precision, known noise"
+                 in b.header)
+    assert [r[0] for r in known.rows] == ["0.01", "0.02", "0.03", "0.05", "0.08", "0.12"]
     if "**JCT gain.**" in md:  # the failure's explanation quotes the oracle's measurement
         assert "The oracle below measures that part" in md
 

@@ -122,6 +122,10 @@ def test_quick_mode_writes_every_output(quick_runs):
     assert summary["parts"]["workload"]["families"] == ["workload-rlhf", "workload-lora",
                                                         "workload-dpo"]
     assert summary["target"]["spec"] == summary["default_spec"]
+    known = summary["target_known_noise"]
+    assert known["spec"] == "cusum-known:sigma={sigma},h=1.75"
+    assert known["held_out"] == summary["parts"]["held_out"]["pooled"][known["spec"]]
+    assert "cusum-known" not in (summary["selection"]["selected_on_tuning"] or "")
     assert (out / "detectors.csv").read_text().startswith("part,scope,group,detector")
     assert "## Detector benchmark" in (out / "detectors.md").read_text()
     for fam in FAMILIES:
@@ -144,3 +148,18 @@ def test_cli(tmp_path, capsys):
     assert (tmp_path / "detectors.json").exists()
     assert main(["bench-detectors", "--out", str(tmp_path), "--runs", "0"]) == 2
     assert "--runs must be >= 1" in capsys.readouterr().err
+
+
+def test_known_noise_rules_get_the_cells_sigma():
+    from evalstop.detbench.lineup import CELL_SIGMA, for_cell, same_rule
+
+    spec = f"cusum-known:sigma={CELL_SIGMA},h=1.75"
+    assert for_cell(spec, 0.04) == "cusum-known:sigma=0.04,h=1.75"
+    assert same_rule(spec, spec) and not same_rule(spec, "default")
+    assert same_rule("default", "cusum-drop")
+    rs = build(0, 20, held_out=False, sigmas=(0.04,), noises=("gauss",))[0]
+    given = run_detector(spec, rs)
+    assert np.array_equal(given.stopped, run_detector("cusum-known:sigma=0.04,h=1.75",
+                                                      rs).stopped)
+    assert not np.array_equal(given.stopped, run_detector("cusum-known:sigma=0.4,h=1.75",
+                                                          rs).stopped)

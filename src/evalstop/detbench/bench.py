@@ -56,8 +56,7 @@ class BenchConfig:
 
     @staticmethod
     def default_key(specs: list[str]) -> str | None:
-        default = canonical("default")
-        return next((s for s in specs if canonical(s) == default), None)
+        return next((s for s in specs if lineup_mod.same_rule(s, "default")), None)
 
 
 def _ratio_rows(tallies: dict[str, Tally]) -> dict[str, dict]:
@@ -156,11 +155,20 @@ def summarise(cfg: BenchConfig, cells: dict, by_snr: dict | None = None) -> dict
     tuned = summary["parts"]["tuning"]["pooled"]
     held = summary["parts"]["held_out"]["pooled"][default]
     summary["selection"] = {
-        "rule": f"highest tuning-part recall with tuning precision >= {SELECT_PRECISION}",
-        "selected_on_tuning": select_default({s: tuned[s] for s in specs}, SELECT_PRECISION),
+        "rule": (f"highest tuning-part recall with tuning precision >= {SELECT_PRECISION}, "
+                 "among the rules that need no noise sigma"),
+        # Only rules that run on the eval alone can be a default: cusum-known needs the noise.
+        "selected_on_tuning": select_default({s: tuned[s] for s in specs
+                                              if lineup_mod.CELL_SIGMA not in s},
+                                             SELECT_PRECISION),
     }
     summary["target"] = {**TARGET, "spec": default, "held_out": held,
                          "met": _met(held), "shortfall": _shortfall(held)}
+    known = next((c.main_spec for c in cfg.lineup if lineup_mod.CELL_SIGMA in c.template), None)
+    if known is not None:  # the same target for a platform that gives the rule its eval noise
+        m = summary["parts"]["held_out"]["pooled"][known]
+        summary["target_known_noise"] = {"spec": known, "held_out": m, "met": _met(m),
+                                         "shortfall": _shortfall(m)}
     return summary
 
 

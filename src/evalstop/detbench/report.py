@@ -178,6 +178,14 @@ def markdown(cfg: BenchConfig, summary: dict, files: list[str], elapsed: float) 
              f"quality kept {_fmt(h['quality'])}: target **{verdict}**"
              + ("" if t["met"] else " (short by " + ", ".join(
                  f"{k} {v:.3f}" for k, v in t["shortfall"].items() if v) + ")") + ".")
+    k = summary.get("target_known_noise")
+    if k is not None:
+        h = k["held_out"]
+        L.append(f"With the eval's noise sigma given, `{k['spec']}`: precision "
+                 f"{_fmt(h['precision'])}, recall {_fmt(h['recall'])}, quality kept "
+                 f"{_fmt(h['quality'])}: target **{'met' if k['met'] else 'missed'}**"
+                 + ("" if k["met"] else " (short by " + ", ".join(
+                     f"{n} {v:.3f}" for n, v in k["shortfall"].items() if v) + ")") + ".")
     sel = summary["selection"]
     L.append(f"The selection rule ({sel['rule']}) picks `{sel['selected_on_tuning']}`.")
     L.append("")

@@ -20,6 +20,7 @@ from typing import Self
 
 import numpy as np
 
+from evalstop.detbench.lineup import for_cell
 from evalstop.detbench.runs import RunSet
 from evalstop.detectors import make_detector
 
@@ -32,7 +33,9 @@ class Outcome:
 
 
 def run_detector(spec: str, rs: RunSet) -> Outcome:
-    """Feed every run of a cell to a fresh detector, eval by eval (step = eval index + 1)."""
+    """Feed every run of a cell to a fresh detector, eval by eval (step = eval index + 1).
+    A ``lineup.CELL_SIGMA`` in the spec becomes the cell's noise sigma."""
+    spec = for_cell(spec, rs.sigma)
     make_detector(spec)  # a bad spec fails before any work
     evals = rs.eval.tolist()
     proxies = rs.proxy.tolist() if rs.proxy is not None else None

@@ -2,6 +2,7 @@
 
 from evalstop.detectors.base import Decision, Detector
 from evalstop.detectors.cusum_drop import CusumDrop
+from evalstop.detectors.cusum_known import CusumKnown
 from evalstop.detectors.kdecline import KDecline
 from evalstop.detectors.loss_plateau import LossPlateau
 from evalstop.detectors.noise_drop import NoiseDrop
@@ -17,7 +18,8 @@ from evalstop.detectors.registry import (
 from evalstop.detectors.slope_test import SlopeTest
 from evalstop.detectors.stopat import StopAt
 
-for _cls in (KDecline, StopAt, LossPlateau, Patience, NoiseDrop, SlopeTest, CusumDrop):
+for _cls in (KDecline, StopAt, LossPlateau, Patience, NoiseDrop, SlopeTest, CusumDrop,
+             CusumKnown):
     register(_cls)
 
 # The recommended default, chosen on the tuning part of the detector benchmark (see
@@ -29,6 +31,7 @@ alias("default", DEFAULT_SPEC)
 __all__ = [
     "DEFAULT_SPEC",
     "CusumDrop",
+    "CusumKnown",
     "Decision",
     "Detector",
     "KDecline",

@@ -74,6 +74,10 @@ class CusumDrop(Detector):
         # clamped so that rounding never puts the level above every value it averages
         return min(max(sum(kept) / len(kept), kept[0]), kept[-1])
 
+    def _sigma(self, values: list[float]) -> float | None:
+        """The noise scale the drops are measured in; None while it cannot be told."""
+        return sigma_hat(values)
+
     def _observe(self, step, value, loss, proxy, progress):
         values = self._values
         values.append(value)
@@ -85,7 +89,7 @@ class CusumDrop(Detector):
                 self._level, self._since = level, 0
         if self._level is None or self._since == 0 or self._n_evals < self.min_evals:
             return None
-        sigma = sigma_hat(values)
+        sigma = self._sigma(values)
         if sigma is None:
             return None
         level, w = self._level, 0.0

@@ -35,6 +35,7 @@ from evalstop.experiments.methods import EVALSTOP_SPEC, bare, with_evalstop
 from evalstop.experiments.spec import Experiment, Method, Point, display
 from evalstop.experiments.sweep_sigma import SIGMAS
 from evalstop.schedulers import SCHEDULERS
+from evalstop.workload.synthetic import DEFAULT_SIGMA
 
 # Canonical form, so the report names the exact rule that ran, whatever the alias says.
 DEFAULT = canonical(DEFAULT_SPEC)
@@ -66,12 +67,21 @@ def oracle(base: str) -> Method:
                   oracle_hacking_only=True)
 
 
-def _trio(base: str):
+def known_label(base: str) -> str:
+    return f"Known-noise+{display(base)}"
+
+
+def known(base: str, sigma: float) -> Method:
+    """``cusum-known`` told the point's eval noise: what a platform that knows it can run."""
+    return with_evalstop(base, f"cusum-known:sigma={sigma:g}", label=known_label(base))
+
+
+def _trio(base: str, sigma: float = DEFAULT_SIGMA):
     """The base alone, with the paper's rule and with the default; on the main base, the
-    oracle after them."""
+    oracle and the known-noise rule after them."""
     methods = (bare(base), with_evalstop(base),
                with_evalstop(base, DEFAULT, label=default_label(base)))
-    return (*methods, oracle(base)) if base == MAIN_BASE else methods
+    return (*methods, oracle(base), known(base, sigma)) if base == MAIN_BASE else methods
 
 
 def sigma_point(sigma: float) -> str:
@@ -90,7 +100,7 @@ EXPERIMENT = Experiment(
     points=(
         Point(PAPER_POINT, {"preset": "paper"},
               tuple(m for base in SCHEDULERS for m in _trio(base))),
-        *(Point(sigma_point(s), {"preset": "paper", "sigma": s}, _trio(MAIN_BASE), x=s)
+        *(Point(sigma_point(s), {"preset": "paper", "sigma": s}, _trio(MAIN_BASE, s), x=s)
           for s in SIGMAS),
     ),
     x_name="sigma",
@@ -101,7 +111,10 @@ EXPERIMENT = Experiment(
             f"scheduler: the paper's rule `{EVALSTOP_SPEC}` with its stops applied only to "
             "jobs that are truly hacking (it reads the hidden label; on healthy jobs the stop "
             "is ignored and the job runs on). Eval scores are pre-drawn per job, so it stops "
-            "exactly the hacking jobs k=2 stops, at the same eval, and no healthy one.")),
+            "exactly the hacking jobs k=2 stops, at the same eval, and no healthy one."),
+           (f"**{known_label(MAIN_BASE)}** runs `cusum-known:sigma=S` with S the point's eval "
+            "noise: the rule a platform can run when it knows its eval's noise (for example "
+            "from the eval set's size). It is beside the target, not part of it.")),
 )
 
 
@@ -119,6 +132,8 @@ class SigmaCheck:
     default_gain: float
     oracle_gain: float = math.nan  # NaN when the oracle did not run
     oracle_precision: float = math.nan
+    known_gain: float = math.nan  # cusum-known told the noise; NaN when it did not run
+    known_precision: float = math.nan
 
     @property
     def in_scope(self) -> bool:
@@ -178,6 +193,7 @@ class TargetCheck:
 def target_check(summary: Summary, sigmas=SIGMAS, base: str = MAIN_BASE) -> TargetCheck:
     """The issue's target on the sigma sweep, from measured means (never hard-coded)."""
     paper, default, orc = paper_label(base), default_label(base), oracle_label(base)
+    kn = known_label(base)
 
     def gain(point: str, method: str) -> float:
         d = summary.value(point, method, "jct_mean_s", "delta_pct")
@@ -191,5 +207,6 @@ def target_check(summary: Summary, sigmas=SIGMAS, base: str = MAIN_BASE) -> Targ
             paper_precision=summary.value(p, paper, "precision"),
             default_precision=summary.value(p, default, "precision"),
             paper_gain=gain(p, paper), default_gain=gain(p, default),
-            oracle_gain=gain(p, orc), oracle_precision=summary.value(p, orc, "precision")))
+            oracle_gain=gain(p, orc), oracle_precision=summary.value(p, orc, "precision"),
+            known_gain=gain(p, kn), known_precision=summary.value(p, kn, "precision")))
     return TargetCheck(tuple(checks))

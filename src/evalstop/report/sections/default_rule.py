@@ -24,8 +24,12 @@ def _rules(base: str = BASE) -> list[tuple[str, str]]:
     return [(name, label(base)) for name, label in RULES]
 
 
+def _has(ctx: SectionContext, point: str, label: str) -> bool:
+    return ctx.summary.get(point, label, "jct_mean_s") is not None
+
+
 def _has_oracle(ctx: SectionContext, point: str) -> bool:
-    return ctx.summary.get(point, dr.oracle_label(BASE), "jct_mean_s") is not None
+    return _has(ctx, point, dr.oracle_label(BASE))
 
 
 def main_table(ctx: SectionContext) -> Table:
@@ -36,6 +40,9 @@ def main_table(ctx: SectionContext) -> Table:
     if _has_oracle(ctx, p):  # runs made before the oracle existed render without it
         labels.append(dr.oracle_label(BASE))
         columns.append("+ k=2, true stops only (oracle, not deployable)")
+    if _has(ctx, p, dr.known_label(BASE)):
+        labels.append(dr.known_label(BASE))
+        columns.append("+ `cusum-known`, eval noise given")
     gs = [ctx.summary.getter(p, label) for label in labels]
 
     def rate(metric):
@@ -164,7 +171,30 @@ def target_blocks(ctx: SectionContext) -> list[Block]:
     blocks: list[Block] = [Heading(3, "The issue's target"), Para(target), table, Para(verdict)]
     if scope and not check.met:
         blocks += _why(ctx, check)
-    return blocks + decomposition_blocks(check)
+    return blocks + decomposition_blocks(check) + known_noise_blocks(check)
+
+
+def known_noise_blocks(check: dr.TargetCheck) -> list[Block]:
+    """The same target for ``cusum-known`` told each point's eval noise; beside the issue's
+    target (which is about the default), never part of its verdict."""
+    if not any(math.isfinite(c.known_gain) for c in check.per_sigma):
+        return []
+    floor = {c.sigma: c.gain_floor for c in check.per_sigma}
+    rows = tuple(
+        (f"{c.sigma:g}", pct(c.known_precision),
+         _yes(c.known_precision >= dr.TARGET_PRECISION), signed_pct(c.known_gain),
+         signed_pct(c.default_gain), signed_pct(c.oracle_gain), signed_pct(floor[c.sigma]),
+         _yes(c.known_gain >= floor[c.sigma]))
+        for c in check.per_sigma)
+    table = Table(("sigma", "Precision, known noise", f">= {dr.TARGET_PRECISION:g}?",
+                   "JCT gain, known noise", "JCT gain, default", "JCT gain, oracle",
+                   "Floor (0.9 x k=2 gain)", "Gain within 10%?"), rows,
+                  caption="`cusum-known:sigma=S` with S each point's eval noise, SRTF-Est, "
+                  "means across seeds")
+    text = ("**If the platform knows its eval noise.** `cusum-known` measures drops in the "
+            "given sigma instead of a per-job estimate. Here it is told each point's noise; the "
+            "table holds it to the same bars as the default.")
+    return [Heading(3, "With the eval noise known"), Para(text), table]
 
 
 def decomposition_blocks(check: dr.TargetCheck) -> list[Block]:

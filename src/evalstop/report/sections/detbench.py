@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalstop.detectors import canonical
+from evalstop.detbench.lineup import same_rule
 from evalstop.experiments.methods import EVALSTOP_SPEC
 from evalstop.report.blocks import Block, Heading, Image, Para, Table
 from evalstop.report.fmt import num
@@ -31,8 +31,7 @@ HEADER = ("Precision", "Recall", "FPR", "Delay (evals)", "Quality kept",
 
 def _find(rows: dict, spec: str) -> str | None:
     """The key of ``rows`` naming the same rule as ``spec`` (specs are compared canonically)."""
-    want = canonical(spec)
-    return next((k for k in rows if canonical(k) == want), None)
+    return next((k for k in rows if same_rule(k, spec)), None)
 
 
 def _cells(m: dict) -> tuple[str, ...]:
@@ -43,9 +42,9 @@ def _lineup(summary: dict) -> list[tuple[str, str]]:
     """(label, spec) of each detector at its main setting, plus the default if separate."""
     out = [(d["label"], d["main_spec"]) for d in summary["detectors"]]
     default = summary["default_spec"]
-    if all(canonical(s) != canonical(default) for _, s in out):
+    if not any(same_rule(s, default) for _, s in out):
         out.append(("default", default))
-    return [(f"**{lab}** (default)" if canonical(s) == canonical(default) else lab, s)
+    return [(f"**{lab}** (default)" if same_rule(s, default) else lab, s)
             for lab, s in out]
 
 
@@ -107,8 +106,21 @@ def _target(summary: dict) -> Para:
         f"**The benchmark's own target** (held-out part, pooled): precision >= {t['precision']:g}, "
         f"recall >= {t['recall']:g}, quality kept >= {t['quality']:g}. `{t['spec']}` reaches "
         f"precision {num(h['precision'], 3)}, recall {num(h['recall'], 3)}, quality kept "
-        f"{num(h['quality'], 3)}: **{verdict}**. Re-applying the selection rule ({sel['rule']}) "
-        f"to this run's tuning part picks `{sel['selected_on_tuning']}`.")
+        f"{num(h['quality'], 3)}: **{verdict}**.{_known_noise(summary)} Re-applying the "
+        f"selection rule ({sel['rule']}) to this run's tuning part picks "
+        f"`{sel['selected_on_tuning']}`.")
+
+
+def _known_noise(summary: dict) -> str:
+    k = summary.get("target_known_noise")
+    if k is None:
+        return ""
+    h = k["held_out"]
+    verdict = "met" if k["met"] else "not met (short by " + ", ".join(
+        f"{n} {v:.3f}" for n, v in k["shortfall"].items() if v) + ")"
+    return (f" Given the eval's noise sigma (`{k['spec']}`, where `{{sigma}}` is each cell's "
+            f"sigma): precision {num(h['precision'], 3)}, recall {num(h['recall'], 3)}, quality "
+            f"kept {num(h['quality'], 3)}: **{verdict}**.")
 
 
 def _images(summary: dict, out_dir: Path, rel_dir: str) -> list[Block]:
