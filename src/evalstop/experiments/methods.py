@@ -16,6 +16,7 @@ less than ``eps`` (relative) over the last ``window`` evals. Two settings are ru
 
 from __future__ import annotations
 
+from evalstop.detectors import DEFAULT_SPEC, canonical
 from evalstop.experiments.spec import Method, display
 
 EVALSTOP_SPEC = "evalstop:k=2"  # the paper's rule and default k
@@ -37,6 +38,8 @@ def with_evalstop(base: str, spec: str = EVALSTOP_SPEC, *, label: str | None = N
 
 SRTF = bare("srtf-est")
 EVALSTOP_SRTF = with_evalstop("srtf-est")
+# The project's recommended default rule (issue 5), canonical so reports name what ran.
+DEFAULT_SRTF = with_evalstop("srtf-est", canonical(DEFAULT_SPEC), label="Default+SRTF-Est")
 # The paper's motivation is RLHF reward hacking; a platform may wrap only its RLHF jobs.
 # LoRA and DPO curves flatten and never hack, so this removes their false stops.
 EVALSTOP_SRTF_RLHF = Method("EvalStop+SRTF-Est (RLHF only)", "srtf-est", EVALSTOP_SPEC,

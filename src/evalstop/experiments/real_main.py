@@ -8,6 +8,7 @@ progress, the lab runs' own grid, so real evals are used as evaluated (no interp
 """
 
 from evalstop.experiments.methods import (
+    DEFAULT_SRTF,
     EVALSTOP_SRTF,
     LOSS_PLATEAU,
     LOSS_PLATEAU_LIVE,
@@ -21,7 +22,7 @@ from evalstop.schedulers import SCHEDULERS
 
 EVAL_INTERVAL = 0.04  # the lab runs' grid: 250 RL steps, an eval every 10
 
-MAIN_METHODS = (SRTF, EVALSTOP_SRTF, STOPAT, LOSS_PLATEAU, LOSS_PLATEAU_LIVE)
+MAIN_METHODS = (SRTF, EVALSTOP_SRTF, DEFAULT_SRTF, STOPAT, LOSS_PLATEAU, LOSS_PLATEAU_LIVE)
 OTHER_BASES = tuple(b for b in SCHEDULERS if b != "srtf-est")
 METHODS = MAIN_METHODS + tuple(m for b in OTHER_BASES for m in (bare(b), with_evalstop(b)))
 
