@@ -30,12 +30,16 @@ def test_families_draw_what_they_label(fam, kind):
 
 def test_held_out_part_has_its_own_families_and_streams():
     tuning = {f.name for f in FAMILIES if not f.held_out}
-    held = {f.name for f in FAMILIES if f.held_out}
-    assert tuning and held and not tuning & held
+    held = {f.name for f in FAMILIES if f.held_out and not f.fresh}
+    fresh = {f.name for f in FAMILIES if f.fresh}
+    assert tuning and held and fresh and not (tuning & held or held & fresh or tuning & fresh)
+    assert all(f.held_out for f in FAMILIES if f.fresh)
     a = build(0, 3, held_out=False, sigmas=(0.05,), noises=("gauss",))
     b = build(0, 3, held_out=True, sigmas=(0.05,), noises=("gauss",))
+    c = build(0, 3, held_out=True, fresh=True, sigmas=(0.05,), noises=("gauss",))
     assert {rs.family.name for rs in a} == tuning
     assert {rs.family.name for rs in b} == held
+    assert {rs.family.name for rs in c} == fresh
 
 
 def test_workload_part_uses_the_simulators_curves():
@@ -118,7 +122,9 @@ def quick_runs(tmp_path_factory):
 def test_quick_mode_writes_every_output(quick_runs):
     out = quick_runs[0]
     summary = json.loads((out / "detectors.json").read_text())
-    assert set(summary["parts"]) == {"tuning", "held_out", "workload"}
+    assert set(summary["parts"]) == {"tuning", "held_out", "fresh", "workload"}
+    assert summary["target"]["fresh"] == summary["parts"]["fresh"]["pooled"][
+        summary["default_spec"]]
     assert summary["parts"]["workload"]["families"] == ["workload-rlhf", "workload-lora",
                                                         "workload-dpo"]
     assert summary["target"]["spec"] == summary["default_spec"]

@@ -21,7 +21,7 @@ from evalstop.detbench.families import END_RATIO, FAMILIES, MIN_DROP
 from evalstop.detbench.scoring import Tally, run_detector, tally
 from evalstop.detectors import DEFAULT_SPEC, canonical
 
-PARTS = ("tuning", "held_out", "workload")
+PARTS = ("tuning", "held_out", "fresh", "workload")
 TARGET = {"precision": 0.95, "recall": 0.80, "quality": 0.97}
 # The default was picked at tuning precision >= 0.96: a margin over the 0.95 target for
 # families it has not seen (the held-out part came out as the report shows).
@@ -73,9 +73,10 @@ def evaluate(cfg: BenchConfig, *, progress: bool = True) -> tuple[dict, dict]:
     ``snr_specs`` the hacking runs and stops by decline-SNR bucket."""
     specs = cfg.specs()
     by_snr = {(part, spec): detectability.empty() for part in PARTS for spec in snr_specs(cfg)}
-    sets = {part: runs_mod.build(cfg.seed, cfg.runs, held_out=part == "held_out",
-                                 sigmas=cfg.sigmas, noises=cfg.noises, evals=cfg.evals)
-            for part in ("tuning", "held_out")}
+    sets = {part: runs_mod.build(cfg.seed, cfg.runs, held_out=part != "tuning",
+                                 fresh=part == "fresh", sigmas=cfg.sigmas, noises=cfg.noises,
+                                 evals=cfg.evals)
+            for part in ("tuning", "held_out", "fresh")}
     sets["workload"] = workload_part.build(cfg.seed, cfg.runs, sigmas=cfg.sigmas,
                                            evals=cfg.evals)
     total = sum(len(v) for v in sets.values()) * len(specs)
@@ -116,7 +117,8 @@ def summarise(cfg: BenchConfig, cells: dict, by_snr: dict | None = None) -> dict
     specs = cfg.specs()
     default = cfg.default_key(specs)
     tuning = [f for f in FAMILIES if not f.held_out]
-    held = [f for f in FAMILIES if f.held_out]
+    held = [f for f in FAMILIES if f.held_out and not f.fresh]
+    fresh = [f for f in FAMILIES if f.fresh]
     summary: dict = {
         "config": {
             "seed": cfg.seed, "runs_per_cell": cfg.runs, "evals_per_run": cfg.evals,
@@ -125,6 +127,7 @@ def summarise(cfg: BenchConfig, cells: dict, by_snr: dict | None = None) -> dict
             "families": [{"name": f.name, "part": part, "kind": f.kind,
                           "hacking_rate": f.hacking_rate, "description": f.description}
                          for part, fams in (("tuning", tuning), ("held_out", held),
+                                            ("fresh", fresh),
                                             ("workload", workload_part.FAMILIES))
                          for f in fams],
         },
@@ -153,7 +156,6 @@ def summarise(cfg: BenchConfig, cells: dict, by_snr: dict | None = None) -> dict
         d[spec] = {"buckets": detectability.rows(table),
                    "visible_recall": detectability.visible_recall(table)}
     tuned = summary["parts"]["tuning"]["pooled"]
-    held = summary["parts"]["held_out"]["pooled"][default]
     summary["selection"] = {
         "rule": (f"highest tuning-part recall with tuning precision >= {SELECT_PRECISION}, "
                  "among the rules that need no noise sigma"),
@@ -162,14 +164,20 @@ def summarise(cfg: BenchConfig, cells: dict, by_snr: dict | None = None) -> dict
                                               if lineup_mod.CELL_SIGMA not in s},
                                              SELECT_PRECISION),
     }
-    summary["target"] = {**TARGET, "spec": default, "held_out": held,
-                         "met": _met(held), "shortfall": _shortfall(held)}
+    summary["target"] = _target(summary, default)
     known = next((c.main_spec for c in cfg.lineup if lineup_mod.CELL_SIGMA in c.template), None)
     if known is not None:  # the same target for a platform that gives the rule its eval noise
-        m = summary["parts"]["held_out"]["pooled"][known]
-        summary["target_known_noise"] = {"spec": known, "held_out": m, "met": _met(m),
-                                         "shortfall": _shortfall(m)}
+        summary["target_known_noise"] = _target(summary, known)
     return summary
+
+
+def _target(summary: dict, spec: str) -> dict:
+    """The target on the held-out part (the verdict) and on the fresh part (its blind check)."""
+    held = summary["parts"]["held_out"]["pooled"][spec]
+    fresh = summary["parts"]["fresh"]["pooled"][spec]
+    return {**TARGET, "spec": spec, "held_out": held, "met": _met(held),
+            "shortfall": _shortfall(held), "fresh": fresh, "fresh_met": _met(fresh),
+            "fresh_shortfall": _shortfall(fresh)}
 
 
 def _met(m: dict) -> bool:

@@ -35,6 +35,9 @@ class Family:
     outliers: tuple[int, int]  # (min, max) single-eval dips or spikes injected per run
     description: str
     make: Maker  # (rng, hacking mask (runs,), progress (evals,)) -> gain (runs, evals)
+    # A second held-out part, written after the first had been examined (per family and
+    # by decline SNR) and before anything ran on it: the blind check of later choices.
+    fresh: bool = False
 
 
 def _u(rng, n, lo, hi):
@@ -147,6 +150,70 @@ def _sigmoid_bump(rng, hacking, p):
     return np.where(hacking[:, None], rise * bump, rise)
 
 
+# ---- fresh held-out families: written blind, after the first held-out part was examined ---
+
+
+def _steps(rng, n, lo, hi, count):
+    """(runs, count) step positions in (lo, hi) and heights summing to 1 per run."""
+    pos = lo[:, None] + (hi - lo)[:, None] * rng.random((n, count))
+    height = rng.dirichlet(np.ones(count), size=n)
+    return pos, height
+
+
+def _staircase(p, pos, height):
+    return (height[:, :, None] * (p[None, None, :] >= pos[:, :, None])).sum(axis=1)
+
+
+def _logistic_exp_decay(rng, hacking, p):
+    """Sigmoid rise, then an exponential decay toward a floor after a 25-85% peak."""
+    n = hacking.size
+    peak = _u(rng, n, 0.25, 0.85)
+    mid = peak * _u(rng, n, 0.3, 0.6)
+    rise = shapes.logistic(p, mid, (peak - mid) / _u(rng, n, 4.0, 6.0))
+    tau = (1.0 - peak) * _u(rng, n, 0.2, 1.5)
+    e_end = np.exp(-(1.0 - peak) / tau)
+    floor = (_end_ratio(rng, n) - e_end) / (1.0 - e_end)  # reaches the end ratio at 1.0
+    after = np.clip(p[None, :] - peak[:, None], 0.0, None)
+    fall = floor[:, None] + (1.0 - floor[:, None]) * np.exp(-after / tau[:, None])
+    healthy = shapes.logistic(p, _u(rng, n, 0.1, 0.7), _u(rng, n, 0.03, 0.2))
+    return np.where(hacking[:, None], rise * fall, healthy)
+
+
+def _staircase_family(rng, hacking, p):
+    """Quality that moves in steps (long flat stretches); hacking runs step down after a
+    30-80% peak, the last step possibly at the final eval."""
+    n = hacking.size
+    count = int(rng.integers(2, 5))
+    peak = _u(rng, n, 0.3, 0.8)
+    healthy = _staircase(p, *_steps(rng, n, np.full(n, 0.02), np.full(n, 0.9), count))
+    up = _staircase(p, *_steps(rng, n, np.full(n, 0.02), peak - 0.05, count))
+    down_pos, down_h = _steps(rng, n, peak + 0.03, np.full(n, 0.99), int(rng.integers(1, 4)))
+    down = 1.0 - (1.0 - _end_ratio(rng, n))[:, None] * _staircase(p, down_pos, down_h)
+    return np.where(hacking[:, None], up * down, healthy)
+
+
+def _slow_drift(rng, hacking, p):
+    """Fast rise to an early peak (15-50%), then a long, shallow linear drift down; healthy
+    runs keep creeping up after their rise."""
+    n = hacking.size
+    peak = _u(rng, n, 0.15, 0.5)
+    tau = _u(rng, n, 0.03, 0.15)
+    rise = shapes.saturating(p, np.minimum(tau, peak / 4.0), peak)
+    hack = np.minimum(rise, 1.0) * shapes.decline(p, peak, _end_ratio(rng, n), np.ones(n))
+    creep = _u(rng, n, 0.0, 0.15)[:, None]
+    healthy = shapes.saturating(p, tau, 1.0) * (1.0 - creep + creep * p[None, :])
+    return np.where(hacking[:, None], hack, healthy)
+
+
+def _uneven_rise(rng, hacking, p):
+    """Healthy only: a rise whose speed swings (as under a cyclic learning rate), nearly
+    flat at the slow phases: p + a sin(2 pi f p) / (2 pi f), a < 1, never falling."""
+    n = hacking.size
+    f = _u(rng, n, 1.5, 4.0)[:, None]
+    a = _u(rng, n, 0.6, 0.98)[:, None]
+    return p[None, :] + a * np.sin(2 * np.pi * f * p[None, :]) / (2 * np.pi * f)
+
+
 FAMILIES: tuple[Family, ...] = (
     Family("gao-paper", False, "rlhf", 0.5, (0, 0),
            "Gao RL form, KL ~ progress^gamma; hacking peaks at 55-75%, healthy keep rising",
@@ -171,6 +238,18 @@ FAMILIES: tuple[Family, ...] = (
     Family("bump-outliers", True, "rlhf", 0.5, (1, 3),
            "sigmoid rise, Gaussian-shaped fall after a 30-90% peak, 1-3 dips or spikes per run",
            _sigmoid_bump),
+    Family("logistic-exp-decay", True, "rlhf", 0.5, (0, 0),
+           "sigmoid rise, exponential decay toward a floor after a 25-85% peak",
+           _logistic_exp_decay, fresh=True),
+    Family("staircase", True, "rlhf", 0.5, (0, 1),
+           "quality in 2-4 steps with flat stretches; hacking steps down after a 30-80% peak; "
+           "0-1 dips or spikes per run", _staircase_family, fresh=True),
+    Family("slow-drift", True, "rlhf", 0.5, (0, 0),
+           "fast rise to a 15-50% peak, then a long shallow linear fall; healthy runs creep up",
+           _slow_drift, fresh=True),
+    Family("uneven-rise", True, "lora", 0.0, (0, 0),
+           "healthy only: a rise whose speed swings, nearly flat at its slow phases",
+           _uneven_rise, fresh=True),
 )
 
 

@@ -14,6 +14,7 @@ from evalstop.detbench.bench import PARTS, TARGET, BenchConfig
 METRICS = ("runs", "hacking", "precision", "recall", "fpr", "delay", "early", "quality",
            "quality_hacking")
 PART_TITLE = {"tuning": "tuning part", "held_out": "held-out part",
+              "fresh": "fresh held-out part (written blind)",
               "workload": "workload part (report-only)"}
 
 
@@ -104,6 +105,17 @@ def _main_rows(cfg: BenchConfig, summary: dict, rows: dict) -> list[tuple[str, s
     return [(f"**{n}** (default)" if s == default else n, s, m) for n, s, m in out]
 
 
+def _verdict(who: str, t: dict, part: str) -> str:
+    """One line: a rule's pooled numbers on a held-out part against the target."""
+    m = t[part]
+    met = t["met"] if part == "held_out" else t["fresh_met"]
+    short = t["shortfall"] if part == "held_out" else t["fresh_shortfall"]
+    return (f"- {PART_TITLE[part]}: {who}: precision {_fmt(m['precision'])}, recall "
+            f"{_fmt(m['recall'])}, quality kept {_fmt(m['quality'])}: target "
+            f"**{'met' if met else 'missed'}**" + ("" if met else " (short by " + ", ".join(
+                f"{k} {v:.3f}" for k, v in short.items() if v) + ")") + ".")
+
+
 def _detectability(summary: dict) -> list[str]:
     """Recall by decline SNR: which misses were there to see."""
     parts = [p for p in PARTS if "detectability" in summary["parts"][p]]
@@ -162,7 +174,10 @@ def markdown(cfg: BenchConfig, summary: dict, files: list[str], elapsed: float) 
              "rise by only 0.10-0.50 and RLHF hacking runs fall by 5-27% of their rise (the "
              "workload's own label): at the same sigma it is several times noisier relative "
              "to the signal than the other parts. It was added after the default was fixed "
-             "and is report-only.")
+             "and is report-only. The fresh held-out part was written after the first "
+             "held-out part had been examined (per family and by decline SNR) and after "
+             "`cusum-known` was fixed, before anything ran on it: a blind check of the "
+             "first part's verdicts.")
     L.append("")
     for part in PARTS:
         p = summary["parts"][part]
@@ -172,20 +187,12 @@ def markdown(cfg: BenchConfig, summary: dict, files: list[str], elapsed: float) 
         L.append("")
     L += [(f"### Target (held-out, pooled): precision >= {TARGET['precision']}, recall >= "
            f"{TARGET['recall']}, quality kept >= {TARGET['quality']}"), ""]
-    h = t["held_out"]
-    verdict = "met" if t["met"] else "missed"
-    L.append(f"`{default}`: precision {_fmt(h['precision'])}, recall {_fmt(h['recall'])}, "
-             f"quality kept {_fmt(h['quality'])}: target **{verdict}**"
-             + ("" if t["met"] else " (short by " + ", ".join(
-                 f"{k} {v:.3f}" for k, v in t["shortfall"].items() if v) + ")") + ".")
+    L += [_verdict(f"`{default}`", t, part)
+          for part in ("held_out", "fresh") if part in t]
     k = summary.get("target_known_noise")
     if k is not None:
-        h = k["held_out"]
-        L.append(f"With the eval's noise sigma given, `{k['spec']}`: precision "
-                 f"{_fmt(h['precision'])}, recall {_fmt(h['recall'])}, quality kept "
-                 f"{_fmt(h['quality'])}: target **{'met' if k['met'] else 'missed'}**"
-                 + ("" if k["met"] else " (short by " + ", ".join(
-                     f"{n} {v:.3f}" for n, v in k["shortfall"].items() if v) + ")") + ".")
+        L += [_verdict(f"With the eval's noise sigma given, `{k['spec']}`", k, part)
+              for part in ("held_out", "fresh") if part in k]
     sel = summary["selection"]
     L.append(f"The selection rule ({sel['rule']}) picks `{sel['selected_on_tuning']}`.")
     L.append("")

@@ -114,12 +114,13 @@ def make_runs(
 
 def build(
     seed: int, runs: int, *, held_out: bool, sigmas=SIGMAS, noises=NOISES, evals: int = EVALS,
+    fresh: bool = False,
 ) -> list[RunSet]:
     """Every cell of one part. Each cell has its own stream keyed by (seed, part, cell), so
     the held-out part never shares random numbers with the tuning part."""
     out = []
     for fi, fam in enumerate(FAMILIES):
-        if fam.held_out != held_out:
+        if fam.held_out != held_out or fam.fresh != fresh:
             continue
         for si, sigma in enumerate(sigmas):
             for ni, kind in enumerate(noises):
