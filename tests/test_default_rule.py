@@ -95,6 +95,19 @@ def test_section_renders_every_part(run, tmp_path):
         assert "The oracle below measures that part" in md
 
 
+def test_header_names_every_spec_a_method_ran_with(run, tmp_path):
+    """Known-noise+SRTF-Est runs a different sigma at each point; the setup list must not
+    name only the first point's spec."""
+    from evalstop.report.sections.common import header
+
+    ctx = SectionContext(run, Summary(summarize(run.experiment, run.rows)), tmp_path)
+    md = to_markdown(header(ctx))
+    line = next(x for x in md.splitlines() if "**Known-noise+SRTF-Est**" in x)
+    for p in run.experiment.points:
+        spec = next(m.detector for m in p.methods if m.label == dr.known_label(dr.MAIN_BASE))
+        assert f"`{spec}`" in line, (spec, line)
+
+
 def test_oracle_stops_only_true_stops_of_k2_in_the_study(run):
     """Through the runner: per point and seed, the oracle's stops are k=2's true stops."""
     rows = {(r["point"], r["method"], r["seed"]): r for r in run.rows}
