@@ -242,3 +242,14 @@ def test_target_check_without_the_oracle_leaves_the_decomposition_undefined():
     c = _check({0.05: (0.60, 0.97, -20.0, -19.0)}).per_sigma[0]
     assert math.isnan(c.oracle_gain) and math.isnan(c.default_share)
     assert c.holds  # unchanged by the missing oracle
+
+
+def test_why_text_says_most_of_the_gap_only_when_measured_so():
+    from evalstop.report.sections.default_rule import _gap_lead
+
+    # k=2 gains 20, its true stops 18, the default 6: recall/timing (12) > false stops (2)
+    most = _check({0.05: (0.60, 0.97, -20.0, -6.0, -18.0)}).per_sigma
+    assert _gap_lead(most).startswith("Most of the gap")
+    # k=2 gains 20, its true stops 8, the default 6: false stops (12) > recall/timing (2)
+    less = _check({0.05: (0.60, 0.97, -20.0, -6.0, -8.0)}).per_sigma
+    assert not _gap_lead(less).startswith("Most")

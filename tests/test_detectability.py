@@ -58,3 +58,20 @@ def test_benchmark_reports_recall_by_snr(tmp_path):
             runs = sum(b["runs"] for b in rec["buckets"])
             assert runs == summary["parts"][part]["pooled"][spec]["hacking"]
     assert "Recall by how visible the decline is" in (tmp_path / "detectors.md").read_text()
+
+
+def test_a_curve_without_an_snr_is_left_out_not_counted_as_visible():
+    rs = _runs(0.05)
+    rs.gain[0, 3] = np.nan
+    out = Outcome(np.array([True, False, False]), np.array([3, -1, -1]), np.array([1, 4, 4]))
+    table = dt.counts(rs, out)
+    assert table[:, 0].sum() == 1 and table[4, 0] == 0  # only the second hacking run
+
+
+def test_shortfall_text_names_undefined_metrics():
+    from evalstop.detbench.bench import shortfall_text
+
+    assert shortfall_text({"precision": 0.0, "recall": 0.069, "quality": 0.01}) == (
+        "short by recall 0.069, quality 0.010")
+    assert shortfall_text({"precision": None, "recall": None, "quality": 0.0}) == (
+        "short by precision undefined, recall undefined")

@@ -39,3 +39,11 @@ def test_update_stop_matches_update(spec, mode, seed):
     # After a stop both are frozen and answer the same stop again.
     if a.stopped:
         assert b.update_stop(100, 0.0) == a.update(100, 0.0)
+
+
+def test_a_score_that_is_not_a_number_does_not_use_up_its_step():
+    det = make_detector("evalstop:k=2")
+    det.update(1, 0.5)
+    with pytest.raises((TypeError, ValueError)):
+        det.update(2, "n/a")
+    assert det.update(2, 0.4).stop is False  # step 2 is still free

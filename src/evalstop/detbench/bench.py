@@ -184,6 +184,14 @@ def _met(m: dict) -> bool:
     return all(m[k] is not None and m[k] >= v for k, v in TARGET.items())
 
 
+def shortfall_text(short: dict[str, float | None]) -> str:
+    """How far a missed target is, for a sentence; a metric that is undefined (no stops, or
+    no hacking runs in the part) is said so rather than left out."""
+    parts = [f"{k} {v:.3f}" for k, v in short.items() if v]
+    parts += [f"{k} undefined" for k, v in short.items() if v is None]
+    return "short by " + ", ".join(parts)
+
+
 def _shortfall(m: dict) -> dict[str, float | None]:
     return {k: None if m[k] is None else round(max(0.0, v - m[k]), 4) for k, v in TARGET.items()}
 

@@ -56,7 +56,7 @@ def empty() -> np.ndarray:
 def counts(rs: RunSet, out: Outcome) -> np.ndarray:
     """(len(LABELS), 2) array: hacking runs per bucket and how many of them were stopped."""
     snr = decline_snr(rs)
-    hack = rs.hacking
+    hack = rs.hacking & ~np.isnan(snr)  # a NaN gain curve has no SNR: left out, not "high"
     b = bucket_of(snr[hack])
     stopped = out.stopped[hack]
     table = empty()

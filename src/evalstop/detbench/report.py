@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from evalstop.detbench import detectability, plots
-from evalstop.detbench.bench import PARTS, TARGET, BenchConfig
+from evalstop.detbench.bench import PARTS, TARGET, BenchConfig, shortfall_text
 
 METRICS = ("runs", "hacking", "precision", "recall", "fpr", "delay", "early", "quality",
            "quality_hacking")
@@ -112,8 +112,8 @@ def _verdict(who: str, t: dict, part: str) -> str:
     short = t["shortfall"] if part == "held_out" else t["fresh_shortfall"]
     return (f"- {PART_TITLE[part]}: {who}: precision {_fmt(m['precision'])}, recall "
             f"{_fmt(m['recall'])}, quality kept {_fmt(m['quality'])}: target "
-            f"**{'met' if met else 'missed'}**" + ("" if met else " (short by " + ", ".join(
-                f"{k} {v:.3f}" for k, v in short.items() if v) + ")") + ".")
+            f"**{'met' if met else 'missed'}**" + ("" if met else f" ({shortfall_text(short)})")
+            + ".")
 
 
 def _detectability(summary: dict) -> list[str]:

@@ -37,6 +37,9 @@ class Decision(NamedTuple):
 class Detector:
     """Base class. Subclasses set ``name`` and ``PARAMS`` and implement ``_observe``.
 
+    Override ``_observe``, never ``update``: the simulator calls ``update_stop``, and
+    ``update`` is built on it, so the rule must live where both pass.
+
     ``PARAMS`` maps each spec key to ``(type, default)``; the registry builds detectors
     from specs with it, and ``spec`` writes the canonical spec back.
     """
@@ -99,8 +102,8 @@ class Detector:
             raise ValueError(
                 f"steps must strictly increase: got step {step} after step {self._last_step}"
             )
+        score = float(score)  # before the step is taken: a bad score must not use it up
         self._last_step = step
-        score = float(score)
         if not math.isfinite(score):
             why = self._observe_nonfinite(step, loss, proxy, progress)
             return None if why is None else self._stop(step, why)

@@ -13,7 +13,7 @@ H = 1 / 3600.0  # seconds -> hours
 
 def header(ctx: SectionContext) -> list[Block]:
     exp, st = ctx.experiment, ctx.run.settings
-    methods = {}
+    methods: dict[str, list[str]] = {}
     for p in exp.points:
         for m in p.methods:
             spec = f"`{m.base}`" + (f" + `{m.detector}`" if m.detector else "")
@@ -22,7 +22,9 @@ def header(ctx: SectionContext) -> list[Block]:
             if m.oracle_hacking_only:
                 spec += (" (ORACLE, not deployable: stops applied to truly hacking jobs "
                          "only, read from the hidden label)")
-            methods.setdefault(m.label, spec)
+            specs = methods.setdefault(m.label, [])
+            if spec not in specs:  # a label may run a different spec per point
+                specs.append(spec)
     points = ", ".join(f"`{p.label}`" for p in exp.points)
     return [
         Heading(2, f"{exp.title} (`{exp.name}`)"),
@@ -32,7 +34,9 @@ def header(ctx: SectionContext) -> list[Block]:
              f"workload points: {points}. {ctx.run.n_sims} simulations, "
              f"{ctx.run.sim_s:.1f} CPU-s simulating "
              f"({1000 * ctx.run.sim_s / max(1, ctx.run.n_sims):.0f} ms per run)."),
-        Bullets(tuple(f"**{label}**: {spec}" for label, spec in methods.items())),
+        Bullets(tuple(f"**{label}**: " + (specs[0] if len(specs) == 1 else
+                                          "by point, " + "; ".join(specs))
+                      for label, specs in methods.items())),
     ]
 
 
