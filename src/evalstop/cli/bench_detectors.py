@@ -16,8 +16,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="benchmark stop rules on labelled synthetic eval curves (precision, recall, ...)",
         description=(
             "Run every stop rule over labelled eval curves from several families (a tuning "
-            "part and a held-out part), at noise levels 0.01-0.12, and write detectors.json, "
-            "detectors.csv, detectors.md and one precision-recall plot per family into --out."
+            "part, two held-out parts and the simulator's own curves), at noise levels "
+            "0.01-0.12, and write detectors.json, detectors.csv, detectors.md (pooled, per "
+            "family, per sigma, recall by decline SNR) and one precision-recall plot per "
+            "family into --out."
         ),
     )
     p.add_argument("--out", required=True, help="output folder (created if missing)")
