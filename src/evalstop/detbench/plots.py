@@ -19,11 +19,16 @@ def write_pr_plots(out: Path, cfg: BenchConfig, summary: dict) -> list[str]:
             name = f"pr_{part}.png" if scope == "pooled" else f"pr_{scope}.png"
             title = f"{scope} ({part.replace('_', '-')})" if scope != "pooled" else \
                 f"pooled, {part.replace('_', '-')} part"
-            fig, ax = plt.subplots(figsize=(6.4, 4.8))
             if all(p["recall"] is None for c in curves.values() for p in c):
+                fig, ax = plt.subplots(figsize=(6.4, 4.8))
                 _fpr_only(ax, cfg, curves, title)
             else:
+                # The rules worth choosing crowd the top right: a second panel zooms there.
+                fig, (ax, zoom) = plt.subplots(1, 2, figsize=(12.0, 4.8))
                 _pr(ax, cfg, curves, title)
+                _pr(zoom, cfg, curves, title, legend=False)
+                zoom.set(xlim=ZOOM_RECALL, ylim=ZOOM_PRECISION,
+                         title="zoom: precision >= 0.85, recall >= 0.4")
             fig.tight_layout()
             fig.savefig(out / name, dpi=100)
             plt.close(fig)
@@ -31,7 +36,10 @@ def write_pr_plots(out: Path, cfg: BenchConfig, summary: dict) -> list[str]:
     return files
 
 
-def _pr(ax, cfg, curves, title):
+ZOOM_RECALL, ZOOM_PRECISION = (0.4, 1.005), (0.85, 1.005)
+
+
+def _pr(ax, cfg, curves, title, legend=True):
     for cand in cfg.lineup:
         pts = [p for p in curves[cand.label]
                if p["precision"] is not None and p["recall"] is not None]
@@ -46,7 +54,8 @@ def _pr(ax, cfg, curves, title):
     ax.axvline(TARGET["recall"], color="grey", lw=0.6, ls="--")
     ax.set(xlabel="recall", ylabel="precision", xlim=(-0.02, 1.02), ylim=(-0.02, 1.02),
            title=f"Precision-recall: {title}")
-    ax.legend(fontsize=7, loc="lower left")
+    if legend:
+        ax.legend(fontsize=7, loc="lower left")
 
 
 def _fpr_only(ax, cfg, curves, title):
