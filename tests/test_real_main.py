@@ -19,6 +19,9 @@ def test_real_main_runs_and_reports_the_default_beside_the_papers_rule(tmp_path)
         assert specs["Default+SRTF-Est"] == canonical(DEFAULT_SPEC)
     summary = Summary(summarize(run.experiment, run.rows))
     assert summary.get("lab", "Default+SRTF-Est", "jct_mean_s") is not None
+    oracle = "EvalStop+SRTF-Est (oracle: true stops only)"
+    fp = [r["fp"] for r in run.rows if r["method"] == oracle]
+    assert fp and all(v == 0 for v in fp)  # it never stops a healthy job
     md = to_markdown(section_for("real_main")(SectionContext(run, summary, tmp_path)))
     rows = [line for line in md.splitlines() if line.startswith("| Default+SRTF-Est |")]
     assert len(rows) == 7  # four rates, two changes, quality

@@ -208,7 +208,8 @@ MAIN_CHANGES = (("jct_mean_s", "Mean JCT change"), ("waste_gpu_h", "Wasted GPU-h
 def render_main(ctx: SectionContext) -> list[Block]:
     points = [p.label for p in ctx.experiment.points]
     n = ctx.run.settings.n_seeds
-    main_methods = ("EvalStop+SRTF-Est", "Default+SRTF-Est", "StopAt-0.65", "Loss plateau",
+    main_methods = ("EvalStop+SRTF-Est", "Default+SRTF-Est",
+                    "EvalStop+SRTF-Est (oracle: true stops only)", "StopAt-0.65", "Loss plateau",
                     "Loss plateau (eps=0.1)")
     rows = []
     for m in main_methods:
