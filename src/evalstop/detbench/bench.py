@@ -13,10 +13,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from evalstop.detbench import detectability
+from evalstop.detbench import detectability, workload_part
 from evalstop.detbench import lineup as lineup_mod
 from evalstop.detbench import runs as runs_mod
-from evalstop.detbench import workload_part
 from evalstop.detbench.families import END_RATIO, FAMILIES, MIN_DROP
 from evalstop.detbench.scoring import Tally, run_detector, tally
 from evalstop.detectors import DEFAULT_SPEC, canonical
@@ -63,16 +62,17 @@ def _ratio_rows(tallies: dict[str, Tally]) -> dict[str, dict]:
     return {spec: t.metrics() for spec, t in tallies.items()}
 
 
-def snr_specs(cfg: BenchConfig) -> tuple[str, ...]:
+def snr_specs(cfg: BenchConfig, specs: list[str]) -> tuple[str, ...]:
     """The rules whose recall the report breaks down by decline SNR: the paper's, the default."""
-    return tuple(dict.fromkeys((cfg.lineup[0].main_spec, cfg.default_key(cfg.specs()))))
+    return tuple(dict.fromkeys((cfg.lineup[0].main_spec, cfg.default_key(specs))))
 
 
 def evaluate(cfg: BenchConfig, *, progress: bool = True) -> tuple[dict, dict]:
     """Tallies per (part, family, sigma, noise) cell and spec, and per (part, spec) of
     ``snr_specs`` the hacking runs and stops by decline-SNR bucket."""
     specs = cfg.specs()
-    by_snr = {(part, spec): detectability.empty() for part in PARTS for spec in snr_specs(cfg)}
+    snr = snr_specs(cfg, specs)
+    by_snr = {(part, spec): detectability.empty() for part in PARTS for spec in snr}
     sets = {part: runs_mod.build(cfg.seed, cfg.runs, held_out=part != "tuning",
                                  fresh=part == "fresh", sigmas=cfg.sigmas, noises=cfg.noises,
                                  evals=cfg.evals)
@@ -176,8 +176,14 @@ def _target(summary: dict, spec: str) -> dict:
     held = summary["parts"]["held_out"]["pooled"][spec]
     fresh = summary["parts"]["fresh"]["pooled"][spec]
     return {**TARGET, "spec": spec, "held_out": held, "met": _met(held),
-            "shortfall": _shortfall(held), "fresh": fresh, "fresh_met": _met(fresh),
-            "fresh_shortfall": _shortfall(fresh)}
+            "shortfall": _shortfall(held), "fresh": fresh}
+
+
+def target_on(t: dict, part: str) -> tuple[dict, bool, dict[str, float | None]]:
+    """A target record's pooled numbers on one held-out part, whether they meet the target,
+    and by how much they miss it."""
+    m = t[part]
+    return m, _met(m), _shortfall(m)
 
 
 def _met(m: dict) -> bool:

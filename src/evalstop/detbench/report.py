@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from evalstop.detbench import detectability, plots
-from evalstop.detbench.bench import PARTS, TARGET, BenchConfig, shortfall_text
+from evalstop.detbench.bench import PARTS, TARGET, BenchConfig, shortfall_text, target_on
 
 METRICS = ("runs", "hacking", "precision", "recall", "fpr", "delay", "early", "quality",
            "quality_hacking")
@@ -107,9 +107,7 @@ def _main_rows(cfg: BenchConfig, summary: dict, rows: dict) -> list[tuple[str, s
 
 def _verdict(who: str, t: dict, part: str) -> str:
     """One line: a rule's pooled numbers on a held-out part against the target."""
-    m = t[part]
-    met = t["met"] if part == "held_out" else t["fresh_met"]
-    short = t["shortfall"] if part == "held_out" else t["fresh_shortfall"]
+    m, met, short = target_on(t, part)
     return (f"- {PART_TITLE[part]}: {who}: precision {_fmt(m['precision'])}, recall "
             f"{_fmt(m['recall'])}, quality kept {_fmt(m['quality'])}: target "
             f"**{'met' if met else 'missed'}**" + ("" if met else f" ({shortfall_text(short)})")
@@ -122,12 +120,12 @@ def _detectability(summary: dict) -> list[str]:
     if not parts:
         return []
     L = ["### Recall by how visible the decline is", "",
-         "Decline SNR of a hacking run: sqrt(sum over evals after the true peak of "
+         ("Decline SNR of a hacking run: sqrt(sum over evals after the true peak of "
          "(peak gain - gain)^2) / sigma, the evidence an observer who knew the peak level "
          "would have by the end of the run (`evalstop.detbench.detectability`). Below about "
          "3 no online rule can separate the decline from noise at a precision worth "
          f"having; recall at SNR >= {detectability.VISIBLE:g} is the share of plainly "
-         "visible declines a rule catches.", "",
+         "visible declines a rule catches."), "",
          "| part | rule | " + " | ".join(f"SNR {b}" for b in detectability.LABELS)
          + f" | recall at SNR >= {detectability.VISIBLE:g} |",
          "|---|---|" + "---|" * (len(detectability.LABELS) + 1)]

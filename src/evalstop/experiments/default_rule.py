@@ -29,16 +29,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from evalstop.detectors import DEFAULT_SPEC, canonical
 from evalstop.experiments.aggregate import Summary
-from evalstop.experiments.methods import EVALSTOP_SPEC, bare, with_evalstop
+from evalstop.experiments.methods import DEFAULT, EVALSTOP_SPEC, bare, with_default, with_evalstop
 from evalstop.experiments.spec import Experiment, Method, Point, display
 from evalstop.experiments.sweep_sigma import SIGMAS
 from evalstop.schedulers import SCHEDULERS
 from evalstop.workload.synthetic import DEFAULT_SIGMA
 
-# Canonical form, so the report names the exact rule that ran, whatever the alias says.
-DEFAULT = canonical(DEFAULT_SPEC)
 MAIN_BASE = "srtf-est"
 PAPER_POINT = "paper"
 
@@ -54,7 +51,7 @@ def paper_label(base: str) -> str:
 
 
 def default_label(base: str) -> str:
-    return f"Default+{display(base)}"
+    return with_default(base).label
 
 
 def oracle_label(base: str) -> str:
@@ -80,7 +77,7 @@ def _trio(base: str, sigma: float = DEFAULT_SIGMA):
     """The base alone, with the paper's rule and with the default; on the main base, the
     oracle and the known-noise rule after them."""
     methods = (bare(base), with_evalstop(base),
-               with_evalstop(base, DEFAULT, label=default_label(base)))
+               with_default(base))
     return (*methods, oracle(base), known(base, sigma)) if base == MAIN_BASE else methods
 
 

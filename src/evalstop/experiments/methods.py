@@ -36,10 +36,18 @@ def with_evalstop(base: str, spec: str = EVALSTOP_SPEC, *, label: str | None = N
     return Method(label or f"EvalStop+{display(base)}", base, spec, baseline=display(base), x=x)
 
 
+# Canonical form, so the report names the exact rule that ran, whatever the alias says.
+DEFAULT = canonical(DEFAULT_SPEC)
+
+
+def with_default(base: str) -> Method:
+    """The base wrapped with the project's recommended default rule (issue 5)."""
+    return with_evalstop(base, DEFAULT, label=f"Default+{display(base)}")
+
+
 SRTF = bare("srtf-est")
 EVALSTOP_SRTF = with_evalstop("srtf-est")
-# The project's recommended default rule (issue 5), canonical so reports name what ran.
-DEFAULT_SRTF = with_evalstop("srtf-est", canonical(DEFAULT_SPEC), label="Default+SRTF-Est")
+DEFAULT_SRTF = with_default("srtf-est")
 # The paper's motivation is RLHF reward hacking; a platform may wrap only its RLHF jobs.
 # LoRA and DPO curves flatten and never hack, so this removes their false stops.
 EVALSTOP_SRTF_RLHF = Method("EvalStop+SRTF-Est (RLHF only)", "srtf-est", EVALSTOP_SPEC,

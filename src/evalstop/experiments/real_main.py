@@ -7,6 +7,7 @@ sizes, LoRA/DPO curves, labels) is the same at both points. Both use an eval eve
 progress, the lab runs' own grid, so real evals are used as evaluated (no interpolation).
 """
 
+from evalstop.experiments.default_rule import oracle
 from evalstop.experiments.methods import (
     DEFAULT_SRTF,
     EVALSTOP_SRTF,
@@ -17,7 +18,6 @@ from evalstop.experiments.methods import (
     bare,
     with_evalstop,
 )
-from evalstop.experiments.default_rule import oracle
 from evalstop.experiments.spec import Experiment, Point
 from evalstop.schedulers import SCHEDULERS
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evalstop.experiments.paper import SOURCE, claims_for
-from evalstop.report.blocks import Block, Bullets, Heading, Para, Table
+from evalstop.report.blocks import Block, Bullets, Heading, Image, Para, Table
 from evalstop.report.claims import evaluate
 from evalstop.report.context import SectionContext
 from evalstop.report.fmt import num, pvalue, with_ci
@@ -73,3 +73,13 @@ def generic_table(ctx: SectionContext) -> Table:
 
 def generic(ctx: SectionContext) -> list[Block]:
     return [*header(ctx), generic_table(ctx), *claims(ctx)]
+
+
+def example_jobs_figure(ctx: SectionContext, kept, title: str, caption: str) -> Image:
+    """The kept run's example jobs (``diagnostics.example_jobs``) drawn as eval curves."""
+    from evalstop.report import diagnostics, plots  # matplotlib loads only when drawing
+
+    jobs = diagnostics.example_jobs(kept.workload, kept.result)
+    path, rel = ctx.figure("examples")
+    plots.example_curves(path, kept.workload, kept.result, jobs, title)
+    return Image(rel, caption)

@@ -179,12 +179,11 @@ def known_noise_blocks(check: dr.TargetCheck) -> list[Block]:
     target (which is about the default), never part of its verdict."""
     if not any(math.isfinite(c.known_gain) for c in check.per_sigma):
         return []
-    floor = {c.sigma: c.gain_floor for c in check.per_sigma}
     rows = tuple(
         (f"{c.sigma:g}", pct(c.known_precision),
          _yes(c.known_precision >= dr.TARGET_PRECISION), signed_pct(c.known_gain),
-         signed_pct(c.default_gain), signed_pct(c.oracle_gain), signed_pct(floor[c.sigma]),
-         _yes(c.known_gain >= floor[c.sigma]))
+         signed_pct(c.default_gain), signed_pct(c.oracle_gain), signed_pct(c.gain_floor),
+         _yes(c.known_gain >= c.gain_floor))
         for c in check.per_sigma)
     table = Table(("sigma", "Precision, known noise", f">= {dr.TARGET_PRECISION:g}?",
                    "JCT gain, known noise", "JCT gain, default", "JCT gain, oracle",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalstop.detbench.bench import shortfall_text
+from evalstop.detbench.bench import shortfall_text, target_on
 from evalstop.detbench.lineup import same_rule
 from evalstop.experiments.methods import EVALSTOP_SPEC
 from evalstop.report.blocks import Block, Heading, Image, Para, Table
@@ -115,9 +115,7 @@ def _target(summary: dict) -> Para:
 
 
 def _numbers(t: dict, part: str) -> str:
-    m = t[part]
-    met, short = ((t["met"], t["shortfall"]) if part == "held_out"
-                  else (t["fresh_met"], t["fresh_shortfall"]))
+    m, met, short = target_on(t, part)
     verdict = "met" if met else f"not met ({shortfall_text(short)})"
     return (f"precision {num(m['precision'], 3)}, recall {num(m['recall'], 3)}, quality kept "
             f"{num(m['quality'], 3)}: **{verdict}**")

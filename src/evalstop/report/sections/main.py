@@ -12,7 +12,7 @@ from evalstop.report import diagnostics, plots
 from evalstop.report.blocks import Block, Bullets, Heading, Image, Para, Table
 from evalstop.report.context import SectionContext
 from evalstop.report.fmt import num, pct, pvalue, signed_pct, with_ci
-from evalstop.report.sections.common import H, header
+from evalstop.report.sections.common import H, example_jobs_figure, header
 
 # (metric, row label) of the comparison table: rates as values, then changes vs baseline
 RATES = (("precision", "Precision"), ("recall", "Recall"),
@@ -89,13 +89,10 @@ def _figures(ctx: SectionContext) -> list[Block]:
     out: list[Block] = []
     es, base = ctx.kept("EvalStop+SRTF-Est"), ctx.kept("SRTF-Est")
     if es is not None:
-        jobs = diagnostics.example_jobs(es.workload, es.result)
-        path, rel = ctx.figure("examples")
-        plots.example_curves(path, es.workload, es.result, jobs,
-                             f"EvalStop+SRTF-Est, seed {es.seed}: example jobs")
-        out.append(Image(rel, "Example jobs: observed eval (dots), true quality (line), proxy "
-                              "reward (dashed, right axis), true peak (dotted), stop (red), "
-                              "delivered checkpoint (star)"))
+        out.append(example_jobs_figure(
+            ctx, es, f"EvalStop+SRTF-Est, seed {es.seed}: example jobs",
+            "Example jobs: observed eval (dots), true quality (line), proxy reward (dashed, "
+            "right axis), true peak (dotted), stop (red), delivered checkpoint (star)"))
     if es is not None and base is not None:
         path, rel = ctx.figure("occupancy")
         plots.occupancy(path, [(base.method, base.result), (es.method, es.result)], ctx.run.n_gpus,

@@ -15,7 +15,7 @@ from evalstop.report.blocks import Block, Bullets, Heading, Image, Para, Table
 from evalstop.report.context import SectionContext
 from evalstop.report.files import write_csv
 from evalstop.report.fmt import num, pct, with_ci
-from evalstop.report.sections.common import header
+from evalstop.report.sections.common import example_jobs_figure, header
 
 EXAMPLE_SPEC = "evalstop:k=2"  # the rule whose stops the example plots mark
 DPI = 110
@@ -245,15 +245,10 @@ def render_main(ctx: SectionContext) -> list[Block]:
                             "ratios are not comparable with each other."),))]
     kept = ctx.kept("EvalStop+SRTF-Est")
     if kept is not None:
-        from evalstop.report import diagnostics, plots
-
-        jobs = diagnostics.example_jobs(kept.workload, kept.result)
-        path, rel = ctx.figure("examples")
-        plots.example_curves(path, kept.workload, kept.result, jobs,
-                             f"EvalStop+SRTF-Est on lab RLHF curves, seed {kept.seed}")
-        out.append(Image(rel, "Example jobs with lab RLHF curves: observed eval (dots), "
-                              "smoothed gold (line), proxy (dashed), true peak (dotted), "
-                              "stop (red), kept checkpoint (star)"))
+        out.append(example_jobs_figure(
+            ctx, kept, f"EvalStop+SRTF-Est on lab RLHF curves, seed {kept.seed}",
+            "Example jobs with lab RLHF curves: observed eval (dots), smoothed gold (line), "
+            "proxy (dashed), true peak (dotted), stop (red), kept checkpoint (star)"))
     return out
 
 
