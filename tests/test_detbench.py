@@ -132,6 +132,17 @@ def test_quick_mode_writes_every_output(quick_runs):
     assert known["spec"] == "cusum-known:sigma={sigma},h=1.75"
     assert known["held_out"] == summary["parts"]["held_out"]["pooled"][known["spec"]]
     assert "cusum-known" not in (summary["selection"]["selected_on_tuning"] or "")
+    measured = summary["measured_noise"]
+    assert measured["runs"] == [3, 10] and len(measured["rows"]) == 4
+    default_row, given_row = measured["rows"][:2]
+    assert default_row["held_out"] == summary["parts"]["held_out"]["pooled"][
+        summary["default_spec"]]
+    assert given_row["fresh"] == summary["parts"]["fresh"]["pooled"][known["spec"]]
+    for row in measured["rows"]:  # pooled over both held-out parts, target checked there
+        assert row["both"]["runs"] == row["held_out"]["runs"] + row["fresh"]["runs"]
+        assert row["met_both"] == all(row["both"][k] >= row[k] for k in
+                                      ("precision", "recall", "quality"))
+    assert "The noise measured from finished runs" in (out / "detectors.md").read_text()
     assert (out / "detectors.csv").read_text().startswith("part,scope,group,detector")
     assert "## Detector benchmark" in (out / "detectors.md").read_text()
     for fam in FAMILIES:

@@ -18,6 +18,7 @@ COMMANDS = (
     ("reproduce", "reproduce"),
     ("simulate", "simulate"),
     ("replay", "replay"),
+    ("noise", "noise"),
     ("bench-detectors", "bench_detectors"),
     ("watch", "watch"),
     ("lab", "lab"),

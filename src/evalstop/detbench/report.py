@@ -138,6 +138,36 @@ def _detectability(summary: dict) -> list[str]:
     return L
 
 
+MEASURED_TEXT = (
+    "**With the noise measured from a few finished runs.** `cusum-known` needs the eval's "
+    "noise sigma; a platform that does not know it can measure it from jobs that already "
+    "ran with the same eval (`evalstop noise LOG.jsonl`). For every held-out cell, K runs of "
+    "the tuning part's families (drawn at random, the cell's sigma and noise kind) stand for "
+    "those jobs; their pooled noise estimate is given to the rule, which then runs on the "
+    "cell. Each cell draws its own calibration runs. Nothing was tuned for this: K, the "
+    "estimator and the rule's parameters were fixed before it ran.")
+
+
+def measured_table(summary: dict) -> tuple[tuple[str, ...], list[tuple[str, ...]], str] | None:
+    """(header, rows, caption) of the measured-noise comparison, or None when not run."""
+    m = summary.get("measured_noise")
+    if not m:
+        return None
+
+    def cell(x: dict) -> str:
+        return f"{_fmt(x['precision'])} / {_fmt(x['recall'])} / {_fmt(x['quality'])}"
+
+    rows = [(r["label"], f"`{r['spec']}`", cell(r["held_out"]), cell(r["fresh"]),
+             cell(r["both"]), "**met**" if r["met_both"] else shortfall_text(r["shortfall_both"]))
+            for r in m["rows"]]
+    header = ("Rule", "Spec", "Held-out part", "Fresh held-out part", "Both, pooled",
+              "Target, both pooled")
+    caption = ("Precision / recall / quality kept on the held-out parts, against the target "
+               f"(precision >= {TARGET['precision']}, recall >= {TARGET['recall']}, quality kept "
+               f">= {TARGET['quality']}); `{{sigma}}` is the true, given or measured sigma")
+    return header, rows, caption
+
+
 def markdown(cfg: BenchConfig, summary: dict, files: list[str], elapsed: float) -> str:
     c = summary["config"]
     default = summary["default_spec"]
@@ -194,6 +224,13 @@ def markdown(cfg: BenchConfig, summary: dict, files: list[str], elapsed: float) 
     sel = summary["selection"]
     L.append(f"The selection rule ({sel['rule']}) picks `{sel['selected_on_tuning']}`.")
     L.append("")
+    measured = measured_table(summary)
+    if measured is not None:
+        header, rows, caption = measured
+        L += ["### The noise measured from finished runs", "", MEASURED_TEXT, "",
+              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        L += ["| " + " | ".join(r) + " |" for r in rows]
+        L += ["", caption + ".", ""]
     for part in PARTS:
         p = summary["parts"][part]
         L += [f"### Per family, {PART_TITLE[part]}", ""]

@@ -89,11 +89,14 @@ class CusumDrop(Detector):
                 self._level, self._since = level, 0
         if self._level is None or self._since == 0 or self._n_evals < self.min_evals:
             return None
+        level, w = self._level, 0.0
+        since = values[len(values) - min(self._since, len(values)):]
+        if not any(v < level for v in since):
+            return None  # no drop adds to W (z <= 0); skips the costly noise estimate
         sigma = self._sigma(values)
         if sigma is None:
             return None
-        level, w = self._level, 0.0
-        for v in values[len(values) - min(self._since, len(values)):]:
+        for v in since:
             if sigma > 0.0:
                 z = min((level - v) / sigma, self.clip)
             else:  # noise-free scores: any eval below the level is a full-size drop

@@ -26,15 +26,27 @@ MAX_VALUES = 200
 MIN_DIFFS = 3  # fewer second differences (5 evals) give no usable estimate
 CLIP = 2.5
 # E[min(|Z|, CLIP)] for Z ~ N(0, 1) and E|Z|: make the clipped and plain means estimate sigma.
-_CLIPPED_MEAN_ABS = math.sqrt(2.0 / math.pi) * (1.0 - math.exp(-CLIP**2 / 2.0)) + CLIP * math.erfc(
+CLIPPED_MEAN_ABS = math.sqrt(2.0 / math.pi) * (1.0 - math.exp(-CLIP**2 / 2.0)) + CLIP * math.erfc(
     CLIP / math.sqrt(2.0)
 )
-_MEAN_ABS = math.sqrt(2.0 / math.pi)
-_MAD = 0.6744897501960817  # the MAD of N(0, 1)
+MEAN_ABS = math.sqrt(2.0 / math.pi)
+MAD_N01 = 0.6744897501960817  # the MAD of N(0, 1)
 
 
 def second_differences(values: list[float]) -> list[float]:
     return [a - 2.0 * b + c for a, b, c in zip(values, values[1:], values[2:])]
+
+
+def diff_scale(d: list[float]) -> float:
+    """The standard deviation of second differences, robustly: their winsorised mean absolute
+    deviation from the median, made consistent for Gaussian values."""
+    mid = median(d)
+    dev = [abs(x - mid) for x in d]
+    robust_sd = median(dev) / MAD_N01
+    if robust_sd > 0.0:
+        return sum(min(x, CLIP * robust_sd) for x in dev) / len(dev) / CLIPPED_MEAN_ABS
+    # most d's equal (quantised scores): clipping at 0 would erase the rest
+    return sum(dev) / len(dev) / MEAN_ABS
 
 
 def sigma_hat(values: list[float]) -> float | None:
@@ -45,11 +57,4 @@ def sigma_hat(values: list[float]) -> float | None:
     d = second_differences(values[-MAX_VALUES:])
     if len(d) < MIN_DIFFS:
         return None
-    mid = median(d)
-    dev = [abs(x - mid) for x in d]
-    robust_sd = median(dev) / _MAD
-    if robust_sd > 0.0:
-        scale = sum(min(x, CLIP * robust_sd) for x in dev) / len(dev) / _CLIPPED_MEAN_ABS
-    else:  # most d's equal (quantised scores): clipping at 0 would erase the rest
-        scale = sum(dev) / len(dev) / _MEAN_ABS
-    return scale / math.sqrt(6.0) * (1.0 + 1.0 / math.sqrt(len(d)))
+    return diff_scale(d) / math.sqrt(6.0) * (1.0 + 1.0 / math.sqrt(len(d)))

@@ -53,6 +53,8 @@ class NoiseDrop(Detector):
                 self._level = level
         if self._level is None or len(values) < self.n:
             return None
+        if not all(v < self._level for v in values[-self.n:]):
+            return None  # the bar is at or below the level; skips the costly noise estimate
         sigma = sigma_hat(values)
         if sigma is None:
             return None

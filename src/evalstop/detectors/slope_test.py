@@ -3,13 +3,14 @@
 At each eval, an ordinary least-squares line is fitted to the last W finite evals against
 their steps, and the job stops when the slope is negative at significance A (t-test on the
 slope with W - 2 degrees of freedom, its standard error from the residuals of the same
-window). The critical t value is computed once, with scipy, when the rule is built. The
-test uses no noise estimate from outside the window, so it adapts to the job's noise but
-has few degrees of freedom; A is its knob. Uses the eval score only.
+window). The critical t value is computed with scipy when the rule is built (once per
+(A, W) in a process). The test uses no noise estimate from outside the window, so it adapts
+to the job's noise but has few degrees of freedom; A is its knob. Uses the eval score only.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, ClassVar
 
@@ -27,9 +28,7 @@ class SlopeTest(Detector):
         if not 0.0 < alpha < 1.0:
             raise ValueError(f"alpha must be in (0, 1), got {alpha}")
         self.window, self.alpha = window, alpha
-        from scipy import stats  # here, not at the top: scipy.stats costs ~0.5 s to import
-
-        self._t_crit = float(stats.t.ppf(1.0 - alpha, window - 2))
+        self._t_crit = _t_crit(alpha, window - 2)
         self._xs: list[float] = []
         self._ys: list[float] = []
 
@@ -51,6 +50,15 @@ class SlopeTest(Detector):
     def _load_rule_state(self, state: dict[str, Any]) -> None:
         self._xs = [float(x) for x in state["xs"]]
         self._ys = [float(y) for y in state["ys"]]
+
+
+@functools.lru_cache(maxsize=256)
+def _t_crit(alpha: float, dof: int) -> float:
+    """One-sided critical t value. Cached: a simulator builds one rule per job, and the
+    quantile costs far more than a job's whole run of the rule."""
+    from scipy import stats  # here, not at the top: scipy.stats costs ~0.5 s to import
+
+    return float(stats.t.ppf(1.0 - alpha, dof))
 
 
 def _slope_t(xs: list[float], ys: list[float]) -> float:

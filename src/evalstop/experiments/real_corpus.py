@@ -25,10 +25,22 @@ EXPERIMENT = Experiment(
 )
 
 
+def measured_known_spec(curves) -> str:
+    """``cusum-known`` told the noise ``evalstop noise`` measures from the runs' own eval
+    logs. It reads no label; a platform would measure it on earlier jobs of the same eval."""
+    from evalstop.detectors.measured_noise import measure_noise
+
+    return f"cusum-known:sigma={measure_noise([c.eval for c in curves.values()]).sigma:.4g}"
+
+
 def validate_shipped(specs=None) -> tuple[list[dict], dict]:
     """``(rows, metadata)``: ``validate_detectors`` on the shipped corpus, and the corpus'
-    metadata (label rule, grid, command)."""
+    metadata (label rule, grid, command). With no ``specs``: the lab's default list, then
+    ``cusum-known`` with the noise measured from the corpus (``measured_known_spec``)."""
     from evalstop.lab.corpus import load_corpus, load_metadata
-    from evalstop.lab.validate import validate_detectors
+    from evalstop.lab.validate import default_specs, validate_detectors
 
-    return validate_detectors(load_corpus(), specs), load_metadata()
+    corpus = load_corpus()
+    if specs is None:
+        specs = [*default_specs(), measured_known_spec(corpus[0])]
+    return validate_detectors(corpus, specs), load_metadata()

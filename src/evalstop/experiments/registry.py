@@ -19,6 +19,7 @@ _MODULES = (
     ("k", "sweep_k"),
     ("regime", "regime"),
     ("default_rule", "default_rule"),
+    ("frontier", "frontier"),
     ("real_corpus", "real_corpus"),
     ("real_main", "real_main"),
 )

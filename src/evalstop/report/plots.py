@@ -20,7 +20,8 @@ Ci = tuple[float, float, float]
 
 
 def _save(fig: Figure, path: Path) -> Path:
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:  # a figure may have chosen its own (constrained)
+        fig.tight_layout()
     with atomic_write(path, "wb") as fh:
         fig.savefig(fh, format="png", dpi=DPI)
     return path
@@ -123,4 +124,41 @@ def occupancy(path: Path, runs: list[tuple[str, object]], n_gpus: int, title: st
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     ax.set_title(title)
+    return _save(fig, path)
+
+
+def precision_gain(path: Path, panels: list[dict], title: str, x_min: float = 40.0) -> Path:
+    """One panel per eval noise: each rule's (precision %, JCT gain %) along its knob, with
+    the target region shaded. A panel is ``{"title", "floor", "precision",
+    "series": {name: [(p, g), ...]}, "marks": {name: (p, g)}}``. Precision below ``x_min``
+    is off the panel (the caller says which rules lie there)."""
+    cols = min(3, len(panels))
+    rows = (len(panels) + cols - 1) // cols
+    fig = Figure(figsize=(5.0 * cols, 3.6 * rows + 0.8), layout="constrained")
+    handles: dict[str, object] = {}
+    for k, panel in enumerate(panels):
+        ax = fig.add_subplot(rows, cols, k + 1)
+        for i, (name, pts) in enumerate(panel["series"].items()):
+            pts = [(p, g) for p, g in pts if np.isfinite(p) and np.isfinite(g)]
+            if pts:  # a fixed colour per series: one legend serves every panel
+                handles[name], = ax.plot(*zip(*pts), "o-", ms=3, linewidth=1,
+                                         color=f"C{i % 10}")
+        for j, (name, (p, g)) in enumerate(panel["marks"].items()):
+            if np.isfinite(p) and np.isfinite(g):
+                handles[name], = ax.plot(p, g, "*X"[j % 2], ms=11, linestyle="none",
+                                         color="k" if j == 0 else "C9")
+        floor = panel["floor"]
+        if np.isfinite(floor):
+            top = max(ax.get_ylim()[1], floor + 5)
+            handles["target region"] = ax.fill_between(
+                [panel["precision"], 100.0], floor, top, color="C2", alpha=0.15)
+            ax.set_ylim(top=top)
+        ax.set_xlim(x_min, 101.0)
+        ax.set_title(panel["title"], fontsize=10)
+        ax.set_xlabel("precision (%)")
+        ax.set_ylabel("JCT gain vs base (%)")
+        ax.grid(alpha=0.3)
+    fig.legend(list(handles.values()), list(handles), loc="outside lower center",
+               ncol=min(6, len(handles)), fontsize=8)
+    fig.suptitle(title)
     return _save(fig, path)

@@ -8,7 +8,16 @@ from collections.abc import Callable
 
 from evalstop.report.blocks import Block
 from evalstop.report.context import SectionContext
-from evalstop.report.sections import common, composability, default_rule, main, real, regime, sweeps
+from evalstop.report.sections import (
+    common,
+    composability,
+    default_rule,
+    frontier,
+    main,
+    real,
+    regime,
+    sweeps,
+)
 
 Renderer = Callable[[SectionContext], list[Block]]
 
@@ -20,6 +29,7 @@ SECTIONS: dict[str, Renderer] = {
     "k": sweeps.render,
     "regime": regime.render,
     "default_rule": default_rule.render,
+    "frontier": frontier.render,
     "real_corpus": real.render_corpus,
     "real_main": real.render_main,
 }

@@ -130,6 +130,17 @@ def _known_noise(summary: dict) -> str:
             f"sigma): held-out {_numbers(k, 'held_out')}{fresh}.")
 
 
+def _measured(summary: dict) -> list[Block]:
+    from evalstop.detbench.report import MEASURED_TEXT, measured_table
+
+    table = measured_table(summary)
+    if table is None:
+        return []
+    header, rows, caption = table
+    return [Heading(3, "The noise measured from finished runs"), Para(MEASURED_TEXT),
+            Table(header, tuple(rows), caption=caption)]
+
+
 def _images(summary: dict, out_dir: Path, rel_dir: str) -> list[Block]:
     """Pooled PR plot per part, then one per family; a plot that is missing is said so."""
     blocks: list[Block] = []
@@ -183,6 +194,7 @@ def render(summary: dict, out_dir: Path, *, quick: bool = False, rel_dir: str = 
     for part in summary["parts"]:
         blocks += [Heading(3, PART_TITLE[part]), pooled_table(summary, part)]
     blocks.append(_target(summary))
+    blocks += _measured(summary)
     snr = snr_table(summary)
     if snr is not None:
         blocks += [Heading(3, "Which misses were there to see"), snr]

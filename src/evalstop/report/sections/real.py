@@ -79,6 +79,15 @@ def _reading(rows: list[dict], curves: dict, labels: dict) -> list[str]:
                    f"come soon. Against running them to the end, those false stops change the "
                    f"healthy runs' kept gold by {k2['kept_vs_end_healthy']:+.4f} on average "
                    f"(the run is stopped on its plateau and keeps its best checkpoint).")
+    default = next((r for r in rows if r["spec"] == "default"), None)
+    known = next((r for r in rows if r["spec"].startswith("cusum-known:")), None)
+    if known is not None and default is not None:
+        out.append(f"**With the eval noise measured** from these logs (`evalstop noise`, which "
+                   f"reads no label; `{known['spec']}`): precision {pct(known['precision'])}, "
+                   f"recall {pct(known['recall'])}, FPR {pct(known['fpr'])}, against the "
+                   f"default's {pct(default['precision'])}, {pct(default['recall'])} and "
+                   f"{pct(default['fpr'])}, which estimates each run's noise from its own "
+                   f"{len(curves[next(iter(curves))].eval)} evals.")
     good = [r for r in rows if r["spec"] != "none" and r["recall"] >= 0.9]
     if good:
         best = max(good, key=lambda r: (r["precision"], -r["fpr"]))
