@@ -1,11 +1,13 @@
-"""``frontier``: the JCT gain each stop rule buys at each precision, per eval noise.
+"""``frontier``: the JCT gain each stop rule buys at each precision, per eval noise and
+on real curves.
 
 Issue 5's simulator target asks for precision >= 0.95 at no less than 0.9 x the paper
 rule's JCT gain, at every sigma of the noise sweep. ``default_rule`` checks the default
 (and an oracle) there; this study asks whether ANY rule reaches that region. Every
 candidate of the detector benchmark's lineup (``detbench.lineup.LINEUP``) runs at every
 value of its main knob beside SRTF-Est on the sweep's workloads (``cusum-known`` is told
-the point's noise), with the paper rule's oracle (k=2, true stops only) for reference.
+the point's noise), with the paper rule's oracle (k=2, true stops only) for reference. A
+last point asks the same on real curves: the RLHF jobs take lab-corpus runs.
 
 The same points give a platform team the trade-off itself: how much JCT a rule gives up
 for each step of precision, per eval noise.
@@ -42,23 +44,43 @@ def knows_noise(c: Candidate) -> bool:
     return CELL_SIGMA in c.template
 
 
-def _methods(sigma: float) -> tuple[Method, ...]:
+def _methods(sigma: float | None) -> tuple[Method, ...]:
+    """SRTF-Est alone, every configuration, the oracle. With no single eval noise (``None``,
+    the lab point) the rules that must be told it are left out."""
     base = bare(BASE)
     rules = tuple(
-        Method(config_label(c, v), BASE, for_cell(c.spec(v), sigma), baseline=base.label, x=v)
-        for c in LINEUP for v in c.values)
+        Method(config_label(c, v), BASE,
+               c.spec(v) if sigma is None else for_cell(c.spec(v), sigma),
+               baseline=base.label, x=v)
+        for c in LINEUP for v in c.values if sigma is not None or not knows_noise(c))
     return (base, *rules, dr.oracle(BASE))
+
+
+# The same question on real curves: RLHF jobs take lab-corpus runs (``real_main``'s lab
+# point: their own eval noise, an eval every 4% of progress, the lab runs' grid).
+LAB_POINT = "lab"
+LAB_WORKLOAD = {"preset": "paper", "eval_interval": 0.04, "rlhf_curves": "lab"}
+
+
+def point_title(point: str) -> str:
+    """How the report names a point: "sigma 0.02", or the lab curves."""
+    if point == LAB_POINT:
+        return "lab curves (own noise)"
+    return point.replace("=", " ")
 
 
 EXPERIMENT = Experiment(
     name="frontier",
-    title="Precision against JCT gain: every rule at every knob value, per eval noise",
+    title="Precision against JCT gain: every rule at every knob value, per eval noise "
+          "and on real curves",
     question=(
         "Does any stop rule of the detector benchmark's lineup, at any value of its main knob, "
         f"keep precision >= {dr.TARGET_PRECISION:g} at >= {dr.TARGET_GAIN_SHARE:g} x the paper "
-        "rule's JCT gain at some eval noise, and what does each step of precision cost in JCT?"),
-    points=tuple(Point(dr.sigma_point(s), {"preset": "paper", "sigma": s}, _methods(s), x=s)
-                 for s in SIGMAS),
+        "rule's JCT gain at some eval noise or on real curves, and what does each step of "
+        "precision cost in JCT?"),
+    points=(*(Point(dr.sigma_point(s), {"preset": "paper", "sigma": s}, _methods(s), x=s)
+              for s in SIGMAS),
+            Point(LAB_POINT, LAB_WORKLOAD, _methods(None))),
     x_name="sigma",
     n_gpus=64,
     notes=(
@@ -68,7 +90,11 @@ EXPERIMENT = Experiment(
         ("The best of many configurations, picked on the seeds it is scored on, is an "
          "optimistic envelope: it favours the target."),
         (f"**{dr.oracle_label(BASE)}** reads the hidden hacking label and is not deployable; "
-         "it is drawn for reference and is never a candidate for the target.")),
+         "it is drawn for reference and is never a candidate for the target."),
+        (f"Point `{LAB_POINT}`: the RLHF jobs' curves are real lab-corpus runs with their own "
+         "eval noise (as in `real_main`), evals every 4% of progress; LoRA and DPO jobs keep "
+         "the synthetic curves at sigma 0.02. `cusum-known` does not run there: no single "
+         "noise is known for the whole workload.")),
 )
 
 
@@ -91,10 +117,14 @@ class Config:
 
 
 @dataclass(frozen=True)
-class SigmaFrontier:
-    sigma: float
-    configs: tuple[Config, ...]  # every deployable configuration, lineup order
+class PointFrontier:
+    point: str  # the experiment point's label, e.g. "sigma=0.02" or "lab"
+    configs: tuple[Config, ...]  # every deployable configuration that ran, lineup order
     oracle_gain: float = math.nan
+
+    @property
+    def title(self) -> str:
+        return point_title(self.point)
 
     @property
     def paper(self) -> Config | None:
@@ -128,24 +158,17 @@ class SigmaFrontier:
         return tuple(c for c in self._pool(eval_only)
                      if c.precision >= dr.TARGET_PRECISION and c.gain >= self.floor)
 
-    def pareto(self) -> tuple[Config, ...]:
-        """Configurations no other beats on both precision and gain, by precision."""
-        ok = [c for c in self.configs if math.isfinite(c.precision) and math.isfinite(c.gain)]
-        front = [c for c in ok if not any(
-            o.precision >= c.precision and o.gain >= c.gain
-            and (o.precision > c.precision or o.gain > c.gain) for o in ok)]
-        return tuple(sorted(front, key=lambda c: (c.precision, c.gain)))
-
-
-def frontier(summary: Summary, sigmas=SIGMAS) -> tuple[SigmaFrontier, ...]:
-    """Per sigma, every configuration's measured precision and gain (never hard-coded)."""
+def frontier(summary: Summary, points: tuple[str, ...] | None = None,
+             ) -> tuple[PointFrontier, ...]:
+    """Per point (every point of the study by default), each configuration's measured
+    precision and gain (never hard-coded); configurations a point did not run are left out."""
     out = []
-    for s in sigmas:
-        p = dr.sigma_point(s)
+    for p in points if points is not None else tuple(pt.label for pt in EXPERIMENT.points):
         configs = tuple(
             Config(c.label, float(v), config_label(c, v),
                    summary.value(p, config_label(c, v), "precision"),
                    dr.jct_gain(summary, p, config_label(c, v)), knows_noise(c), c.signal)
-            for c in LINEUP for v in c.values)
-        out.append(SigmaFrontier(s, configs, dr.jct_gain(summary, p, dr.oracle_label(BASE))))
+            for c in LINEUP for v in c.values
+            if summary.get(p, config_label(c, v), "jct_mean_s") is not None)
+        out.append(PointFrontier(p, configs, dr.jct_gain(summary, p, dr.oracle_label(BASE))))
     return tuple(out)

@@ -132,9 +132,9 @@ def precision_gain(path: Path, panels: list[dict], title: str, x_min: float = 40
     the target region shaded. A panel is ``{"title", "floor", "precision",
     "series": {name: [(p, g), ...]}, "marks": {name: (p, g)}}``. Precision below ``x_min``
     is off the panel (the caller says which rules lie there)."""
-    cols = min(3, len(panels))
+    cols = min(4 if len(panels) > 6 else 3, len(panels))
     rows = (len(panels) + cols - 1) // cols
-    fig = Figure(figsize=(5.0 * cols, 3.6 * rows + 0.8), layout="constrained")
+    fig = Figure(figsize=(4.4 * cols, 3.5 * rows + 0.8), layout="constrained")
     handles: dict[str, object] = {}
     for k, panel in enumerate(panels):
         ax = fig.add_subplot(rows, cols, k + 1)

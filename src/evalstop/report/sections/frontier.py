@@ -1,5 +1,5 @@
-"""Section for ``frontier``: per eval noise, the best JCT gain each step of precision
-buys over every rule and knob value, the issue's target region, and a plot of it."""
+"""Section for ``frontier``: per eval noise and on lab curves, the best JCT gain each step
+of precision buys over every rule and knob value, the issue's target region, and a plot."""
 
 from __future__ import annotations
 
@@ -19,21 +19,22 @@ LEVELS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
 X_MIN = 40.0  # the plot's left edge, in %: stopping every job scores the hacking share (~47%)
 
 
-def _sigmas(ctx: SectionContext) -> list[float]:
-    return sorted(p.x for p in ctx.experiment.points if p.x is not None)
+def _points(ctx: SectionContext) -> tuple[str, ...]:
+    """The points that ran (a run of an older study version may lack some)."""
+    return tuple(p.label for p in ctx.experiment.points)
 
 
 def _named(c: fr.Config | None, value) -> str:
     return "none" if c is None else f"{value(c)} (`{c.label}`)"
 
 
-def _best_at(f: fr.SigmaFrontier, level: float) -> fr.Config | None:
+def _best_at(f: fr.PointFrontier, level: float) -> fr.Config | None:
     ok = [c for c in f.configs if c.eval_only and c.precision >= level
           and math.isfinite(c.gain)]
     return max(ok, key=lambda c: c.gain, default=None)
 
 
-def summary_table(fronts: tuple[fr.SigmaFrontier, ...]) -> Table:
+def summary_table(fronts: tuple[fr.PointFrontier, ...]) -> Table:
     def gain(c):
         return signed_pct(c.gain)
 
@@ -41,7 +42,7 @@ def summary_table(fronts: tuple[fr.SigmaFrontier, ...]) -> Table:
         return pct(c.precision)
 
     rows = tuple(
-        (f"{f.sigma:g}", pct(f.paper.precision) if f.paper else "n/a",
+        (f.title, pct(f.paper.precision) if f.paper else "n/a",
          signed_pct(f.paper.gain) if f.paper else "n/a", signed_pct(f.floor),
          signed_pct(f.oracle_gain), _named(f.best_precise(), gain),
          _named(f.best_precise(eval_only=False), gain),
@@ -49,17 +50,18 @@ def summary_table(fronts: tuple[fr.SigmaFrontier, ...]) -> Table:
          str(len(f.in_target())))
         for f in fronts)
     t = f"{dr.TARGET_PRECISION:g}"
-    return Table(("sigma", "Precision, k=2", "JCT gain, k=2",
+    return Table(("Workload", "Precision, k=2", "JCT gain, k=2",
                   f"Floor ({dr.TARGET_GAIN_SHARE:g} x k=2 gain)", "JCT gain, oracle",
                   f"Best gain at precision >= {t}, eval only",
                   f"Best gain at precision >= {t}, any rule (noise given too)",
                   "Highest precision at gain >= floor, any rule",
                   "Configurations in the target region, any rule"),
-                 rows, caption="Per eval noise, over every rule of the lineup at every knob value "
+                 rows, caption="Per workload (eval noise sigma, or lab curves), over every rule of the "
+                 "lineup at every knob value "
                  "(SRTF-Est, means across seeds). The oracle is for reference only")
 
 
-def tradeoff_table(fronts: tuple[fr.SigmaFrontier, ...]) -> Table:
+def tradeoff_table(fronts: tuple[fr.PointFrontier, ...]) -> Table:
     rows = []
     for level in LEVELS:
         cells = []
@@ -67,25 +69,25 @@ def tradeoff_table(fronts: tuple[fr.SigmaFrontier, ...]) -> Table:
             c = _best_at(f, level)
             cells.append("none" if c is None else f"{signed_pct(c.gain)} ({c.label})")
         rows.append((f">= {level:g}", *cells))
-    return Table(("Precision at least", *(f"sigma {f.sigma:g}" for f in fronts)), tuple(rows),
+    return Table(("Precision at least", *(f.title for f in fronts)), tuple(rows),
                  caption="What precision costs: the best JCT gain any eval-only rule reaches at "
                  "each precision level (and the configuration that reaches it)")
 
 
-def verdict(fronts: tuple[fr.SigmaFrontier, ...]) -> Para:
+def verdict(fronts: tuple[fr.PointFrontier, ...]) -> Para:
     checked = [f for f in fronts if math.isfinite(f.floor)]  # the paper rule's gain is known
     if not checked:
         return Para("**The target region could not be checked**: the paper rule's JCT gain "
-                    "is undefined at every sigma.")
+                    "is undefined at every point.")
     hits = [f for f in checked if f.in_target()]
     if hits:
-        names = "; ".join(f"sigma {f.sigma:g}: {', '.join(c.label for c in f.in_target())}"
+        names = "; ".join(f"{f.title}: {', '.join(c.label for c in f.in_target())}"
                           for f in hits)
-        return Para(f"**Target region reached** at {len(hits)} of {len(fronts)} sigma(s) by "
+        return Para(f"**Target region reached** at {len(hits)} of {len(fronts)} point(s) by "
                     f"{names}. Picked on the scored seeds: check on fresh seeds before "
                     "relying on it.")
-    where = ("at any sigma" if len(checked) == len(fronts) else
-             f"at any of the {len(checked)} sigma(s) where it can be checked (the paper rule's "
+    where = ("at any point" if len(checked) == len(fronts) else
+             f"at any of the {len(checked)} point(s) where it can be checked (the paper rule's "
              f"JCT gain is undefined at the other {len(fronts) - len(checked)})")
     text = (f"**No rule reaches the target region {where}**, even though the best "
             "configuration is picked on the seeds it is scored on.")
@@ -99,9 +101,9 @@ def verdict(fronts: tuple[fr.SigmaFrontier, ...]) -> Para:
     if shares:
         notes = []
         if none:
-            notes.append(f"no configuration reaches that precision at {none} sigma(s)")
+            notes.append(f"no configuration reaches that precision at {none} point(s)")
         if len(gaining) < len(checked):
-            notes.append(f"{len(checked) - len(gaining)} sigma(s) where the paper rule does "
+            notes.append(f"{len(checked) - len(gaining)} point(s) where the paper rule does "
                          "not gain left out")
         clauses.append(f"at precision >= {t} the best gain is {pct(min(shares), 0)} to "
                        f"{pct(max(shares), 0)} of the paper rule's"
@@ -121,15 +123,15 @@ def verdict(fronts: tuple[fr.SigmaFrontier, ...]) -> Para:
     blind = [(f, c) for f in checked for c in f.configs
              if c.signal == "progress" and c.gain >= f.floor]
     if blind:
-        n = len({f.sigma for f, _ in blind})
+        n = len({f.point for f, _ in blind})
         text += (f" `{blind[0][1].label}`, which reads no eval, reaches the floor at {n} of "
-                 f"{len(checked)} sigma(s): JCT gain here comes mostly from how much run time a "
+                 f"{len(checked)} point(s): JCT gain here comes mostly from how much run time a "
                  "rule cuts, whichever jobs it cuts it from, so a rule that stops only jobs it "
                  "is sure of frees little.")
     return Para(text)
 
 
-def plot(ctx: SectionContext, fronts: tuple[fr.SigmaFrontier, ...]) -> Image:
+def plot(ctx: SectionContext, fronts: tuple[fr.PointFrontier, ...]) -> Image:
     panels = []
     for f in fronts:
         series = {c.label: [(100 * x.precision, x.gain) for x in f.configs
@@ -137,23 +139,24 @@ def plot(ctx: SectionContext, fronts: tuple[fr.SigmaFrontier, ...]) -> Image:
         marks = {}
         if f.paper:
             marks["paper's rule k=2"] = (100 * f.paper.precision, f.paper.gain)
-        oracle = ctx.summary.value(dr.sigma_point(f.sigma), dr.oracle_label(fr.BASE), "precision")
+        oracle = ctx.summary.value(f.point, dr.oracle_label(fr.BASE), "precision")
         marks["oracle (not deployable)"] = (100 * oracle, f.oracle_gain)
-        panels.append({"title": f"eval noise sigma {f.sigma:g}", "floor": f.floor,
+        panels.append({"title": f.title, "floor": f.floor,
                        "precision": 100 * dr.TARGET_PRECISION, "series": series,
                        "marks": marks})
     path, rel = ctx.figure("precision_gain")
     plots.precision_gain(path, panels, "JCT gain against precision, every rule and knob value "
                          "(SRTF-Est)", x_min=X_MIN)
     off = sorted({x.candidate for f in fronts for x in f.configs if x.precision < X_MIN / 100})
-    return Image(rel, "Each rule's precision and JCT gain along its knob, per eval noise; the "
+    return Image(rel, "Each rule's precision and JCT gain along its knob, per eval noise and on "
+                      "lab curves; the "
                       "shaded box is the issue's target region"
                  + (f". Off the left edge (precision under {X_MIN:g}%): {', '.join(off)}"
                     if off else ""))
 
 
 def render(ctx: SectionContext) -> list[Block]:
-    fronts = fr.frontier(ctx.summary, _sigmas(ctx))
+    fronts = fr.frontier(ctx.summary, _points(ctx))
     return [*header(ctx), *(Para(n) for n in ctx.experiment.notes),
             Heading(3, "The target region"), summary_table(fronts), verdict(fronts),
             plot(ctx, fronts), Heading(3, "What precision costs"), tradeoff_table(fronts)]
