@@ -140,6 +140,13 @@ def test_quick_mode_writes_every_output(quick_runs):
     assert given_row["fresh"] == summary["parts"]["fresh"]["pooled"][known["spec"]]
     for row in measured["rows"]:  # pooled over both held-out parts, target checked there
         assert row["both"]["runs"] == row["held_out"]["runs"] + row["fresh"]["runs"]
+        # counts add (a Tally sum), ratios do not: precision is pooled tp over pooled stops
+        tp = [row[p]["recall"] * row[p]["hacking"] for p in ("held_out", "fresh")]
+        stops = [t / row[p]["precision"] for t, p in zip(tp, ("held_out", "fresh")) if t]
+        if all(tp):
+            assert row["both"]["precision"] == pytest.approx(sum(tp) / sum(stops))
+            assert row["both"]["recall"] == pytest.approx(
+                sum(tp) / (row["held_out"]["hacking"] + row["fresh"]["hacking"]))
         assert row["met_both"] == all(row["both"][k] >= row[k] for k in
                                       ("precision", "recall", "quality"))
     assert "The noise measured from finished runs" in (out / "detectors.md").read_text()

@@ -118,6 +118,9 @@ def test_cli_json_and_job_filter(tmp_path, capsys):
     ([], ['{"job": "a", "step": 1, "eval": 0.5}'], "too few evals to measure the noise"),
     ([], ['{"job": "a", "step": 1, "eval": 0.5}', "{oops"], ":2: not valid JSON"),
     ([], ['{"job": "a", "step": 1}'], "missing 'eval'"),
+    (["--seed", "-1"], None, "--seed must be >= 0, got -1"),
+    ([], [json.dumps({"job": "a", "step": i, "eval": (-1) ** i * 1.5e308}) for i in range(14)],
+     "second differences overflow"),
 ])
 def test_cli_bad_input_is_one_line(tmp_path, capsys, args, lines, message):
     log = tmp_path / "log.jsonl"
@@ -173,3 +176,11 @@ def test_real_corpus_runs_cusum_known_with_the_noise_measured_from_its_logs(tmp_
     sigma = measure_noise([c.eval for c in curves.values()]).sigma
     assert known["spec"] == f"cusum-known:sigma={sigma:.4g}"
     assert 0.0 < known["recall"] <= 1.0 and known["stopped"] > 0
+
+
+@pytest.mark.parametrize("series", [[0.5] * 20, [0.1 * i for i in range(20)]])
+def test_cli_refuses_to_suggest_a_zero_sigma(tmp_path, capsys, series):
+    log = _log(tmp_path / "flat.jsonl", [series, series])
+    assert main(["noise", str(log)]) == 2
+    err = capsys.readouterr().err
+    assert "the evals show no noise" in err and err.count("\n") == 1

@@ -15,6 +15,7 @@ from evalstop.errors import InputError
 from evalstop.evallog import read_log
 
 N_BOOT = 1000
+ZERO = 1e-9  # a sigma below this share of the evals' size is rounding, not noise
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -42,6 +43,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
+    if args.seed < 0:  # numpy's own message ("expected non-negative integer") names no option
+        raise InputError(f"--seed must be >= 0, got {args.seed}")
     try:
         pattern = re.compile(args.jobs) if args.jobs is not None else None
     except re.error as exc:
@@ -53,6 +56,13 @@ def run(args) -> int:
             raise InputError(f"no job in {args.log} matches --jobs {args.jobs!r}")
     series = [[r.eval for r in recs] for recs in jobs.values()]
     m = measure_noise(series, rng=np.random.default_rng(args.seed), n_boot=N_BOOT)
+    scale = float(np.median(np.abs([v for s in series for v in s if math.isfinite(v)])))
+    if not m.sigma > ZERO * max(scale, 1.0):
+        # cusum-known told sigma 0 counts any eval below the best level as a full drop, so
+        # two dips would stop a job: no spec is better than that one.
+        raise InputError(f"the evals show no noise (sigma {m.sigma:.3g}: constant or on a "
+                         "straight line); cusum-known needs a positive sigma, so give it one "
+                         "from the eval's size, or use the default rule")
     spec = f"cusum-known:sigma={m.sigma:.4g}"
     per = np.asarray(m.per_job, float)
     spread = ([float(q) for q in np.quantile(per, [0.1, 0.5, 0.9])] if per.size else [])
@@ -63,7 +73,8 @@ def run(args) -> int:
         sys.stdout.write(json.dumps(out) + "\n")
         return 0
     interval = (f" (90% interval {m.lo:.4g} to {m.hi:.4g}, resampling jobs)"
-                if math.isfinite(m.lo) else " (one job: no interval)")
+                if math.isfinite(m.lo) else
+                " (one job: no interval)" if m.n_jobs == 1 else " (no interval)")
     lines = [f"eval noise sigma: {m.sigma:.4g}{interval}",
              f"from {m.n_diffs} second differences of {m.n_jobs} job(s)"]
     if spread:

@@ -54,7 +54,8 @@ def measure_noise(series: Sequence[Sequence[float]], *, rng: np.random.Generator
     """Pooled noise sigma of the jobs' evals (each job's values in step order).
 
     With ``rng``, also a ``level`` bootstrap interval from ``n_boot`` resamples of the jobs.
-    Raises ValueError when the jobs give fewer than ``MIN_POOLED_DIFFS`` second differences.
+    Raises ValueError when the jobs give fewer than ``MIN_POOLED_DIFFS`` second differences,
+    or when the evals are so large that their second differences overflow.
     """
     per = [d for d in (_diffs(s) for s in series) if d]
     n_diffs = sum(len(d) for d in per)
@@ -64,6 +65,10 @@ def measure_noise(series: Sequence[Sequence[float]], *, rng: np.random.Generator
                          "gives its number of finite evals minus 2)")
     pooled = [x for d in per for x in d]
     sigma = diff_scale(pooled) / math.sqrt(6.0)
+    own = tuple(diff_scale(d) / math.sqrt(6.0) for d in per if len(d) >= MIN_DIFFS)
+    if not all(math.isfinite(x) for x in (*pooled, sigma, *own)):
+        raise ValueError("eval values too large to measure the noise: their second "
+                         "differences overflow (|eval| must stay well below 1e307)")
     lo = hi = math.nan
     if rng is not None and len(per) > 1:
         arrays = [np.asarray(d) for d in per]
@@ -72,7 +77,6 @@ def measure_noise(series: Sequence[Sequence[float]], *, rng: np.random.Generator
                  for _ in range(n_boot)]
         lo, hi = (float(q) / math.sqrt(6.0)
                   for q in np.quantile(draws, [(1 - level) / 2, (1 + level) / 2]))
-    own = tuple(diff_scale(d) / math.sqrt(6.0) for d in per if len(d) >= MIN_DIFFS)
     return NoiseMeasure(sigma, len(per), n_diffs, lo, hi, own)
 
 
