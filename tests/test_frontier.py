@@ -28,7 +28,7 @@ def test_every_rule_runs_at_every_knob_value_at_every_point():
     assert [p.x for p in sweep] == list(SIGMAS)
     assert lab.label == fr.LAB_POINT and lab.workload["rlhf_curves"] == "lab"
     n_configs = sum(len(c.values) for c in LINEUP)
-    n_known = sum(len(c.values) for c in LINEUP if fr.knows_noise(c))
+    n_known = sum(len(c.values) for c in LINEUP if c.knows_noise)
     assert n_known > 0
     for p in exp.points:
         labels = [m.label for m in p.methods]
@@ -176,7 +176,7 @@ def test_section_renders(run, tmp_path):
 def test_a_point_that_did_not_run_a_rule_leaves_it_out():
     point, rows = fr.LAB_POINT, []
     for c in LINEUP:
-        if fr.knows_noise(c):
+        if c.knows_noise:
             continue
         for v in c.values:
             rows.append({"point": point, "method": fr.config_label(c, v), "metric": "jct_mean_s",

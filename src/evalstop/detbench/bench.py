@@ -185,31 +185,25 @@ def summarise(cfg: BenchConfig, cells: dict, by_snr: dict | None = None,
     return summary
 
 
-
 def _measured(cells: dict, measured: dict, default: str, known: str) -> dict:
     """The target on both held-out parts (each, and pooled) for the default, the known-noise
     rule told each cell's true sigma, and told a sigma measured from K calibration runs."""
-    def on(tallies_of, part_ok) -> dict:
-        total = Tally()
-        for key, per in tallies_of.items():
-            if part_ok(key[0]):
-                total += per
-        return total.metrics()
-
-    held = [k for k in cells if k[0] in HELD_OUT_PARTS]
-
-    def record(label: str, spec: str, pick) -> dict:
-        picked = {k: pick(k) for k in held}
-        parts = {part: on(picked, lambda p, part=part: p == part) for part in HELD_OUT_PARTS}
-        both = on(picked, lambda p: True)
-        return {"label": label, "spec": spec, **TARGET, **parts, "both": both,
-                "met_both": _met(both), "shortfall_both": _shortfall(both)}
-
-    rows = [record("default (noise estimated per job)", default, lambda k: cells[k][default]),
-            record("cusum-known, true sigma given", known, lambda k: cells[k][known])]
-    for n in calibration.RUNS:
-        rows.append(record(f"cusum-known, sigma measured from {n} runs", known,
-                           lambda k, n=n: measured[k][n]))
+    rules = [("default (noise estimated per job)", default),
+             ("cusum-known, true sigma given", known),
+             *((f"cusum-known, sigma measured from {n} runs", known) for n in calibration.RUNS)]
+    # Per held-out cell, one tally per row of the table, keyed by the row's label.
+    held = {key: {rules[0][0]: cells[key][default], rules[1][0]: cells[key][known],
+                  **{label: measured[key][n]
+                     for (label, _), n in zip(rules[2:], calibration.RUNS)}}
+            for key in measured}
+    pooled = {part: _pool(held, lambda k, p=part: k[0] == p) for part in HELD_OUT_PARTS}
+    both = _pool(held, lambda k: True)
+    rows = []
+    for label, spec in rules:
+        m = both[label].metrics()
+        rows.append({"label": label, "spec": spec, **TARGET,
+                     **{part: pooled[part][label].metrics() for part in HELD_OUT_PARTS},
+                     "both": m, "met_both": _met(m), "shortfall_both": _shortfall(m)})
     return {"runs": list(calibration.RUNS), "rows": rows}
 
 

@@ -28,8 +28,8 @@ _STREAM = 7  # keeps calibration draws apart from every part's cell streams
 
 
 def known_candidate(lineup) -> lineup_mod.Candidate | None:
-    """The lineup's rule that is told the noise (its template holds the cell's sigma)."""
-    return next((c for c in lineup if lineup_mod.CELL_SIGMA in c.template), None)
+    """The lineup's rule that is told the noise."""
+    return next((c for c in lineup if c.knows_noise), None)
 
 
 def measured_sigma(seed: int, cell: tuple, sigma: float, kind: str, k: int,

@@ -41,6 +41,11 @@ class Candidate:
     def main_spec(self) -> str:
         return self.spec(self.main)
 
+    @property
+    def knows_noise(self) -> bool:
+        """Whether the rule is told the eval noise (its template holds the cell's sigma)."""
+        return CELL_SIGMA in self.template
+
 
 LINEUP: tuple[Candidate, ...] = (
     Candidate("evalstop (paper)", "evalstop:k={}", "k", (1, 2, 3, 4, 5, 6), 2, "eval"),

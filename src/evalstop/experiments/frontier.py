@@ -23,8 +23,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from evalstop.detbench.lineup import CELL_SIGMA, LINEUP, Candidate, for_cell
+from evalstop.detbench.lineup import LINEUP, Candidate, for_cell
 from evalstop.experiments import default_rule as dr
+from evalstop.experiments import real_main
 from evalstop.experiments.aggregate import Summary
 from evalstop.experiments.methods import bare
 from evalstop.experiments.spec import Experiment, Method, Point
@@ -39,11 +40,6 @@ def config_label(c: Candidate, value: float) -> str:
     return f"{c.label} {c.knob}={value:g}"
 
 
-def knows_noise(c: Candidate) -> bool:
-    """Whether the candidate is told the eval noise (a platform must know it to run it)."""
-    return CELL_SIGMA in c.template
-
-
 def _methods(sigma: float | None) -> tuple[Method, ...]:
     """SRTF-Est alone, every configuration, the oracle. With no single eval noise (``None``,
     the lab point) the rules that must be told it are left out."""
@@ -52,14 +48,13 @@ def _methods(sigma: float | None) -> tuple[Method, ...]:
         Method(config_label(c, v), BASE,
                c.spec(v) if sigma is None else for_cell(c.spec(v), sigma),
                baseline=base.label, x=v)
-        for c in LINEUP for v in c.values if sigma is not None or not knows_noise(c))
+        for c in LINEUP for v in c.values if sigma is not None or not c.knows_noise)
     return (base, *rules, dr.oracle(BASE))
 
 
 # The same question on real curves: RLHF jobs take lab-corpus runs (``real_main``'s lab
 # point: their own eval noise, an eval every 4% of progress, the lab runs' grid).
 LAB_POINT = "lab"
-LAB_WORKLOAD = {"preset": "paper", "eval_interval": 0.04, "rlhf_curves": "lab"}
 
 
 def point_title(point: str) -> str:
@@ -80,7 +75,7 @@ EXPERIMENT = Experiment(
         "precision cost in JCT?"),
     points=(*(Point(dr.sigma_point(s), {"preset": "paper", "sigma": s}, _methods(s), x=s)
               for s in SIGMAS),
-            Point(LAB_POINT, LAB_WORKLOAD, _methods(None))),
+            Point(LAB_POINT, real_main.workload("lab"), _methods(None))),
     x_name="sigma",
     n_gpus=64,
     notes=(
@@ -141,10 +136,11 @@ class PointFrontier:
         the noise, nor ``stopat`` or ``loss-plateau``, which read no eval); else every rule."""
         return [c for c in self.configs if c.eval_only or not eval_only]
 
-    def best_precise(self, eval_only: bool = True) -> Config | None:
-        """The highest gain among configurations with precision >= the target's."""
+    def best_precise(self, eval_only: bool = True,
+                     level: float = dr.TARGET_PRECISION) -> Config | None:
+        """The highest gain among configurations with precision >= ``level`` (the target's)."""
         ok = [c for c in self._pool(eval_only)
-              if c.precision >= dr.TARGET_PRECISION and math.isfinite(c.gain)]
+              if c.precision >= level and math.isfinite(c.gain)]
         return max(ok, key=lambda c: c.gain, default=None)
 
     def most_precise_at_floor(self, eval_only: bool = True) -> Config | None:
@@ -167,7 +163,7 @@ def frontier(summary: Summary, points: tuple[str, ...] | None = None,
         configs = tuple(
             Config(c.label, float(v), config_label(c, v),
                    summary.value(p, config_label(c, v), "precision"),
-                   dr.jct_gain(summary, p, config_label(c, v)), knows_noise(c), c.signal)
+                   dr.jct_gain(summary, p, config_label(c, v)), c.knows_noise, c.signal)
             for c in LINEUP for v in c.values
             if summary.get(p, config_label(c, v), "jct_mean_s") is not None)
         out.append(PointFrontier(p, configs, dr.jct_gain(summary, p, dr.oracle_label(BASE))))

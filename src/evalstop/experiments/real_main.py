@@ -31,9 +31,13 @@ OTHER_BASES = tuple(b for b in SCHEDULERS if b != "srtf-est")
 METHODS = MAIN_METHODS + tuple(m for b in OTHER_BASES for m in (bare(b), with_evalstop(b)))
 
 
+def workload(rlhf_curves: str) -> dict:
+    """The workload settings of a point: the paper preset on the lab runs' eval grid."""
+    return {"preset": "paper", "eval_interval": EVAL_INTERVAL, "rlhf_curves": rlhf_curves}
+
+
 def _point(label: str, rlhf_curves: str) -> Point:
-    return Point(label, {"preset": "paper", "eval_interval": EVAL_INTERVAL,
-                         "rlhf_curves": rlhf_curves}, METHODS)
+    return Point(label, workload(rlhf_curves), METHODS)
 
 
 EXPERIMENT = Experiment(

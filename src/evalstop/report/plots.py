@@ -128,7 +128,7 @@ def occupancy(path: Path, runs: list[tuple[str, object]], n_gpus: int, title: st
 
 
 def precision_gain(path: Path, panels: list[dict], title: str, x_min: float = 40.0) -> Path:
-    """One panel per eval noise: each rule's (precision %, JCT gain %) along its knob, with
+    """One panel per workload: each rule's (precision %, JCT gain %) along its knob, with
     the target region shaded. A panel is ``{"title", "floor", "precision",
     "series": {name: [(p, g), ...]}, "marks": {name: (p, g)}}``. Precision below ``x_min``
     is off the panel (the caller says which rules lie there)."""

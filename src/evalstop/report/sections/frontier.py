@@ -20,18 +20,12 @@ X_MIN = 40.0  # the plot's left edge, in %: stopping every job scores the hackin
 
 
 def _points(ctx: SectionContext) -> tuple[str, ...]:
-    """The points that ran (a run of an older study version may lack some)."""
+    """The points of the study as this run defined them."""
     return tuple(p.label for p in ctx.experiment.points)
 
 
 def _named(c: fr.Config | None, value) -> str:
     return "none" if c is None else f"{value(c)} (`{c.label}`)"
-
-
-def _best_at(f: fr.PointFrontier, level: float) -> fr.Config | None:
-    ok = [c for c in f.configs if c.eval_only and c.precision >= level
-          and math.isfinite(c.gain)]
-    return max(ok, key=lambda c: c.gain, default=None)
 
 
 def summary_table(fronts: tuple[fr.PointFrontier, ...]) -> Table:
@@ -56,9 +50,9 @@ def summary_table(fronts: tuple[fr.PointFrontier, ...]) -> Table:
                   f"Best gain at precision >= {t}, any rule (noise given too)",
                   "Highest precision at gain >= floor, any rule",
                   "Configurations in the target region, any rule"),
-                 rows, caption="Per workload (eval noise sigma, or lab curves), over every rule of the "
-                 "lineup at every knob value "
-                 "(SRTF-Est, means across seeds). The oracle is for reference only")
+                 rows, caption="Per workload (eval noise sigma, or lab curves), over every "
+                 "rule of the lineup at every knob value (SRTF-Est, means across seeds). The "
+                 "oracle is for reference only")
 
 
 def tradeoff_table(fronts: tuple[fr.PointFrontier, ...]) -> Table:
@@ -66,7 +60,7 @@ def tradeoff_table(fronts: tuple[fr.PointFrontier, ...]) -> Table:
     for level in LEVELS:
         cells = []
         for f in fronts:
-            c = _best_at(f, level)
+            c = f.best_precise(level=level)
             cells.append("none" if c is None else f"{signed_pct(c.gain)} ({c.label})")
         rows.append((f">= {level:g}", *cells))
     return Table(("Precision at least", *(f.title for f in fronts)), tuple(rows),
