@@ -8,6 +8,7 @@ Undefined ratios are NaN, written "n/a" in reports.
 
 from evalstop.metrics.cluster import cluster_metrics
 from evalstop.metrics.decisions import decision_metrics, detection_delay, ratio
+from evalstop.metrics.harm import HARM_TOL, Harm, harm
 from evalstop.metrics.jct import jct_metrics, jct_s
 from evalstop.metrics.quality import quality_metrics, quality_ratio
 from evalstop.metrics.run import run_metrics
@@ -21,11 +22,14 @@ from evalstop.metrics.stats import (
 from evalstop.metrics.waste import waste_metrics, wasted_gpu_h
 
 __all__ = [
+    "HARM_TOL",
+    "Harm",
     "Interval",
     "change_ci",
     "cluster_metrics",
     "decision_metrics",
     "detection_delay",
+    "harm",
     "jct_metrics",
     "jct_s",
     "mean_ci",
