@@ -35,9 +35,12 @@ def test_once_then_status(tmp_path, capsys):
                "--action", f"echo {{job}} {{best_step}} >> {marker}"])
     out = capsys.readouterr()
     assert rc == 0 and out.err == ""
+    src = os.path.realpath(logs / "evals.jsonl")
     assert out.out.splitlines() == [
-        "stop peak at step 5: 2 consecutive declines; best step 3 (score 0.5)",
-        "stop other at step 5: 2 consecutive declines; best step 3 (score 0.5)",
+        f"stop peak at step 5: 2 consecutive declines; best step 3 (score 0.5); tenant evals, "
+        f"source {src}",
+        f"stop other at step 5: 2 consecutive declines; best step 3 (score 0.5); tenant evals, "
+        f"source {src}",
     ]
     assert marker.read_text().splitlines() == ["peak 3", "other 3"]
     assert main(["watch", "--status", "--db", str(db)]) == 0
@@ -160,8 +163,8 @@ def test_bom_crlf_and_hostile_lines(tmp_path, capsys):
     rc = main(["watch", "--once", "--jsonl", str(logs), "--db", str(tmp_path / "s.db"), *K2])
     err = capsys.readouterr().err
     assert rc == 0 and "Traceback" not in err
-    assert "'step' must be an integer, got inf; skipped" in err
-    assert "JSON nested too deeply; skipped" in err
+    assert "'step' must be an integer, got inf; refused" in err
+    assert "JSON nested too deeply; refused" in err
     assert main(["watch", "--status", "--json", "--db", str(tmp_path / "s.db")]) == 0
     rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     # k=2 stops at step 5; 5 evals means the first line, after the BOM, was read too.
