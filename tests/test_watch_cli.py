@@ -45,7 +45,7 @@ def test_once_then_status(tmp_path, capsys):
     assert marker.read_text().splitlines() == ["peak 3", "other 3"]
     assert main(["watch", "--status", "--db", str(db)]) == 0
     table = capsys.readouterr().out.splitlines()
-    assert table[0].split()[0] == "job" and table[-1] == "2 jobs, 2 stopped"
+    assert table[0].split()[:2] == ["tenant", "job"] and table[-1] == "2 jobs, 2 stopped"
     assert main(["watch", "--status", "--db", str(db), "--json"]) == 0
     rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert {r["job"]: (r["stop_step"], r["best_step"], r["streak"], r["action"])
