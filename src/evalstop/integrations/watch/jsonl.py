@@ -83,7 +83,8 @@ class JsonlDirSource:
             for e in entries:
                 try:
                     is_dir = e.is_dir(follow_symlinks=False)
-                    ours = is_dir or e.name.endswith(self.suffix) or self._rotated.search(e.name)
+                    ours = (e.is_dir() or e.name.endswith(self.suffix)  # is_dir(): dir links too
+                            or self._rotated.search(e.name))
                     if not ours:
                         continue
                     # Not UTF-8 shows up as lone surrogates (surrogateescape): refused too.
@@ -113,33 +114,41 @@ class JsonlDirSource:
         batch = Batch(self.name)
         live, rotated = self._files(batch)
         listed = {**rotated, **live}
-        by_inode = {(s.st_dev, s.st_ino): p for p, s in listed.items()}
-        for path in sorted(self.offsets):
-            off = self.offsets[path]
-            s = listed.get(path)
-            if s is not None and (s.st_dev, s.st_ino) == (off.dev, off.ino):
-                continue
-            moved = by_inode.get((off.dev, off.ino))
-            if moved is not None and moved != path and moved not in self.offsets:
-                # Renamed (rotated): drain the same file under its new name.
-                self.offsets[moved] = batch.offsets[moved] = off
-                batch.problems.append(f"{show(path)}: log rotated to {show(moved)}; "
-                                      "draining it")
-                batch.progressed = True
-            elif s is not None:
-                continue  # replaced in place: _read starts the new file from 0
-            elif path in rotated or self._rotated.search(path):
-                pass  # a drained rotated log removed: nothing to say
-            else:
-                batch.problems.append(f"{show(path)}: log deleted; its jobs keep their state")
-            if s is None:
-                batch.gone.append(path)
-                del self.offsets[path]
-                batch.progressed = True
+        self._follow_inodes(listed, batch)
         for path in sorted(listed):
             if path in live or path in self.offsets:  # rotated: only files we followed
                 self._read(path, listed[path], batch)
         return batch
+
+    def _follow_inodes(self, listed: dict[str, os.stat_result], batch: Batch) -> None:
+        """Offsets follow their file's inode: a file still at its path keeps its offset; a
+        file renamed (rotated) takes its offset to its new name and is drained there; a
+        file gone is dropped. Paths that now hold a new file start from 0 in _read."""
+        kept: dict[str, Offset] = {}
+        lost: dict[tuple[int, int], tuple[str, Offset]] = {}
+        for path, off in self.offsets.items():
+            s = listed.get(path)
+            if s is not None and (s.st_dev, s.st_ino) == (off.dev, off.ino):
+                kept[path] = off
+            else:
+                lost[(off.dev, off.ino)] = (path, off)
+        for path, s in sorted(listed.items()):
+            found = lost.pop((s.st_dev, s.st_ino), None)
+            if found is not None and path not in kept:
+                old, off = found
+                kept[path] = batch.offsets[path] = off
+                batch.problems.append(f"{show(old)}: log rotated to {show(path)}; draining it")
+        for path, _off in sorted(lost.values()):
+            if path in listed:
+                batch.problems.append(f"{show(path)}: log replaced; reading it from the start")
+            elif not self._rotated.search(path):  # a drained rotated log removed: quiet
+                batch.problems.append(f"{show(path)}: log deleted; its jobs keep their state")
+        for path in self.offsets:
+            if path not in kept:
+                batch.gone.append(path)
+        if batch.gone or batch.offsets:
+            batch.progressed = True
+        self.offsets = kept
 
     def _start(self, path: str, st: os.stat_result, batch: Batch) -> Offset | None:
         source = self._source_of(path)
@@ -152,10 +161,7 @@ class JsonlDirSource:
 
     def _read(self, path: str, st: os.stat_result, batch: Batch) -> None:
         off = self.offsets.get(path)
-        if off is not None and (off.dev, off.ino) != (st.st_dev, st.st_ino):
-            batch.problems.append(f"{show(path)}: log replaced; reading it from the start")
-            off = None
-        elif off is not None and st.st_size < off.pos:
+        if off is not None and st.st_size < off.pos:
             batch.problems.append(f"{show(path)}: log truncated; reading it from the start")
             off = None
         if off is None:
