@@ -213,9 +213,10 @@ class JsonlDirSource:
             self._refuse_once(batch, path, exc.refusal.reason, exc.refusal.message)
             return
         line = off.line
+        shown = show(path)
         for raw in complete.split(b"\n")[:-1]:
             line += 1
-            where = f"{show(path)}:{line}"
+            where = f"{shown}:{line}"
             if skipping:  # the end of an over-long line refused in an earlier poll
                 skipping = False
                 continue

@@ -45,6 +45,8 @@ def show(text: str, limit: int = SHOW) -> str:
     """Tenant text made safe for a terminal or log: printable characters pass, the rest
     (control characters, escapes, newlines, lone surrogates) are backslash-escaped;
     long text is cut."""
+    if len(text) <= limit and text.isprintable() and "\\" not in text:
+        return text  # the common case, without a walk over the characters
     out = []
     for ch in text[: limit + 1]:
         cat = unicodedata.category(ch)
@@ -71,6 +73,8 @@ def name_problem(name: str, what: str = "job name") -> str | None:
         return f"{what} longer than {MAX_NAME} characters"
     if name.startswith("-"):
         return f"{what} {show(name)!r} starts with '-'"
+    if name.isprintable():  # excludes every C* and Z* character but the ASCII space
+        return None
     for ch in name:
         cat = unicodedata.category(ch)
         if cat[0] == "C" or cat in ("Zl", "Zp"):
