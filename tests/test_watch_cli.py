@@ -72,6 +72,13 @@ def test_dry_run_leaves_no_state(tmp_path, capsys):
         (["--jsonl", "LOGS", "--interval", "0"], "--interval must be > 0"),
         (["--status"], "no controller state at"),
         (["--once", "--jsonl", "LOGS", "--mode", "up"], "invalid choice"),
+        (["--once", "--jsonl", "LOGS", "--tenant-pattern", "("], "bad --tenant-pattern"),
+        (["--once", "--jsonl", "LOGS", "--tenant-pattern", "x"], "needs a named group"),
+        (["--once", "--jsonl", "LOGS", "--job-prefix", "x-"], "must contain {tenant}"),
+        (["--once", "--jsonl", "LOGS", "--action-workers", "0"], "--action-workers must be"),
+        (["--once", "--jsonl", "LOGS", "--action", "x {best_checkpoint}",
+          "--checkpoint-template", "{job}/ck"], "give --checkpoint-root"),
+        (["--once", "--jsonl", "LOGS", "--action", "x '{job}'"], "inside '-quotes"),
     ],
 )
 def test_bad_input_is_one_line(tmp_path, capsys, argv, message):
@@ -185,3 +192,11 @@ def test_db_that_cannot_hold_state_is_one_line(tmp_path, capsys, argv, db, messa
     err = capsys.readouterr().err
     assert rc == 2 and message in err and len(err.strip().splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["DIR", "logs"]  # no stray .lock
+
+
+def test_help_says_symlinks_are_not_followed(capsys):
+    with pytest.raises(SystemExit):
+        main(["watch", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Symbolic links under a watched directory are never followed" in text
+    assert "{tenant}" in text and "--checkpoint-root" in text
