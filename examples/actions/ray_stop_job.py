@@ -2,7 +2,8 @@
 """Stop a Ray job (Ray Jobs API) that EvalStop stopped.
 
     evalstop watch --jsonl /logs --db watch.db \
-      --action 'python examples/actions/ray_stop_job.py --tenant {tenant} -- {job} {best_step} {best_checkpoint}'
+      --action 'python examples/actions/ray_stop_job.py --tenant {tenant} -- \
+                {job} {best_step} {best_checkpoint}'
 
 JOB is the Ray job's submission id. Ray Jobs has no namespaces, so the scope is the id:
 it must start with ``TENANT-`` (submit each tenant's jobs with ``--submission-id

@@ -108,7 +108,8 @@ def parse_line(raw: bytes, where: str) -> EvalRecord:
 def check_record(rec: EvalRecord, where: str) -> None:
     """The watch-specific checks on a parsed record (any source), or :class:`Refused`."""
     if not 0 <= rec.step < MAX_STEP:
-        raise Refused("step", f"{where}: 'step' must be in [0, 2**53), got {show(str(rec.step), 40)}")
+        got = show(str(rec.step), 40)
+        raise Refused("step", f"{where}: 'step' must be in [0, 2**53), got {got}")
     problem = name_problem(rec.job)
     if problem is not None:
         raise Refused("name", f"{where}: {problem}")
