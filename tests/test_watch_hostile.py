@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 from watch_hostile_util import Site, append, declining, line, tenancy
@@ -63,6 +64,8 @@ def test_poison_in_live_mode_does_not_exit(tmp_path):
         [sys.executable, "-m", "evalstop.cli.main", "watch", "--jsonl", str(logs), "--db",
          str(db), "--detector", "evalstop:k=2", "--interval", "0.05"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    guard = threading.Timer(120, proc.kill)  # never hang the suite on a silent controller
+    guard.start()
     try:
         out = proc.stdout.readline()  # the stop of the good tenant's job
         assert out.startswith("stop train at step 5")
@@ -70,6 +73,7 @@ def test_poison_in_live_mode_does_not_exit(tmp_path):
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=20)
+        guard.cancel()
     assert proc.returncode == 0 and "Traceback" not in err
     assert err.count("refused") == 1
 
