@@ -216,3 +216,17 @@ def test_status_escapes_what_a_database_holds(tmp_path):
     store.close()
     assert "\x1b" not in table and "evil\\x1b[2J\\nname" in table
     assert json.loads(json.dumps(rows[0]))["job"] == "evil\x1b[2J\nname"
+
+
+def test_a_reused_inode_does_not_carry_identity_across_tenants(tmp_path):
+    site = Site(tmp_path)
+    append(site.path("a/run.jsonl"), declining("j", [0.1, 0.2]))
+    site.ctl.poll_once()
+    # The same inode moved under another tenant (as a reused inode number would look).
+    os.mkdir(site.path("b"))
+    os.rename(site.path("a/run.jsonl"), site.path("b/run.jsonl"))
+    append(site.path("b/run.jsonl"), line("j", 3, 0.3))
+    site.ctl.run_until_idle()
+    got = {(j.tenant, j.job): j.n_evals for j in site.ctl.store.jobs().values()}
+    assert got == {("a", "j"): 2, ("b", "j"): 3}  # b's log is b's, read from its start
+    site.ctl.close()

@@ -12,10 +12,11 @@ name is not UTF-8 or holds control characters is refused. A line longer than
 ``max_line`` bytes is refused without being held in memory whole.
 
 Rotation and rewrites: an offset belongs to a file's (device, inode), not its name. A
-log renamed away (``a.jsonl`` -> ``a.jsonl.1``, or to another name under the root) is
-found by its inode and drained from its offset under its new name; the new
-``a.jsonl`` is read from its start. A file shorter than its offset was truncated, and
-one whose bytes just before the offset changed (``tail``, the last 32 bytes taken) was
+log rotated (``a.jsonl`` -> ``a.jsonl.1`` -> ``a.jsonl.2``) is found by its inode and
+drained from its offset under its new name; the new ``a.jsonl`` is read from its
+start. A rename to an unrelated name is a new log (read from its start, with that
+name's identity): an inode number reused by another file must not inherit an offset.
+A file shorter than its offset was truncated, and one whose bytes just before the offset changed (``tail``, the last 32 bytes taken) was
 truncated and rewritten past its old size: both are read again from the start (the
 controller skips steps it has already taken). Rotated names (``*.jsonl.N``) are read
 only when they hold a file that was being followed. The job identity stays the
@@ -133,8 +134,13 @@ class JsonlDirSource:
             else:
                 lost[(off.dev, off.ino)] = (path, off)
         for path, s in sorted(listed.items()):
-            found = lost.pop((s.st_dev, s.st_ino), None)
-            if found is not None and path not in kept:
+            found = lost.get((s.st_dev, s.st_ino))
+            # Only a rotation of the same log (a.jsonl -> a.jsonl.N) keeps its offset and
+            # identity: an inode number reused by another file (another tenant's, even)
+            # must not inherit them.
+            if (found is not None and path not in kept
+                    and self._source_of(path) == found[1].source):
+                del lost[(s.st_dev, s.st_ino)]
                 old, off = found
                 kept[path] = batch.offsets[path] = off
                 batch.problems.append(f"{show(old)}: log rotated to {show(path)}; draining it")
