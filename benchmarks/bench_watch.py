@@ -192,7 +192,7 @@ def bench_actions(seconds: float, interval: float, action_s: float, workers: int
             for key in res.stops:
                 d = ctl.jobs[key].detector
                 lags.append(res.committed_at - written[(key.name, d.stop_step)])
-                running_at_stop.append(len(ctl._inflight))
+                running_at_stop.append(ctl.actions_in_flight)
             time.sleep(max(0.0, interval - (time.monotonic() - started)))
         proc.wait(timeout=30)
         t_drain = time.monotonic()

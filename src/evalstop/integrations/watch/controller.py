@@ -181,6 +181,7 @@ class Controller:
             if job is None:
                 job = self.jobs[key] = _Job(make_detector(self.spec, mode=self.mode),
                                             items[0].tenant)
+            job.tenant = items[0].tenant  # the tenant rules may have changed since a restart
             was_stopped = job.detector.stopped
             for item in items:
                 if self._feed(key, job, item, res):
@@ -294,6 +295,11 @@ class Controller:
             self._inflight[key] = self._pool.submit(self.action.run, row.command)
             n += 1
         return n
+
+    @property
+    def actions_in_flight(self) -> int:
+        """Actions started and not yet recorded."""
+        return len(self._inflight)
 
     def reap(self, wait: bool = False) -> int:
         """Record the outcome of finished actions (all in-flight ones if ``wait``);

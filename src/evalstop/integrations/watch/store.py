@@ -309,7 +309,7 @@ class StateStore:
                     "last_score, best_step, best_score, stopped, stop_step, reason, skipped, "
                     "updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
                     "ON CONFLICT(source, job) DO UPDATE SET "
-                    "detector=excluded.detector, "
+                    "tenant=excluded.tenant, detector=excluded.detector, "
                     "n_evals=excluded.n_evals, last_step=excluded.last_step, "
                     "last_score=excluded.last_score, best_step=excluded.best_step, "
                     "best_score=excluded.best_score, stopped=excluded.stopped, "
