@@ -1,4 +1,4 @@
-"""The eval log (DESIGN.md): JSON Lines, one record per evaluation, jobs interleaved.
+"""The eval log: JSON Lines, one record per evaluation, jobs interleaved.
 
 ``{"job": str, "step": int, "eval": float}`` plus optional ``loss``, ``proxy``,
 ``progress`` (0..1) and ``time`` (seconds). Records of one job may arrive out of step
