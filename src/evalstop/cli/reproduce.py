@@ -41,7 +41,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
         ),
     )
     p.add_argument("--out", default="evalstop-results", metavar="DIR",
-                   help="output folder (default: evalstop-results; created if missing)")
+                   help="output folder (default: evalstop-results), replaced whole once the "
+                        "run is complete; a folder holding files reproduce did not write, or "
+                        "a symlink, is refused")
     p.add_argument("--quick", action="store_true",
                    help=f"small version for a smoke test: {QUICK.n_seeds} seeds, "
                         f"{QUICK.n_jobs} jobs per workload")
