@@ -15,6 +15,7 @@ from itertools import pairwise
 from pathlib import Path
 
 from evalstop.errors import InputError
+from evalstop.lines import bounded_lines
 
 OPTIONAL = ("loss", "proxy", "progress", "time")
 
@@ -112,7 +113,7 @@ def read_log(path: str | Path) -> dict[str, list[EvalRecord]]:
         raise InputError(f"cannot read {path}: {exc.strerror}") from None
     with fh:
         try:
-            for n, line in enumerate(fh, 1):
+            for n, line in enumerate(bounded_lines(fh, str(path)), 1):
                 if not line.strip():
                     continue
                 rec = parse_record(line, f"{path}:{n}")

@@ -2,16 +2,21 @@
 
 One place for what the experiments and the lab corpus both need: results in input order,
 ``workers=1`` in this process (no pickling, easiest to debug), and a failure (or Ctrl-C)
-that ends the run at once instead of after the queued rest.
+that ends the run at once instead of after the queued rest: queued tasks are cancelled
+and running workers killed, and workers die with their parent even when it is killed
+(``evalstop.parent_death``).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
 from tqdm.auto import tqdm
+
+from evalstop.parent_death import die_with_parent
 
 
 def check_workers(workers: Any) -> int:
@@ -34,15 +39,28 @@ def parallel_map(fn: Callable, items: Sequence, *, workers: int, progress: bool 
                 out[i] = fn(item)
                 bar.update()
         else:
-            with ProcessPoolExecutor(max_workers=min(workers, len(items))) as pool:
+            with ProcessPoolExecutor(max_workers=min(workers, len(items)),
+                                     initializer=die_with_parent,
+                                     initargs=(os.getpid(),)) as pool:
                 futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
                 try:
                     for fut in as_completed(futures):
                         out[futures[fut]] = fut.result()
                         bar.update()
                 except BaseException:
-                    pool.shutdown(wait=False, cancel_futures=True)
+                    _stop(pool)
                     raise
     finally:
         bar.close()
     return out
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Cancel the queued tasks and kill the running ones: ``shutdown`` alone waits for
+    every running task (a lab run takes minutes) before an interrupted command can exit."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())  # gone after shutdown
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        proc.kill()  # SIGKILL: a task cannot catch it and carry on
+    for proc in procs:
+        proc.join(timeout=5)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 
 from evalstop import __version__
@@ -23,6 +24,15 @@ COMMANDS = (
     ("watch", "watch"),
     ("lab", "lab"),
 )
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that cleanup runs: temporary files and folders are
+    removed and worker processes killed (the default action would just end the process)."""
+
+
+def _terminated(signum, frame):
+    raise Terminated()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -56,11 +66,14 @@ def main(argv: list[str] | None = None) -> int:
     names = {name for name, _ in COMMANDS}
     parser = build_parser(argv[0] if argv and argv[0] in names else None)
     args = parser.parse_args(argv)
+    # watch keeps the default: its state transitions are its own business on every signal.
+    old_term = _on_sigterm(_terminated) if args.command != "watch" else None
     try:
         return int(args._run(args) or 0)
-    except KeyboardInterrupt:
-        print("evalstop: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        print("evalstop: " + ("terminated" if isinstance(exc, Terminated) else "interrupted"),
+              file=sys.stderr)
+        return 143 if isinstance(exc, Terminated) else 130
     except BrokenPipeError:
         # The reader went away (`evalstop replay log | head`): not an error. Caught before
         # OSError, its base class; stdout goes to devnull so the exit flush stays quiet.
@@ -69,6 +82,19 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as exc:  # InputError is a ValueError
         print(f"evalstop: error: {_message(exc)}", file=sys.stderr)
         return 2
+    finally:
+        _on_sigterm(old_term)
+
+
+def _on_sigterm(handler):
+    """Install ``handler`` for SIGTERM, returning the old one (None off the main thread,
+    where Python cannot set handlers, e.g. main() called from a test's thread)."""
+    if handler is None:
+        return None
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except ValueError:
+        return None
 
 
 def _message(exc: Exception) -> str:

@@ -4,12 +4,14 @@ Runs the named experiments (``evalstop.experiments.registry``) over ``--seeds`` 
 parallel processes, runs the detector benchmark (``evalstop.detbench``) into
 ``--out``/detectors unless ``--no-detectors``, then writes ``results.json``,
 per-experiment CSVs, PNG figures, ``report.md`` and a self-contained ``report.html`` into
-``--out``.
+``--out``. Everything goes into a fresh folder that replaces ``--out`` whole at the end
+(``evalstop.staging``), so ``--out`` holds one run's results, never two runs' mixed.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 import sys
 import time
@@ -18,9 +20,12 @@ from pathlib import Path
 
 from evalstop.experiments import FULL, QUICK, names, run_experiments, select
 from evalstop.experiments.runner import default_workers, plan
-from evalstop.fileio import prepare_out_dir
+from evalstop.staging import MARKER, check_replaceable, staged_folder
 
 MAX_SEEDS = 10_000
+# What reproduce writes: an existing --out holding anything else is refused, not replaced.
+OWNED = re.compile(r"report\.(md|html)|results\.json|\w+_(runs|summary|detectors)\.csv"
+                   rf"|figures|detectors|{MARKER}")
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -36,7 +41,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
         ),
     )
     p.add_argument("--out", default="evalstop-results", metavar="DIR",
-                   help="output folder (default: evalstop-results; created if missing)")
+                   help="output folder (default: evalstop-results), replaced whole once the "
+                        "run is complete; a folder holding files reproduce did not write, or "
+                        "a symlink, is refused")
     p.add_argument("--quick", action="store_true",
                    help=f"small version for a smoke test: {QUICK.n_seeds} seeds, "
                         f"{QUICK.n_jobs} jobs per workload")
@@ -91,15 +98,31 @@ def run(args) -> int:
     settings = replace(settings, base_seed=args.seed,
                        n_seeds=args.seeds if args.seeds is not None else settings.n_seeds)
     experiments = select(args.only)  # ValueError on an unknown name, before any work
-    # Made now, so a file in its place or an unwritable place fails before the studies run.
-    prepare_out_dir(args.out)
+    # Checked now, so a file or a symlink in its place fails before the studies run.
+    out = check_replaceable(args.out, lambda name: OWNED.fullmatch(name) is not None)
     n_tasks = len(plan(experiments, settings))
     workers = args.workers if args.workers is not None else default_workers(n_tasks)
+    progress = not args.no_progress and sys.stderr.isatty()
+    t0 = time.perf_counter()
+    with staged_folder(out, "evalstop reproduce") as stage:
+        sim_wall, bench_s = _run_into(stage, args, experiments, settings, workers, progress)
+    total = time.perf_counter() - t0
+    print(f"ran {n_tasks} tasks in {sim_wall:.1f} s on {workers} worker(s)"
+          + (f"; detector benchmark {bench_s:.1f} s" if bench_s is not None else "")
+          + f"; total {total:.1f} s")
+    print(f"report: {out / 'report.md'}")
+    print(f"        {out / 'report.html'} (self-contained)")
+    print(f"results: {out / 'results.json'} and per-experiment CSVs in {out}")
+    return 0
 
+
+def _run_into(stage: Path, args, experiments, settings, workers: int,
+              progress: bool) -> tuple[float, float | None]:
+    """Run the studies and the benchmark and write everything into ``stage``; returns the
+    studies' and the benchmark's wall times."""
     # Imported here: matplotlib is only needed once there is something to draw.
     from evalstop.report import RunInfo, write_report
 
-    progress = not args.no_progress and sys.stderr.isatty()
     t0 = time.perf_counter()
     runs = run_experiments(experiments, settings, workers=workers, progress=progress)
     sim_wall = time.perf_counter() - t0
@@ -110,17 +133,10 @@ def run(args) -> int:
 
         t1 = time.perf_counter()
         # One seed fixes the whole report: the benchmark takes the base seed too.
-        bench = run_detector_benchmark(Path(args.out) / DIR, seed=args.seed, quick=args.quick,
+        bench = run_detector_benchmark(stage / DIR, seed=args.seed, quick=args.quick,
                                        progress=progress)
         bench_s = time.perf_counter() - t1
-    files = write_report(runs, args.out, RunInfo(wall_s=sim_wall, workers=workers,
-                                                 quick=args.quick, command=_command(args),
-                                                 detectors_s=bench_s), detectors=bench)
-    total = time.perf_counter() - t0
-    print(f"ran {n_tasks} tasks in {sim_wall:.1f} s on {workers} worker(s)"
-          + (f"; detector benchmark {bench_s:.1f} s" if bench_s is not None else "")
-          + f"; total {total:.1f} s")
-    print(f"report: {files.markdown}")
-    print(f"        {files.html} (self-contained)")
-    print(f"results: {files.results_json} and per-experiment CSVs in {files.markdown.parent}")
-    return 0
+    write_report(runs, stage, RunInfo(wall_s=sim_wall, workers=workers, quick=args.quick,
+                                      command=_command(args), detectors_s=bench_s),
+                 detectors=bench)
+    return sim_wall, bench_s

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalstop.detbench.bench import PARTS, TARGET, BenchConfig
+from evalstop.fileio import atomic_write
 
 
 def write_pr_plots(out: Path, cfg: BenchConfig, summary: dict) -> list[str]:
@@ -30,7 +31,8 @@ def write_pr_plots(out: Path, cfg: BenchConfig, summary: dict) -> list[str]:
                 zoom.set(xlim=ZOOM_RECALL, ylim=ZOOM_PRECISION,
                          title="zoom: precision >= 0.85, recall >= 0.4")
             fig.tight_layout()
-            fig.savefig(out / name, dpi=100)
+            with atomic_write(out / name, "wb") as fh:
+                fig.savefig(fh, format="png", dpi=100)
             plt.close(fig)
             files.append(name)
     return files

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from evalstop.detbench import detectability, plots
 from evalstop.detbench.bench import PARTS, TARGET, BenchConfig, shortfall_text, target_on
+from evalstop.fileio import atomic_write, write_text
 
 METRICS = ("runs", "hacking", "precision", "recall", "fpr", "delay", "early", "quality",
            "quality_hacking")
@@ -56,17 +57,18 @@ def write_all(out: Path, cfg: BenchConfig, summary: dict, start: float) -> None:
     rounded = _round(summary)
     summary.clear()
     summary.update(rounded)
-    (out / "detectors.json").write_text(json.dumps(summary, indent=1) + "\n")
+    # Each file atomically: a full disk used to leave detectors.json cut in half.
+    write_text(out / "detectors.json", json.dumps(summary, indent=1) + "\n")
     _write_csv(out / "detectors.csv", cfg, summary)
     files = plots.write_pr_plots(out, cfg, summary)
     elapsed = time.perf_counter() - start
-    (out / "detectors.md").write_text(markdown(cfg, summary, files, elapsed))
-    (out / "timing.json").write_text(json.dumps({"seconds": round(elapsed, 2)}) + "\n")
+    write_text(out / "detectors.md", markdown(cfg, summary, files, elapsed))
+    write_text(out / "timing.json", json.dumps({"seconds": round(elapsed, 2)}) + "\n")
 
 
 def _write_csv(path: Path, cfg: BenchConfig, summary: dict) -> None:
     index = spec_index(cfg)
-    with path.open("w", newline="") as fh:
+    with atomic_write(path, newline="") as fh:
         w = csv.writer(fh)
         w.writerow(("part", "scope", "group", "detector", "knob", "value", "spec") + METRICS)
         for part in PARTS:

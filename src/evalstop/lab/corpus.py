@@ -25,6 +25,7 @@ import numpy as np
 from evalstop.evallog import parse_record
 from evalstop.fileio import atomic_write
 from evalstop.lab.labels import Label
+from evalstop.lines import bounded_lines
 
 CORPUS_FILE = "lab_corpus.jsonl.gz"
 LABELS_FILE = "lab_labels.csv"
@@ -79,7 +80,8 @@ def read_curves(path: str | Path) -> dict[str, RunCurve]:
     try:
         with opener(path, "rt", encoding="utf-8") as fh:
             records = [parse_record(line, f"{path}:{i}")
-                       for i, line in enumerate(fh, 1) if line.strip()]
+                       for i, line in enumerate(bounded_lines(fh, str(path)), 1)
+                       if line.strip()]
     except OSError as exc:
         raise OSError(f"cannot read {path}: {exc.strerror or exc}") from None
     return curves_from_records(records)

@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 
 from evalstop.experiments.aggregate import SUMMARY_COLUMNS
-from evalstop.fileio import atomic_write
+from evalstop.fileio import atomic_write, write_text
 
 
 def _clean(v):
@@ -49,12 +49,6 @@ def write_json(path: Path, obj) -> Path:
 
     text = json.dumps(clean(obj), indent=1, allow_nan=False) + "\n"
     return write_text(path, text)
-
-
-def write_text(path: Path, text: str) -> Path:
-    with atomic_write(path) as fh:
-        fh.write(text)
-    return path
 
 
 def write_experiment(out_dir: Path, name: str, rows: list[dict], summary: list[dict]) -> list[Path]:

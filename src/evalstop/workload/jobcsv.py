@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from evalstop.errors import InputError
+from evalstop.lines import bounded_lines
 from evalstop.workload.build import DEFAULT_TENANT
 from evalstop.workload.model import JOB_TYPES
 from evalstop.workload.table import JobTable
@@ -105,7 +106,7 @@ def read_job_csv(path: str | Path) -> JobTable:
     try:
         # utf-8-sig: spreadsheet exports often start with a byte-order mark.
         with open(path, newline="", encoding="utf-8-sig") as f:
-            reader = csv.reader(f)
+            reader = csv.reader(bounded_lines(f, path))
             for record in reader:
                 line = reader.line_num  # counts physical lines, quoted newlines included
                 if all(cell.strip() == "" for cell in record):
