@@ -107,7 +107,8 @@ def test_malformed_records_are_reported_and_skipped(tmp_path):
     assert any("a.jsonl:4: 'eval' must be a number" in e for e in err)
     assert any("a.jsonl:5: not UTF-8 text" in e for e in err)
     assert any("a.jsonl:6: expected a JSON object" in e for e in err)
-    assert all(e.endswith("skipped") for e in err)
+    assert all(e.endswith("; refused") for e in err)
+    assert h.ctl.refused == {"json": 1, "schema": 3, "utf8": 1}
     assert h.decisions()["a"] == (False, None, 4, 2)
 
 
@@ -174,7 +175,7 @@ def test_failed_action_is_recorded_and_reported(tmp_path):
     h.ctl.run_until_idle()
     (row,) = h.store.actions()
     assert (row.status, row.rc, row.output.strip()) == ("failed", 3, "nope")
-    assert "job a: action exited 3: nope" in h.err.getvalue()
+    assert f"job a [{h.logs / 'a.jsonl'}]: action exited 3: nope" in h.err.getvalue()
 
 
 def test_dry_run_prints_and_changes_nothing(tmp_path):
@@ -235,9 +236,9 @@ def test_status_table(tmp_path):
     h.ctl.run_until_idle()
     text = format_table(status_rows(h.store))
     header, row, total = text.splitlines()
-    assert header.split() == ["job", "evals", "last_step", "last_score", "streak",
+    assert header.split() == ["tenant", "job", "evals", "last_step", "last_score", "streak",
                               "best_step", "best_score", "state", "action"]
-    assert row.split() == ["peak", "5", "5", "0.2", "2", "3", "0.5", "stopped@5", "done"]
+    assert row.split() == ["a", "peak", "5", "5", "0.2", "2", "3", "0.5", "stopped@5", "done"]
     assert total == "1 jobs, 1 stopped"
 
 

@@ -35,14 +35,17 @@ def test_once_then_status(tmp_path, capsys):
                "--action", f"echo {{job}} {{best_step}} >> {marker}"])
     out = capsys.readouterr()
     assert rc == 0 and out.err == ""
+    src = os.path.realpath(logs / "evals.jsonl")
     assert out.out.splitlines() == [
-        "stop peak at step 5: 2 consecutive declines; best step 3 (score 0.5)",
-        "stop other at step 5: 2 consecutive declines; best step 3 (score 0.5)",
+        f"stop peak at step 5: 2 consecutive declines; best step 3 (score 0.5); tenant evals, "
+        f"source {src}",
+        f"stop other at step 5: 2 consecutive declines; best step 3 (score 0.5); tenant evals, "
+        f"source {src}",
     ]
     assert marker.read_text().splitlines() == ["peak 3", "other 3"]
     assert main(["watch", "--status", "--db", str(db)]) == 0
     table = capsys.readouterr().out.splitlines()
-    assert table[0].split()[0] == "job" and table[-1] == "2 jobs, 2 stopped"
+    assert table[0].split()[:2] == ["tenant", "job"] and table[-1] == "2 jobs, 2 stopped"
     assert main(["watch", "--status", "--db", str(db), "--json"]) == 0
     rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert {r["job"]: (r["stop_step"], r["best_step"], r["streak"], r["action"])
@@ -69,6 +72,13 @@ def test_dry_run_leaves_no_state(tmp_path, capsys):
         (["--jsonl", "LOGS", "--interval", "0"], "--interval must be > 0"),
         (["--status"], "no controller state at"),
         (["--once", "--jsonl", "LOGS", "--mode", "up"], "invalid choice"),
+        (["--once", "--jsonl", "LOGS", "--tenant-pattern", "("], "bad --tenant-pattern"),
+        (["--once", "--jsonl", "LOGS", "--tenant-pattern", "x"], "needs a named group"),
+        (["--once", "--jsonl", "LOGS", "--job-prefix", "x-"], "must contain {tenant}"),
+        (["--once", "--jsonl", "LOGS", "--action-workers", "0"], "--action-workers must be"),
+        (["--once", "--jsonl", "LOGS", "--action", "x {best_checkpoint}",
+          "--checkpoint-template", "{job}/ck"], "give --checkpoint-root"),
+        (["--once", "--jsonl", "LOGS", "--action", "x '{job}'"], "inside '-quotes"),
     ],
 )
 def test_bad_input_is_one_line(tmp_path, capsys, argv, message):
@@ -160,8 +170,8 @@ def test_bom_crlf_and_hostile_lines(tmp_path, capsys):
     rc = main(["watch", "--once", "--jsonl", str(logs), "--db", str(tmp_path / "s.db"), *K2])
     err = capsys.readouterr().err
     assert rc == 0 and "Traceback" not in err
-    assert "'step' must be an integer, got inf; skipped" in err
-    assert "JSON nested too deeply; skipped" in err
+    assert "'step' must be an integer, got inf; refused" in err
+    assert "JSON nested too deeply; refused" in err
     assert main(["watch", "--status", "--json", "--db", str(tmp_path / "s.db")]) == 0
     rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     # k=2 stops at step 5; 5 evals means the first line, after the BOM, was read too.
@@ -182,3 +192,11 @@ def test_db_that_cannot_hold_state_is_one_line(tmp_path, capsys, argv, db, messa
     err = capsys.readouterr().err
     assert rc == 2 and message in err and len(err.strip().splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["DIR", "logs"]  # no stray .lock
+
+
+def test_help_says_symlinks_are_not_followed(capsys):
+    with pytest.raises(SystemExit):
+        main(["watch", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Symbolic links under a watched directory are never followed" in text
+    assert "{tenant}" in text and "--checkpoint-root" in text

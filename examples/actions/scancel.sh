@@ -2,27 +2,48 @@
 # Stop a Slurm job that EvalStop stopped, and leave a note of its best checkpoint.
 #
 #   evalstop watch --jsonl /logs --db watch.db \
-#     --checkpoint-template '/ckpt/{job}/checkpoint-{best_step}' \
-#     --action 'examples/actions/scancel.sh {job} {best_step} {best_checkpoint}'
+#     --checkpoint-template '/ckpt/{tenant}/{job}/checkpoint-{best_step}' \
+#     --action 'examples/actions/scancel.sh --tenant {tenant} -- {job} {best_step} {best_checkpoint}'
 #
-# JOB is the Slurm job name (scancel --name); a numeric JOB is taken as the job id.
-# The note goes to $EVALSTOP_NOTES (default: ./evalstop-stops.tsv) so the platform can
-# promote the best checkpoint. DRY_RUN=1 prints the commands instead of running them.
+# Scope: only jobs named JOB *and* charged to the Slurm account TENANT are signalled
+# (squeue --name --account, then scancel by those ids): a tenant's log cannot reach
+# another account's job. JOB is always a job name, never an id (an all-digit name is a
+# name). Exits non-zero when nothing was stopped (no such job in that account, bad
+# operands, scancel failed) so the controller records the action as failed.
+# The note goes to $EVALSTOP_NOTES (default: ./evalstop-stops.tsv). DRY_RUN=1 prints
+# the commands and exits 3 (nothing was stopped).
 set -euo pipefail
-if [[ $# -lt 2 ]]; then
-  echo "usage: $0 JOB BEST_STEP [BEST_CHECKPOINT]" >&2
-  exit 2
-fi
+usage() { echo "usage: $0 --tenant ACCOUNT -- JOB BEST_STEP [BEST_CHECKPOINT]" >&2; exit 2; }
+tenant=
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --tenant) [[ $# -ge 2 ]] || usage; tenant=$2; shift 2 ;;
+    --) shift; break ;;
+    *) usage ;;
+  esac
+done
+[[ $# -ge 2 && $# -le 3 && -n $tenant ]] || usage
 job=$1 best_step=$2 best_ckpt=${3:-}
-run() { if [[ ${DRY_RUN:-0} == 1 ]]; then printf '%q ' "$@"; echo; else "$@"; fi; }
+# Printable, no leading '-', no whitespace in the account; a step is digits.
+[[ $tenant =~ ^[A-Za-z0-9_.][A-Za-z0-9_.-]*$ ]] || { echo "bad account name" >&2; exit 2; }
+[[ -n $job && $job != -* && ! $job =~ [[:cntrl:]] ]] || { echo "bad job name" >&2; exit 2; }
+[[ $best_step =~ ^[0-9]*$ ]] || { echo "bad best step" >&2; exit 2; }
 
-if [[ $job =~ ^[0-9]+(_[0-9]+)?$ ]]; then
-  run scancel --signal=TERM --full "$job"
-else
-  run scancel --signal=TERM --full --name="$job"
+if [[ ${DRY_RUN:-0} == 1 ]]; then
+  printf '%q ' squeue --noheader --format=%A --states=PENDING,RUNNING,SUSPENDED \
+    "--account=$tenant" "--name=$job"; echo
+  printf '%q ' scancel --signal=TERM --full -- '<ids>'; echo
+  echo "dry run: nothing stopped ($job, account $tenant)"
+  exit 3
 fi
+ids=$(squeue --noheader --format=%A --states=PENDING,RUNNING,SUSPENDED \
+  "--account=$tenant" "--name=$job")
+if [[ -z ${ids//[[:space:]]/} ]]; then
+  echo "no pending or running job named $(printf '%q' "$job") in account $tenant" >&2
+  exit 1
+fi
+# shellcheck disable=SC2086 # ids are squeue's whitespace-separated numbers
+scancel --signal=TERM --full -- $ids
 notes=${EVALSTOP_NOTES:-./evalstop-stops.tsv}
-if [[ ${DRY_RUN:-0} != 1 ]]; then
-  printf '%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$job" "$best_step" "$best_ckpt" >>"$notes"
-fi
-echo "stopped $job; best step $best_step ${best_ckpt:+at $best_ckpt}"
+printf '%s\t%s\t%q\t%s\t%q\n' "$(date -u +%FT%TZ)" "$tenant" "$job" "$best_step" "$best_ckpt" >>"$notes"
+echo "stopped $(printf '%q' "$job") (account $tenant, ids $(echo $ids)); best step $best_step ${best_ckpt:+at $best_ckpt}"

@@ -19,6 +19,24 @@ from evalstop.errors import InputError
 OPTIONAL = ("loss", "proxy", "progress", "time")
 
 
+class RecordError(InputError):
+    """A record refused by :func:`parse_record`; ``reason`` is a short stable code
+    (``json``, ``schema``, ``step``, ``value``) that ``evalstop watch`` counts by."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def _show(value: object, limit: int = 60) -> str:
+    # Values in messages come from tenant files: bounded, and escaped by repr.
+    try:
+        text = repr(value)
+    except ValueError:  # an int too long for repr (> 4300 digits)
+        return "<a number too long to print>"
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 @dataclass(frozen=True, slots=True)
 class EvalRecord:
     job: str
@@ -38,10 +56,13 @@ def _number(obj: dict, key: str, where: str, *, allow_none: bool) -> float | Non
     if value is None:
         if allow_none:
             return None if key != "eval" else math.nan
-        raise InputError(f"{where}: missing {key!r}")
+        raise RecordError(f"{where}: missing {key!r}", "schema")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError(f"{where}: {key!r} must be a number, got {value!r}")
-    return float(value)
+        raise RecordError(f"{where}: {key!r} must be a number, got {_show(value)}", "schema")
+    try:
+        return float(value)
+    except OverflowError:  # an integer literal beyond float64 (e.g. 10**400)
+        raise RecordError(f"{where}: {key!r} is too large for a float64", "value") from None
 
 
 def parse_record(line: str, where: str) -> EvalRecord:
@@ -52,27 +73,29 @@ def parse_record(line: str, where: str) -> EvalRecord:
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise InputError(f"{where}: not valid JSON ({exc.msg})") from None
+        raise RecordError(f"{where}: not valid JSON ({exc.msg})", "json") from None
     except RecursionError:  # e.g. [[[[...]]]] thousands deep: bad input, not a crash
-        raise InputError(f"{where}: JSON nested too deeply") from None
+        raise RecordError(f"{where}: JSON nested too deeply", "json") from None
+    except ValueError:  # an integer of more than 4300 digits (int_max_str_digits)
+        raise RecordError(f"{where}: a number with too many digits", "value") from None
     if not isinstance(obj, dict):
-        raise InputError(f"{where}: expected a JSON object")
+        raise RecordError(f"{where}: expected a JSON object", "schema")
     for key in ("job", "step", "eval"):
         if key not in obj:
-            raise InputError(f"{where}: missing {key!r}")
+            raise RecordError(f"{where}: missing {key!r}", "schema")
     job = obj["job"]
     if not isinstance(job, (str, int)) or isinstance(job, bool):
-        raise InputError(f"{where}: 'job' must be a string, got {job!r}")
+        raise RecordError(f"{where}: 'job' must be a string, got {_show(job)}", "schema")
     step = obj["step"]
     # int(inf) raises OverflowError (1e400 parses as inf), so finiteness is checked first.
     if (isinstance(step, bool) or not isinstance(step, (int, float))
             or (isinstance(step, float) and not math.isfinite(step)) or step != int(step)):
-        raise InputError(f"{where}: 'step' must be an integer, got {step!r}")
+        raise RecordError(f"{where}: 'step' must be an integer, got {_show(step)}", "step")
     ev = _number(obj, "eval", where, allow_none=True)
     extras = {k: _number(obj, k, where, allow_none=True) for k in OPTIONAL}
     p = extras["progress"]
     if p is not None and not (0.0 <= p <= 1.0):
-        raise InputError(f"{where}: 'progress' must be in [0, 1], got {p!r}")
+        raise RecordError(f"{where}: 'progress' must be in [0, 1], got {p!r}", "value")
     return EvalRecord(str(job), int(step), ev, **extras)
 
 

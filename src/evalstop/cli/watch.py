@@ -1,6 +1,7 @@
 """``evalstop watch``: follow many jobs' eval streams and act on each stop.
 
-    evalstop watch --jsonl LOGDIR --db state.db --action 'scancel --name={job}' [--once]
+    evalstop watch --jsonl LOGDIR --db state.db \
+        --action 'examples/actions/scancel.sh --tenant {tenant} -- {job} {best_step}' [--once]
     evalstop watch --tensorboard RUNS --tb-tag eval/reward --db state.db --dry-run
     evalstop watch --status --db state.db [--json]
 """
@@ -25,14 +26,27 @@ def add_parser(sub) -> argparse.ArgumentParser:
             "logs; TensorBoard run directories), run the detector per job, and on a stop run "
             "an action command. State (detector state, read offsets, decisions, actions) is "
             "kept in a SQLite file, so a killed controller resumes where it stopped and never "
-            "acts twice on one job."
+            "acts twice on one job. A job is (source, name): the log file or TensorBoard run "
+            "its records come from, and the name they give; the source's path under the "
+            "watched root gives its tenant. Symbolic links under a watched directory are "
+            "never followed. Bad records and files are refused (one line each) and skipped."
         ),
     )
     p.add_argument("--db", required=True, help="controller state (SQLite file; created if absent)")
     p.add_argument("--jsonl", action="append", default=[], metavar="DIR",
-                   help="directory of *.jsonl eval logs, followed recursively (repeatable)")
+                   help="directory of *.jsonl eval logs, followed recursively (repeatable); "
+                        "symbolic links in it are not followed; a rotated log "
+                        "(a.jsonl -> a.jsonl.1) is drained first")
     p.add_argument("--tensorboard", action="append", default=[], metavar="DIR",
                    help="directory of TensorBoard runs; each run dir is a job (repeatable)")
+    p.add_argument("--tenant-pattern", default=None, metavar="REGEX",
+                   help="regex with a named group (?P<tenant>...) matched against each log's "
+                        "path under the watched root (default: its first path component; "
+                        "a log in the root itself, NAME.jsonl, is tenant NAME); "
+                        "logs that do not match are refused")
+    p.add_argument("--job-prefix", default=None, metavar="TEMPLATE",
+                   help="require every job name to start with this, e.g. '{tenant}-'; "
+                        "records with other names are refused")
     p.add_argument("--tb-tag", default="eval",
                    help="TensorBoard scalar tag that holds the eval score (default: eval)")
     p.add_argument("--tb-loss-tag", default=None,
@@ -43,11 +57,17 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="whether a higher eval is better (max, default) or a lower one (min)")
     p.add_argument("--action", default=None,
                    help="shell command template run once per stopped job; placeholders "
-                        "{job} {best_step} {best_checkpoint} {best_score} {stop_step} {reason} "
-                        "are shell-quoted (see examples/actions/)")
+                        "{job} {tenant} {source} {best_step} {best_checkpoint} {best_score} "
+                        "{stop_step} {reason} are shell-quoted for you (do not quote them "
+                        "yourself: that is refused); see examples/actions/")
     p.add_argument("--checkpoint-template", default=None,
                    help="where a job's checkpoints are, for {best_checkpoint}, e.g. "
-                        "'/ckpt/{job}/checkpoint-{best_step}'")
+                        "'/ckpt/{tenant}/{job}/checkpoint-{best_step}'")
+    p.add_argument("--checkpoint-root", default=None, metavar="DIR",
+                   help="every {best_checkpoint} must normalise to a path under DIR, else "
+                        "the action is refused (default: the template's leading folder)")
+    p.add_argument("--action-workers", type=int, default=8,
+                   help="actions run at once, off the poll loop (default: 8)")
     p.add_argument("--action-timeout", type=float, default=120.0,
                    help="seconds before an action command is killed (default: 120)")
     p.add_argument("--dry-run", action="store_true",
@@ -89,13 +109,16 @@ def _status(args) -> int:
 
 def _sources(args) -> list:
     from evalstop.integrations.watch.jsonl import JsonlDirSource
+    from evalstop.integrations.watch.tenants import Tenancy
 
-    sources = [JsonlDirSource(d) for d in args.jsonl]
+    tenancy = Tenancy(args.tenant_pattern, args.job_prefix)
+    sources = [JsonlDirSource(d, tenancy=tenancy) for d in args.jsonl]
     if args.tensorboard:
         from evalstop.integrations.watch.tensorboard import TensorBoardSource
 
         try:
-            sources += [TensorBoardSource(d, tag=args.tb_tag, loss_tag=args.tb_loss_tag)
+            sources += [TensorBoardSource(d, tag=args.tb_tag, loss_tag=args.tb_loss_tag,
+                                          tenancy=tenancy)
                         for d in args.tensorboard]
         except ImportError as exc:  # the extra is missing: one line, not a traceback
             raise ValueError(str(exc).split(" (")[0]) from None
@@ -121,7 +144,10 @@ def run(args) -> int:
     action = None
     if args.action is not None:
         action = ShellAction(args.action, checkpoint_template=args.checkpoint_template,
+                             checkpoint_root=args.checkpoint_root,
                              timeout=args.action_timeout)
+    if not 1 <= args.action_workers <= 256:
+        raise ValueError(f"--action-workers must be in 1..256, got {args.action_workers}")
     sources = _sources(args)
     try:
         store = StateStore(args.db, dry_run=args.dry_run)
@@ -129,10 +155,12 @@ def run(args) -> int:
         raise ValueError(f"cannot open --db {args.db!r}: {exc}") from None
     stop = threading.Event()
     old = {}
+    controller = None
     try:
         controller = Controller(store, sources, detector=args.detector, mode=args.mode,
                                 action=action, dry_run=args.dry_run,
-                                retry_running=args.retry_pending)
+                                retry_running=args.retry_pending,
+                                action_workers=args.action_workers)
         if args.once:
             controller.run_until_idle()
             return 0
@@ -147,4 +175,7 @@ def run(args) -> int:
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
-        store.close()
+        if controller is not None:
+            controller.close()
+        else:
+            store.close()

@@ -2,15 +2,19 @@
 (JSONL eval logs, TensorBoard runs), runs the EvalStop detector per job, and acts on
 stops, with its state in SQLite so that it can be killed and restarted at any moment.
 
-Parts: ``jsonl`` and ``tensorboard`` (sources), ``store`` (SQLite state), ``actions``
-(the stop command), ``controller`` (the loop), ``status`` (the status view).
+Parts: ``jsonl`` and ``tensorboard`` (sources), ``records`` (what is accepted from a
+tenant's log, and how tenant text is shown), ``tenants`` (job identity and tenant
+resolution), ``store`` (SQLite state), ``actions`` (the stop command), ``controller``
+(the loop), ``status`` (the status view).
 """
 
 from evalstop.integrations.watch.actions import ShellAction
 from evalstop.integrations.watch.controller import Controller, PollResult
 from evalstop.integrations.watch.jsonl import JsonlDirSource
+from evalstop.integrations.watch.records import Refusal
 from evalstop.integrations.watch.store import StateStore
+from evalstop.integrations.watch.tenants import JobKey, Tenancy
 from evalstop.integrations.watch.tensorboard import TensorBoardSource
 
-__all__ = ["Controller", "JsonlDirSource", "PollResult", "ShellAction", "StateStore",
-           "TensorBoardSource"]
+__all__ = ["Controller", "JobKey", "JsonlDirSource", "PollResult", "Refusal", "ShellAction",
+           "StateStore", "Tenancy", "TensorBoardSource"]

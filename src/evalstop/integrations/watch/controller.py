@@ -1,24 +1,33 @@
 """The controller: many jobs' metric streams in, one detector per job, an action per stop.
 
-Each poll reads what every source has that is new, feeds each job's records to its
-detector in step order, then commits, in one SQLite transaction, the detector states,
-the read offsets and a ``pending`` action row for each new stop; only then are actions
-run, each marked ``running`` (committed) before its command starts and ``done``/``failed``
-after. So, killed at any moment and restarted:
+A job is known by (source, name): the log file (or TensorBoard run) its records were
+read from and the name they give; its tenant comes from the source (see ``tenants``).
+Records of one log can only ever reach that log's jobs.
+
+Each poll reads what every source has that is new (each record already validated:
+``records``; refused lines and files are logged once, counted per reason in
+``Controller.refused`` and the poll's ``PollResult.refused``, and their offsets
+committed so they are never read again), feeds each job's records to its detector in
+step order, then commits, in one SQLite transaction, the detector states, the read
+offsets and a ``pending`` action row for each new stop. Actions then run off the poll
+loop in a bounded pool of ``action_workers`` threads, each command in its own process
+group: a row is moved ``pending`` -> ``running`` (compare-and-set, committed) only when
+a worker is free to start it, and ``running`` -> ``done``/``failed`` when the poll loop
+collects its result. So a slow action never delays detection, and, killed at any moment
+and restarted:
 
 * no streak is lost and no record is fed twice: detector states and offsets are
   committed together;
-* no job is stopped twice: a job has at most one action row. A ``pending`` row (decided,
-  command never started) is run on restart. A ``running`` row (started, outcome unknown)
-  is **reported and not re-run** by default: the command may already have stopped the
-  job, and stop commands are not all idempotent. ``retry_running=True``
-  (``--retry-pending``) runs them again for actions known to be idempotent.
+* no job is stopped twice: a job has at most one action row, and each transition checks
+  the state it leaves. A ``pending`` row (decided, command never started) is run on
+  restart. A ``running`` row (started, outcome unknown) is **reported and not re-run**
+  by default: the command may already have stopped the job, and stop commands are not
+  all idempotent. ``retry_running=True`` (``--retry-pending``) runs them again.
 
 Out-of-order records: within one poll each job's records are taken in step order. A
-record whose step is not above the last step already fed for that job (it arrived after
-a later step was taken, or repeats a step) is reported in one line and skipped: a
-detector cannot take back a decision. Records of a job that is already stopped are
-counted and ignored.
+record whose step is not above the last step already fed for that job is reported in one
+line and skipped: a detector cannot take back a decision. Records of a job that is
+already stopped are ignored.
 """
 
 from __future__ import annotations
@@ -26,22 +35,29 @@ from __future__ import annotations
 import math
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from evalstop.detectors import Detector, make_detector
 from evalstop.evallog import EvalRecord
-from evalstop.integrations.watch.actions import ShellAction, check_seconds
-from evalstop.integrations.watch.sources import Batch
+from evalstop.integrations.watch.actions import CheckpointEscape, ShellAction, check_seconds
+from evalstop.integrations.watch.records import show
+from evalstop.integrations.watch.sources import Batch, Item
 from evalstop.integrations.watch.store import ActionRow, JobRow, StateStore
+from evalstop.integrations.watch.tenants import JobKey
+
+DEFAULT_ACTION_WORKERS = 8
 
 
 @dataclass(slots=True)
 class _Job:
     detector: Detector
+    tenant: str
     last_step: int | None = None  # mirrors the detector's, read per record (cheaply)
-    source: str | None = None
     last_score: float | None = None
     skipped: int = 0
     updated: float = 0.0
@@ -49,14 +65,21 @@ class _Job:
 
 @dataclass(slots=True)
 class PollResult:
-    """What one poll did; ``fed`` are the records that reached a detector."""
+    """What one poll did; ``fed`` are the records that reached a detector, ``stops`` the
+    jobs stopped, ``refused`` the refused lines/files per reason."""
 
     fed: list[EvalRecord] = field(default_factory=list)
-    stops: list[str] = field(default_factory=list)
+    stops: list[JobKey] = field(default_factory=list)
     skipped: int = 0
     problems: int = 0
+    refused: Counter = field(default_factory=Counter)
     progressed: bool = False
     committed_at: float = 0.0
+
+
+def label(key: JobKey) -> str:
+    """A job as printed in messages: its name and source, escaped."""
+    return f"{show(key.name)} [{show(key.source)}]"
 
 
 class Controller:
@@ -70,11 +93,14 @@ class Controller:
         action: ShellAction | None = None,
         dry_run: bool = False,
         retry_running: bool = False,
+        action_workers: int = DEFAULT_ACTION_WORKERS,
         err: TextIO | None = None,
         out: TextIO | None = None,
     ) -> None:
         if not sources:
             raise ValueError("give at least one source (--jsonl DIR or --tensorboard DIR)")
+        if not 1 <= action_workers <= 256:
+            raise ValueError(f"--action-workers must be in 1..256, got {action_workers}")
         self.spec = make_detector(detector, mode=mode).spec  # canonical; ValueError if bad
         self.mode = mode
         self.store = store
@@ -83,14 +109,21 @@ class Controller:
         self.dry_run = dry_run
         self.err = err if err is not None else sys.stderr
         self.out = out if out is not None else sys.stdout
+        self.refused: Counter = Counter()  # refused lines/files per reason, since start
+        if store.on_wait is None:
+            store.on_wait = self._say
         store.bind(self.spec, mode)
-        self.jobs: dict[str, _Job] = {}
-        self._announced: set[str] = set()  # dry-run: actions already printed
+        self.jobs: dict[JobKey, _Job] = {}
+        self._announced: set[JobKey] = set()  # dry-run: actions already printed
+        self._pool = ThreadPoolExecutor(max_workers=action_workers,
+                                        thread_name_prefix="evalstop-action")
+        self.action_workers = action_workers
+        self._inflight: dict[JobKey, Future] = {}
         for row in store.jobs().values():
             det = make_detector(self.spec, mode=mode)
             det.load_state_dict(row.detector)
-            self.jobs[row.job] = _Job(det, row.last_step, row.source, row.last_score,
-                                      row.skipped, row.updated)
+            self.jobs[JobKey(row.source, row.job)] = _Job(
+                det, row.tenant, row.last_step, row.last_score, row.skipped, row.updated)
         offsets = store.offsets()
         for src in sources:
             src.load(offsets)
@@ -103,76 +136,88 @@ class Controller:
         self.err.write(f"evalstop watch: {msg}\n")
         self.err.flush()
 
-    def _last_step(self, job: str) -> int | None:
-        j = self.jobs.get(job)
+    def _last_step(self, key: JobKey) -> int | None:
+        j = self.jobs.get(key)
         return None if j is None else j.last_step
 
     def _resume_actions(self, retry_running: bool) -> None:
         for row in self.store.actions("running"):
+            key = JobKey(row.source, row.job)
             if retry_running:
-                self._say(f"job {row.job}: re-running its stop action, which was started "
+                self._say(f"job {label(key)}: re-running its stop action, which was started "
                           "but not confirmed before the controller stopped")
-                self.store.set_action(row.job, "pending")
+                self.store.set_action(row.source, row.job, "pending", expect="running")
             else:
-                self._say(f"job {row.job}: its stop action was started but not confirmed "
+                self._say(f"job {label(key)}: its stop action was started but not confirmed "
                           "before the controller stopped; it may or may not have run, so it "
                           "is not re-run (check the job; --retry-pending runs it again)")
 
     # ---- one poll -----------------------------------------------------------------------
     def poll_once(self) -> PollResult:
         res = PollResult()
+        self.reap()
         batches: list[Batch] = [src.poll() for src in self.sources]
-        by_job: dict[str, list[tuple[EvalRecord, str, str]]] = {}
+        by_job: dict[JobKey, list[Item]] = {}
         offsets, gone = {}, []
         for b in batches:
             res.progressed |= b.progressed or bool(b.gone) or bool(b.offsets)
             for msg in b.problems:
                 self._say(msg)
             res.problems += len(b.problems)
+            for r in b.refused:
+                self._say(f"{r.message}; refused")
+                res.refused[r.reason] += 1
             offsets.update(b.offsets)
             gone.extend(b.gone)
-            for rec, where in b.records:
-                by_job.setdefault(rec.job, []).append((rec, where, b.source))
+            for item in b.records:
+                by_job.setdefault(item.key, []).append(item)
+        self.refused.update(res.refused)
         now = time.time()
-        changed: dict[str, _Job] = {}
+        changed: dict[JobKey, _Job] = {}
         new_actions: list[ActionRow] = []
-        for job_name, items in by_job.items():
-            items.sort(key=lambda t: t[0].step)  # stable: file order breaks ties
-            job = self.jobs.get(job_name)
+        for key, items in by_job.items():
+            items.sort(key=lambda it: it.rec.step)  # stable: file order breaks ties
+            job = self.jobs.get(key)
             if job is None:
-                job = self.jobs[job_name] = _Job(make_detector(self.spec, mode=self.mode))
+                job = self.jobs[key] = _Job(make_detector(self.spec, mode=self.mode),
+                                            items[0].tenant)
+            job.tenant = items[0].tenant  # the tenant rules may have changed since a restart
             was_stopped = job.detector.stopped
-            for rec, where, source in items:
-                if self._feed(job, rec, where, source, res):
-                    changed[job_name] = job
+            for item in items:
+                if self._feed(key, job, item, res):
+                    changed[key] = job
                     job.updated = now
             if job.detector.stopped and not was_stopped:
-                res.stops.append(job_name)
-                new_actions.append(self._decide_action(job_name, job, now))
+                res.stops.append(key)
+                new_actions.append(self._decide_action(key, job, now))
         self.store.save_batch(
-            (self._row(name, j) for name, j in changed.items()), offsets, gone, new_actions
+            (self._row(key, j) for key, j in changed.items()), offsets, gone, new_actions
         )
         res.committed_at = time.time()
-        for name in res.stops:
-            d = self.jobs[name].detector
+        for key in res.stops:
+            job = self.jobs[key]
+            d = job.detector
             self.out.write(
-                f"stop {name} at step {d.stop_step}: {d.state_dict()['stop_reason']}; "
-                f"best step {d.best_step} (score {d.best_score})\n"
+                f"stop {show(key.name)} at step {d.stop_step}: "
+                f"{d.state_dict()['stop_reason']}; best step {d.best_step} "
+                f"(score {d.best_score}); tenant {show(job.tenant)}, source {show(key.source)}\n"
             )
         self.out.flush()
+        for a in new_actions:
+            if a.status == "failed":
+                self._say(f"job {label(JobKey(a.source, a.job))}: no action run: {a.output}")
         self.run_pending()
         return res
 
-    def _feed(self, job: _Job, rec: EvalRecord, where: str, source: str,
-              res: PollResult) -> bool:
-        det = job.detector
+    def _feed(self, key: JobKey, job: _Job, item: Item, res: PollResult) -> bool:
+        det, rec, where = job.detector, item.rec, item.where
         if det.stopped:
             return False
         last = job.last_step
         if last is not None and rec.step <= last:
             what = "repeats" if rec.step == last else "comes after"
-            self._say(f"{where}: job {rec.job} step {rec.step} {what} step {last} already "
-                      "taken; skipped")
+            self._say(f"{where}: job {show(rec.job)} step {rec.step} {what} step {last} "
+                      "already taken; skipped")
             job.skipped += 1
             res.skipped += 1
             return True
@@ -180,81 +225,140 @@ class Controller:
         try:
             det.update(rec.step, rec.eval, **rec.extras())
         except ValueError as exc:  # e.g. stopat without progress
-            self._say(f"{where}: job {rec.job}: {exc}; skipped")
+            self._say(f"{where}: job {show(rec.job)}: {exc}; skipped")
             job.skipped += 1
             res.skipped += 1
             return True
-        job.source = source
         if math.isfinite(rec.eval):
             job.last_score = rec.eval
         res.fed.append(rec)
         return True
 
-    def _decide_action(self, name: str, job: _Job, now: float) -> ActionRow:
+    def _decide_action(self, key: JobKey, job: _Job, now: float) -> ActionRow:
         det = job.detector
         if self.action is None:
-            return ActionRow(name, "", "done", None, "no action configured", now, now, now)
-        cmd = self.action.render(
-            job=name, best_step=det.best_step, best_score=det.best_score,
-            stop_step=det.stop_step, reason=det.state_dict()["stop_reason"],
-        )
+            return ActionRow(key.source, key.name, job.tenant, "", "done", None,
+                             "no action configured", now, now, now)
+        try:
+            cmd = self.action.render(
+                job=key.name, tenant=job.tenant, source=key.source, best_step=det.best_step,
+                best_score=det.best_score, stop_step=det.stop_step,
+                reason=det.state_dict()["stop_reason"],
+            )
+        except CheckpointEscape as exc:  # decided and recorded as failed: never run
+            return ActionRow(key.source, key.name, job.tenant, "", "failed", None,
+                             f"refused: {show(str(exc), 300)}", now, None, now)
         status = "dry-run" if self.dry_run else "pending"
-        return ActionRow(name, cmd, status, None, "", now, None, None)
+        return ActionRow(key.source, key.name, job.tenant, cmd, status, None, "", now, None,
+                         None)
 
-    def _row(self, name: str, job: _Job) -> JobRow:
+    def _row(self, key: JobKey, job: _Job) -> JobRow:
         det = job.detector
         state = det.state_dict()
         return JobRow(
-            name, job.source, state, state["n_evals"], state["last_step"], job.last_score,
-            det.best_step, det.best_score, det.stopped, det.stop_step, state["stop_reason"],
-            job.skipped, job.updated,
+            key.name, key.source, job.tenant, state, state["n_evals"], state["last_step"],
+            job.last_score, det.best_step, det.best_score, det.stopped, det.stop_step,
+            state["stop_reason"], job.skipped, job.updated,
         )
 
     # ---- actions ------------------------------------------------------------------------
     def run_pending(self) -> int:
-        """Run every ``pending`` action; return how many ran."""
+        """Start ``pending`` actions on free workers (never blocks); return how many
+        started. A row becomes ``running`` (compare-and-set, committed) only when its
+        command is handed to a worker, so the rest stay ``pending`` across a kill."""
         if self.dry_run:
             for row in self.store.actions():
-                if row.status in ("pending", "dry-run") and row.job not in self._announced:
-                    self._announced.add(row.job)
-                    self.out.write(f"dry-run: would run for {row.job}: {row.command}\n")
+                key = JobKey(row.source, row.job)
+                if row.status in ("pending", "dry-run") and key not in self._announced:
+                    self._announced.add(key)
+                    self.out.write(f"dry-run: would run for {show(row.job)}: "
+                                   f"{show(row.command, 2000)} (tenant {show(row.tenant)}, "
+                                   f"source {show(row.source)})\n")
             self.out.flush()
+            return 0
+        free = self.action_workers - len(self._inflight)
+        if free <= 0:
             return 0
         n = 0
         for row in self.store.actions("pending"):
-            self.store.set_action(row.job, "running")  # committed before the command runs
-            result = self.action.run(row.command) if self.action else None
-            if result is None:
-                self.store.set_action(row.job, "failed", output="no action configured")
+            if n >= free:
+                break
+            key = JobKey(row.source, row.job)
+            if key in self._inflight:
                 continue
-            status = "done" if result.rc == 0 else "failed"
-            self.store.set_action(row.job, status, rc=result.rc, output=result.output)
-            if result.rc != 0:
-                tail = result.output.strip().splitlines()[-1:] or [""]
-                self._say(f"job {row.job}: action exited {result.rc}: {tail[0]}")
+            if self.action is None:
+                self.store.set_action(row.source, row.job, "failed", expect="pending",
+                                      output="no action configured")
+                continue
+            if not self.store.set_action(row.source, row.job, "running", expect="pending"):
+                continue  # someone else moved it: not ours to run
+            self._inflight[key] = self._pool.submit(self.action.run, row.command)
             n += 1
         return n
 
+    @property
+    def actions_in_flight(self) -> int:
+        """Actions started and not yet recorded."""
+        return len(self._inflight)
+
+    def reap(self, wait: bool = False) -> int:
+        """Record the outcome of finished actions (all in-flight ones if ``wait``);
+        return how many were recorded."""
+        if wait and self._inflight:
+            wait_futures(list(self._inflight.values()))
+        n = 0
+        for key, fut in list(self._inflight.items()):
+            if not fut.done():
+                continue
+            del self._inflight[key]
+            try:
+                result = fut.result()
+                rc, output = result.rc, result.output
+            except Exception as exc:  # noqa: BLE001 - any failure is recorded, never lost
+                rc, output = 127, f"could not run: {exc!r}"
+            status = "done" if rc == 0 else "failed"
+            self.store.set_action(key.source, key.name, status, expect="running", rc=rc,
+                                  output=output)
+            if rc != 0:
+                tail = output.strip().splitlines()[-1:] or [""]
+                self._say(f"job {label(key)}: action exited {rc}: {show(tail[0], 300)}")
+            n += 1
+        return n
+
+    def drain(self) -> None:
+        """Run every pending action to its end (``--once``, shutdown)."""
+        while True:
+            self.run_pending()
+            if not self._inflight:
+                return
+            self.reap(wait=True)
+
     # ---- loops --------------------------------------------------------------------------
     def run_until_idle(self, max_polls: int = 1_000_000) -> list[PollResult]:
-        """``--once``: poll until a poll finds nothing new, then return."""
+        """``--once``: poll until a poll finds nothing new, run the actions, return."""
         results = []
         for _ in range(max_polls):
             res = self.poll_once()
             results.append(res)
             if not res.progressed:
                 break
+        self.drain()
         return results
 
     def run_forever(self, interval: float, should_stop: Callable[[float], bool]) -> None:
         """Poll every ``interval`` seconds until ``should_stop(timeout)`` is true
-        (``threading.Event.wait`` fits: it returns at once when a signal sets it)."""
+        (``threading.Event.wait`` fits: it returns at once when a signal sets it). On the
+        way out, actions already started are waited for and recorded; pending ones stay
+        pending for the next start."""
         check_seconds("--interval", interval)
         while True:
             started = time.monotonic()
             self.poll_once()
             if should_stop(max(0.0, interval - (time.monotonic() - started))):
+                self.reap(wait=True)
                 return
 
     def close(self) -> None:
+        self._pool.shutdown(wait=True)
+        self.reap()
         self.store.close()

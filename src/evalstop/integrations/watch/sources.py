@@ -5,22 +5,37 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from evalstop.evallog import EvalRecord
+from evalstop.integrations.watch.records import Refusal
 from evalstop.integrations.watch.store import Offset
+from evalstop.integrations.watch.tenants import JobKey
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One accepted record: ``key`` is its job's identity (source, name), ``where``
+    (``file:line``) is for messages."""
+
+    rec: EvalRecord
+    where: str
+    key: JobKey
+    tenant: str
 
 
 @dataclass(slots=True)
 class Batch:
     """New records from one poll of one source.
 
-    ``records`` pairs each record with where it came from (``file:line``) for messages;
-    ``offsets`` are the read positions to persist with this batch; ``gone`` the files
-    that disappeared (their offsets are dropped); ``problems`` one-line messages about
-    input that was skipped; ``progressed`` whether anything was consumed at all.
+    ``records`` the accepted records; ``offsets`` the read positions to persist with this
+    batch; ``gone`` the files that disappeared (their offsets are dropped); ``refused``
+    the lines and files refused (each logged once and counted by reason); ``problems``
+    other one-line notices (a log deleted or replaced); ``progressed`` whether anything
+    was consumed at all.
     """
 
     source: str
-    records: list[tuple[EvalRecord, str]] = field(default_factory=list)
+    records: list[Item] = field(default_factory=list)
     offsets: dict[str, Offset] = field(default_factory=dict)
     gone: list[str] = field(default_factory=list)
+    refused: list[Refusal] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     progressed: bool = False

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from evalstop.integrations.watch.records import show
 from evalstop.integrations.watch.store import StateStore
 
-COLUMNS = ("job", "evals", "last_step", "last_score", "streak", "best_step", "best_score",
+COLUMNS = ("tenant", "job", "evals", "last_step", "last_score", "streak", "best_step", "best_score",
            "state", "action")
 
 
 def status_rows(store: StateStore) -> list[dict[str, Any]]:
-    actions = {a.job: a for a in store.actions()}
+    actions = {(a.source, a.job): a for a in store.actions()}
     rows = []
     for job in store.jobs().values():
         rule = job.detector.get("rule", {})
-        act = actions.get(job.job)
+        act = actions.get((job.source, job.job))
         rows.append({
+            "tenant": job.tenant,
             "job": job.job,
+            "source": job.source,
             "evals": job.n_evals,
             "last_step": job.last_step,
             "last_score": job.last_score,
@@ -42,7 +45,7 @@ def _cell(v: Any) -> str:
         return "-"
     if isinstance(v, float):
         return f"{v:.6g}"
-    return str(v)
+    return show(str(v), 80)  # tenant text: no raw escapes or newlines reach the terminal
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:

@@ -8,7 +8,14 @@ the offsets and the detector states always describe the same records. WAL mode l
 
 An action row goes ``pending`` (the stop is decided, in the same transaction as the
 decision) -> ``running`` (committed just before the command starts) -> ``done`` or
-``failed``. The primary key on ``job`` makes a second action for one job impossible.
+``failed``. Every transition is a compare-and-set (``UPDATE ... WHERE status=<old>``),
+and the primary key on (source, job) makes a second action for one job impossible.
+
+One controller per database: a writer holds an exclusive ``flock`` on the database file
+itself, opened by its resolved path, so a second controller reaching the same file
+through a symbolic link (or a hard link, or another mount) is refused. A database lock
+held by someone else (a backup, a ``sqlite3`` shell) is waited out with backoff, never
+fatal.
 """
 
 from __future__ import annotations
@@ -19,17 +26,19 @@ import math
 import os
 import sqlite3
 import time
-from collections.abc import Iterable
+import urllib.parse
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: jobs are (source, job), with a tenant
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS jobs(
-    job TEXT PRIMARY KEY,
-    source TEXT,
+    source TEXT NOT NULL,
+    job TEXT NOT NULL,
+    tenant TEXT NOT NULL,
     detector TEXT NOT NULL,
     n_evals INTEGER NOT NULL,
     last_step INTEGER,
@@ -40,24 +49,31 @@ CREATE TABLE IF NOT EXISTS jobs(
     stop_step INTEGER,
     reason TEXT NOT NULL,
     skipped INTEGER NOT NULL,
-    updated REAL NOT NULL
+    updated REAL NOT NULL,
+    PRIMARY KEY (source, job)
 );
 CREATE TABLE IF NOT EXISTS offsets(
     path TEXT PRIMARY KEY,
     dev INTEGER NOT NULL,
     ino INTEGER NOT NULL,
     pos INTEGER NOT NULL,
-    line INTEGER NOT NULL
+    line INTEGER NOT NULL,
+    source TEXT NOT NULL,
+    tail BLOB NOT NULL,
+    skipping INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS actions(
-    job TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    job TEXT NOT NULL,
+    tenant TEXT NOT NULL,
     command TEXT NOT NULL,
     status TEXT NOT NULL,
     rc INTEGER,
     output TEXT NOT NULL DEFAULT '',
     decided REAL NOT NULL,
     started REAL,
-    finished REAL
+    finished REAL,
+    PRIMARY KEY (source, job)
 );
 """
 
@@ -66,18 +82,25 @@ ACTION_STATES = ("pending", "running", "done", "failed", "dry-run")
 
 @dataclass(slots=True)
 class Offset:
-    """Where the next read of a log file starts; (dev, ino) tell a replaced file."""
+    """Where the next read of a log file starts; (dev, ino) tell a replaced file,
+    ``tail`` (the last bytes taken) a rewritten one; ``source`` is the job identity's
+    source (the original path, kept across a rotation); ``skipping``: in the middle of
+    an over-long line."""
 
     dev: int
     ino: int
     pos: int
     line: int
+    source: str = ""
+    tail: bytes = b""
+    skipping: bool = False
 
 
 @dataclass(slots=True)
 class JobRow:
     job: str
-    source: str | None
+    source: str
+    tenant: str
     detector: dict[str, Any]
     n_evals: int
     last_step: int | None
@@ -93,7 +116,9 @@ class JobRow:
 
 @dataclass(slots=True)
 class ActionRow:
+    source: str
     job: str
+    tenant: str
     command: str
     status: str
     rc: int | None
@@ -108,52 +133,64 @@ class StateStore:
 
     ``dry_run=True`` works on an in-memory copy, so that a dry run decides and prints
     what it would do without changing the real state. ``readonly=True`` is for status
-    views. A writer holds ``PATH.lock`` so that two controllers never act on one state.
+    views. A writer holds an exclusive ``flock`` on the database file (see module doc).
+    ``busy_ms`` is SQLite's own wait on a locked database; past it a write is retried
+    with backoff (up to ``max_backoff`` seconds apart), reported once per wait through
+    ``on_wait``.
     """
 
-    def __init__(self, path: str, *, dry_run: bool = False, readonly: bool = False) -> None:
+    def __init__(self, path: str, *, dry_run: bool = False, readonly: bool = False,
+                 busy_ms: int = 5000, max_backoff: float = 5.0,
+                 on_wait: Callable[[str], None] | None = None) -> None:
         self.path = str(path)
         self._lock_fh = None
+        self.max_backoff = max_backoff
+        self.on_wait = on_wait
+        self.waits = 0  # how many times a write found the database locked
         # sqlite3 takes "" as a private temporary database: the run would "succeed" and
         # lose its state. A folder gave a traceback (--status) or a stray .lock file.
         if not self.path.strip():
             raise ValueError("--db must name a file")
         if os.path.isdir(self.path):
             raise ValueError(f"--db {self.path!r} is a folder, not a file")
+        self.real = os.path.realpath(self.path)
+        uri = "file:" + urllib.parse.quote(self.real) + "?mode=ro"
         if readonly:
             if not os.path.exists(self.path):
                 raise ValueError(f"no controller state at {self.path!r}")
-            self.db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True,
-                                      isolation_level=None)
+            self.db = sqlite3.connect(uri, uri=True, isolation_level=None)
             self._check_schema()
             return
         if dry_run:
             self.db = sqlite3.connect(":memory:", isolation_level=None)
             if os.path.exists(self.path):
-                src = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+                src = sqlite3.connect(uri, uri=True)
                 src.backup(self.db)
                 src.close()
         else:
-            parent = os.path.dirname(os.path.abspath(self.path))
+            parent = os.path.dirname(self.real)
             if not os.path.isdir(parent):
                 raise ValueError(f"directory of --db {self.path!r} does not exist")
             self._lock()
-            self.db = sqlite3.connect(self.path, isolation_level=None)
+            self.db = sqlite3.connect(self.real, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=FULL")
-        self.db.execute("PRAGMA busy_timeout=5000")
-        self.db.executescript(_SCHEMA)
+        self.db.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
+        self._retry(lambda: self.db.executescript(_SCHEMA))
         self._check_schema()
 
     def _lock(self) -> None:
-        self._lock_fh = open(self.path + ".lock", "a+")  # noqa: SIM115 (held until close)
+        if os.path.exists(self.real) and not os.path.isfile(self.real):
+            raise ValueError(f"--db {self.path!r} is not a regular file")
+        fd = os.open(self.real, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self._lock_fh = os.fdopen(fd, "r+b")
         try:
             fcntl.flock(self._lock_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             self._lock_fh.close()
             self._lock_fh = None
             raise ValueError(
-                f"another evalstop watch holds {self.path!r} (lock {self.path}.lock)"
+                f"another evalstop watch holds {self.path!r} (resolved: {self.real})"
             ) from None
 
     def _check_schema(self) -> None:
@@ -162,13 +199,32 @@ class StateStore:
         except sqlite3.DatabaseError as exc:
             raise ValueError(f"{self.path!r} is not an evalstop watch state: {exc}") from None
         if got is not None and got != SCHEMA_VERSION:
-            raise ValueError(f"{self.path!r} has state schema {got}, expected {SCHEMA_VERSION}")
+            raise ValueError(f"{self.path!r} has state schema {got}, expected {SCHEMA_VERSION}"
+                             " (jobs are now keyed by source and name; use a new --db)")
 
     def close(self) -> None:
         self.db.close()
-        if self._lock_fh is not None:
+        if self._lock_fh is not None:  # after SQLite's close: its own locks go first
             self._lock_fh.close()
             self._lock_fh = None
+
+    def _retry(self, fn: Callable[[], Any]) -> Any:
+        """Run a write, waiting out another connection's lock with backoff."""
+        delay, announced = 0.05, False
+        while True:
+            try:
+                return fn()
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
+                self.waits += 1
+                if not announced and self.on_wait is not None:
+                    self.on_wait(f"state database is locked ({exc}); retrying")
+                announced = True
+                time.sleep(delay)
+                delay = min(delay * 2, self.max_backoff)
 
     # ---- meta -------------------------------------------------------------------------
     def meta(self, key: str) -> str | None:
@@ -180,11 +236,13 @@ class StateStore:
         means nothing to another, so a mismatch is an error, not a silent reset."""
         have_spec, have_mode = self.meta("detector"), self.meta("mode")
         if have_spec is None:
-            with self.transaction():
-                self.db.executemany(
-                    "INSERT INTO meta(key, value) VALUES (?, ?)",
-                    [("schema", SCHEMA_VERSION), ("detector", spec), ("mode", mode)],
-                )
+            def write():
+                with self.transaction():
+                    self.db.executemany(
+                        "INSERT INTO meta(key, value) VALUES (?, ?)",
+                        [("schema", SCHEMA_VERSION), ("detector", spec), ("mode", mode)],
+                    )
+            self._retry(write)
         elif (have_spec, have_mode) != (spec, mode):
             raise ValueError(
                 f"{self.path!r} holds state for --detector {have_spec!r} --mode {have_mode}, "
@@ -192,25 +250,28 @@ class StateStore:
             )
 
     # ---- reads ------------------------------------------------------------------------
-    def jobs(self) -> dict[str, JobRow]:
+    def jobs(self) -> dict[tuple[str, str], JobRow]:
+        """Every job, keyed by (source, job)."""
         out = {}
         for r in self.db.execute(
-            "SELECT job, source, detector, n_evals, last_step, last_score, best_step, "
-            "best_score, stopped, stop_step, reason, skipped, updated FROM jobs ORDER BY job"
+            "SELECT job, source, tenant, detector, n_evals, last_step, last_score, "
+            "best_step, best_score, stopped, stop_step, reason, skipped, updated FROM jobs "
+            "ORDER BY source, job"
         ):
-            out[r[0]] = JobRow(r[0], r[1], json.loads(r[2]), r[3], r[4], r[5], r[6], r[7],
-                               bool(r[8]), r[9], r[10], r[11], r[12])
+            out[(r[1], r[0])] = JobRow(r[0], r[1], r[2], json.loads(r[3]), r[4], r[5], r[6],
+                                       r[7], r[8], bool(r[9]), r[10], r[11], r[12], r[13])
         return out
 
     def offsets(self) -> dict[str, Offset]:
         return {
-            r[0]: Offset(r[1], r[2], r[3], r[4])
-            for r in self.db.execute("SELECT path, dev, ino, pos, line FROM offsets")
+            r[0]: Offset(r[1], r[2], r[3], r[4], r[5], bytes(r[6]), bool(r[7]))
+            for r in self.db.execute(
+                "SELECT path, dev, ino, pos, line, source, tail, skipping FROM offsets")
         }
 
     def actions(self, status: str | None = None) -> list[ActionRow]:
-        sql = ("SELECT job, command, status, rc, output, decided, started, finished "
-               "FROM actions")
+        sql = ("SELECT source, job, tenant, command, status, rc, output, decided, started, "
+               "finished FROM actions")
         args: tuple = ()
         if status is not None:
             sql += " WHERE status=?"
@@ -229,53 +290,73 @@ class StateStore:
         new_actions: Iterable[ActionRow],
     ) -> None:
         """One poll's changes, all or nothing."""
-        with self.transaction():
-            self.db.executemany(
-                "INSERT INTO jobs(job, source, detector, n_evals, last_step, last_score, "
-                "best_step, best_score, stopped, stop_step, reason, skipped, updated) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(job) DO UPDATE SET "
-                "source=excluded.source, detector=excluded.detector, "
-                "n_evals=excluded.n_evals, last_step=excluded.last_step, "
-                "last_score=excluded.last_score, best_step=excluded.best_step, "
-                "best_score=excluded.best_score, stopped=excluded.stopped, "
-                "stop_step=excluded.stop_step, reason=excluded.reason, "
-                "skipped=excluded.skipped, updated=excluded.updated",
-                [
-                    (j.job, j.source, json.dumps(j.detector), j.n_evals, j.last_step,
-                     _finite_or_none(j.last_score), j.best_step, j.best_score, int(j.stopped),
-                     j.stop_step, j.reason, j.skipped, j.updated)
-                    for j in jobs
-                ],
-            )
-            self.db.executemany(
-                "INSERT INTO offsets(path, dev, ino, pos, line) VALUES (?,?,?,?,?) "
-                "ON CONFLICT(path) DO UPDATE SET dev=excluded.dev, ino=excluded.ino, "
-                "pos=excluded.pos, line=excluded.line",
-                [(p, o.dev, o.ino, o.pos, o.line) for p, o in offsets.items()],
-            )
-            self.db.executemany("DELETE FROM offsets WHERE path=?", [(p,) for p in gone])
-            # OR IGNORE: a job has at most one action, whatever happens.
-            self.db.executemany(
-                "INSERT OR IGNORE INTO actions(job, command, status, rc, output, decided, "
-                "started, finished) VALUES (?,?,?,?,?,?,?,?)",
-                [(a.job, a.command, a.status, a.rc, a.output, a.decided, a.started,
-                  a.finished) for a in new_actions],
-            )
+        job_rows = [
+            (j.job, j.source, j.tenant, json.dumps(j.detector), j.n_evals, j.last_step,
+             _finite_or_none(j.last_score), j.best_step, j.best_score, int(j.stopped),
+             j.stop_step, j.reason, j.skipped, j.updated)
+            for j in jobs
+        ]
+        offset_rows = [(p, o.dev, o.ino, o.pos, o.line, o.source, o.tail, int(o.skipping))
+                       for p, o in offsets.items()]
+        gone_rows = [(p,) for p in gone]
+        action_rows = [(a.source, a.job, a.tenant, a.command, a.status, a.rc, a.output,
+                        a.decided, a.started, a.finished) for a in new_actions]
 
-    def set_action(self, job: str, status: str, *, rc: int | None = None,
-                   output: str = "") -> None:
-        if status not in ACTION_STATES:
-            raise ValueError(f"unknown action status {status!r}")
-        now = time.time()
-        with self.transaction():
-            if status == "running":
-                self.db.execute("UPDATE actions SET status=?, started=? WHERE job=?",
-                                (status, now, job))
-            else:
-                self.db.execute(
-                    "UPDATE actions SET status=?, rc=?, output=?, finished=? WHERE job=?",
-                    (status, rc, output, now, job),
+        def write():
+            with self.transaction():
+                self.db.executemany(
+                    "INSERT INTO jobs(job, source, tenant, detector, n_evals, last_step, "
+                    "last_score, best_step, best_score, stopped, stop_step, reason, skipped, "
+                    "updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+                    "ON CONFLICT(source, job) DO UPDATE SET "
+                    "tenant=excluded.tenant, detector=excluded.detector, "
+                    "n_evals=excluded.n_evals, last_step=excluded.last_step, "
+                    "last_score=excluded.last_score, best_step=excluded.best_step, "
+                    "best_score=excluded.best_score, stopped=excluded.stopped, "
+                    "stop_step=excluded.stop_step, reason=excluded.reason, "
+                    "skipped=excluded.skipped, updated=excluded.updated",
+                    job_rows,
                 )
+                # Gone first: a rotated log's old name may already hold a new file.
+                self.db.executemany("DELETE FROM offsets WHERE path=?", gone_rows)
+                self.db.executemany(
+                    "INSERT INTO offsets(path, dev, ino, pos, line, source, tail, skipping) "
+                    "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(path) DO UPDATE SET "
+                    "dev=excluded.dev, ino=excluded.ino, pos=excluded.pos, "
+                    "line=excluded.line, source=excluded.source, tail=excluded.tail, "
+                    "skipping=excluded.skipping",
+                    offset_rows,
+                )
+                # OR IGNORE: a job has at most one action, whatever happens.
+                self.db.executemany(
+                    "INSERT OR IGNORE INTO actions(source, job, tenant, command, status, rc, "
+                    "output, decided, started, finished) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    action_rows,
+                )
+        self._retry(write)
+
+    def set_action(self, source: str, job: str, status: str, *, expect: str,
+                   rc: int | None = None, output: str = "") -> bool:
+        """Move (source, job)'s action from ``expect`` to ``status``; False (nothing
+        changed) when it was not in ``expect``: someone else moved it first."""
+        if status not in ACTION_STATES or expect not in ACTION_STATES:
+            raise ValueError(f"unknown action status {status!r} / {expect!r}")
+        now = time.time()
+
+        def write() -> int:
+            with self.transaction():
+                if status == "running":
+                    cur = self.db.execute(
+                        "UPDATE actions SET status=?, started=? "
+                        "WHERE source=? AND job=? AND status=?",
+                        (status, now, source, job, expect))
+                else:
+                    cur = self.db.execute(
+                        "UPDATE actions SET status=?, rc=?, output=?, finished=? "
+                        "WHERE source=? AND job=? AND status=?",
+                        (status, rc, output, now, source, job, expect))
+                return cur.rowcount
+        return self._retry(write) == 1
 
 
 def _finite_or_none(x: float | None) -> float | None:
@@ -294,6 +375,6 @@ class _Transaction:
     def __exit__(self, exc_type, exc, tb):
         if exc_type is None:
             self.db.execute("COMMIT")
-        else:
+        elif self.db.in_transaction:  # SQLite may have rolled back already
             self.db.execute("ROLLBACK")
         return False

@@ -1,0 +1,84 @@
+"""Who owns a job: its source (the log file or TensorBoard run it was read from) maps to a
+tenant, and a job is known by (source, name), never by its name alone.
+
+The tenant comes from where a log lies, which the platform controls (it mounts or
+grants each tenant its own folder), never from what a log says. By default it is the
+first path component under the watched root (``ROOT/teamA/run1.jsonl`` -> ``teamA``; a
+log directly in the root, ``ROOT/teamA.jsonl``, belongs to ``teamA``).
+``--tenant-pattern`` overrides this with a regex whose named group ``tenant`` is
+matched (``re.match``) against the source's path relative to the root, with ``/``
+separators; a source that does not match belongs to no tenant and is refused.
+
+``--job-prefix TEMPLATE`` (e.g. ``'{tenant}-'``) additionally requires every job name
+to start with its tenant's prefix: names are what a scheduler-side action acts on, so a
+tenant then cannot even write another tenant's job name.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from evalstop.integrations.watch.records import Refused, name_problem, show
+
+
+@dataclass(frozen=True, slots=True)
+class JobKey:
+    """A job's identity: ``source`` is the absolute path of its log (rotation suffix
+    removed) or TensorBoard run directory; ``name`` is the job name the records give."""
+
+    source: str
+    name: str
+
+
+class Tenancy:
+    """Maps a source to its tenant and admits (or refuses) a job name for it."""
+
+    def __init__(self, pattern: str | None = None, job_prefix: str | None = None) -> None:
+        self.pattern = None
+        if pattern is not None:
+            try:
+                self.pattern = re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"bad --tenant-pattern {pattern!r}: {exc}") from None
+            if "tenant" not in self.pattern.groupindex:
+                raise ValueError(f"--tenant-pattern {pattern!r} needs a named group "
+                                 "(?P<tenant>...)")
+        if job_prefix is not None:
+            if "{tenant}" not in job_prefix:
+                raise ValueError(f"--job-prefix {job_prefix!r} must contain {{tenant}}")
+            try:
+                job_prefix.format(tenant="t")
+            except (ValueError, KeyError, IndexError) as exc:
+                raise ValueError(f"bad --job-prefix {job_prefix!r}: {exc}") from None
+        self.job_prefix = job_prefix
+
+    def tenant(self, root: str, source: str, *, suffix: str = "") -> str:
+        """The tenant of ``source`` (an absolute path under ``root``), or Refused."""
+        rel = os.path.relpath(source, root).replace(os.sep, "/")
+        if self.pattern is not None:
+            m = self.pattern.match(rel)
+            tenant = m.group("tenant") if m else None
+            if not tenant:
+                raise Refused("tenant", f"{show(source)}: matches no tenant "
+                                        f"(--tenant-pattern {self.pattern.pattern!r}); not read")
+        else:
+            tenant = rel.split("/", 1)[0]
+            if rel == ".":  # a TensorBoard root that is itself a run
+                tenant = os.path.basename(root)
+            if "/" not in rel and suffix and tenant.endswith(suffix):
+                tenant = tenant[: -len(suffix)]
+        problem = name_problem(tenant, "tenant")
+        if problem is not None:
+            raise Refused("tenant", f"{show(source)}: {problem}; not read")
+        return tenant
+
+    def admit(self, tenant: str, name: str, where: str) -> None:
+        """Refuse a job name that does not carry its tenant's prefix (``--job-prefix``)."""
+        if self.job_prefix is None:
+            return
+        prefix = self.job_prefix.format(tenant=tenant)
+        if not name.startswith(prefix):
+            raise Refused("prefix", f"{where}: job name {show(name)!r} does not start with "
+                                    f"its tenant's prefix {show(prefix)!r}")
