@@ -32,12 +32,15 @@ from __future__ import annotations
 
 import fnmatch
 import math
+import os
 import re
 import tomllib
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from evalstop.detectors import make_detector
+from evalstop.integrations.watch.records import Refused, show
+from evalstop.integrations.watch.tenants import Tenancy
 
 TENANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 _KEYS = ("metric", "mode", "detector", "eval_group", "eval_n", "sigma", "action",
@@ -90,6 +93,13 @@ class Rule:
 class Policy:
     rules: tuple[Rule, ...]
     path: str = "<flags>"
+
+    def rule_of(self, tenant: str) -> Rule | None:
+        """The rule of ``tenant`` by name (the flags' single rule, ``*``, is everyone's)."""
+        for rule in self.rules:
+            if rule.tenant in (tenant, "*"):
+                return rule
+        return None
 
     def rule_for(self, source: str) -> Rule | None:
         """The rule of the tenant that owns ``source`` (a path under the watched root)."""
@@ -159,7 +169,9 @@ def parse_policy(doc: dict[str, Any], path: str = "<policy>") -> Policy:
         if not isinstance(table, dict):
             raise PolicyError(f"{path}: {where}: must be a table")
         table = dict(table)
-        sources = table.pop("sources", [f"{name}/**"])
+        # By default a tenant owns its folder (logs, TensorBoard runs under it), a log
+        # named after it in the root, and a TensorBoard run dir of its name.
+        sources = table.pop("sources", [f"{name}/**", f"{name}.jsonl", name])
         if (not isinstance(sources, list) or not sources
                 or not all(isinstance(s, str) and s.strip() for s in sources)):
             raise PolicyError(f"{path}: {where}.sources: must be a non-empty list of globs")
@@ -186,6 +198,13 @@ def _checked(rule: Rule, values: dict[str, Any], path: str, prefix: str) -> Rule
         make_detector(rule.detector_spec(), mode=rule.mode)
     except ValueError as exc:
         raise PolicyError(f"{path}: {prefix}detector: {exc}") from None
+    if rule.eval_group is not None:
+        from evalstop.detectors.fleet import FleetNoise
+
+        try:
+            make_detector(rule.detector_spec(), mode=rule.mode, fleet=FleetNoise())
+        except ValueError as exc:
+            raise PolicyError(f"{path}: {prefix}eval_group: {exc}") from None
     if rule.action is not None or rule.checkpoint_template is not None:
         from evalstop.integrations.watch.actions import ShellAction
 
@@ -228,3 +247,25 @@ def _value(key: str, v: Any, where: str) -> Any:
             or not all(isinstance(s, str) and s for s in v)):
         raise PolicyError(f"{where}: must be a non-empty list of job-name globs")
     return tuple(v)
+
+
+class PolicyTenancy(Tenancy):
+    """Tenants from a policy: a source belongs to the first tenant whose ``sources`` globs
+    match its path under the watched root; no match, no owner (refused, logged once).
+    Each tenant's eval is its rule's ``metric``."""
+
+    def __init__(self, policy: Policy, job_prefix: str | None = None) -> None:
+        super().__init__(None, job_prefix)
+        self.policy = policy
+
+    def tenant(self, root: str, source: str, *, suffix: str = "") -> str:
+        rel = os.path.relpath(source, root).replace(os.sep, "/")
+        rule = self.policy.rule_for(rel)
+        if rule is None:
+            raise Refused("tenant", f"{show(source)}: no tenant of policy "
+                                    f"{show(self.policy.path)} owns it; not read")
+        return rule.tenant
+
+    def metric(self, tenant: str, default: str = "eval") -> str:
+        rule = self.policy.rule_of(tenant)
+        return default if rule is None else rule.metric
