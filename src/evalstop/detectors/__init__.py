@@ -3,6 +3,7 @@
 from evalstop.detectors.base import Decision, Detector
 from evalstop.detectors.cusum_drop import CusumDrop
 from evalstop.detectors.cusum_known import CusumKnown
+from evalstop.detectors.fleet import FleetNoise
 from evalstop.detectors.kdecline import KDecline
 from evalstop.detectors.loss_plateau import LossPlateau
 from evalstop.detectors.noise_drop import NoiseDrop
@@ -34,6 +35,7 @@ __all__ = [
     "CusumKnown",
     "Decision",
     "Detector",
+    "FleetNoise",
     "KDecline",
     "LossPlateau",
     "NoiseDrop",
