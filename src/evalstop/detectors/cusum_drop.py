@@ -80,6 +80,7 @@ class CusumDrop(NoiseAware):
         self.smooth_min = smooth_min
         self._width = smooth if smooth_min is None else smooth_min  # current level window
         self._values: list[float] = []
+        self.last_w = 0.0
         self._level: float | None = None  # the best smoothed level so far
         self._since = 0  # evals seen after the window that set the best level
 
@@ -120,6 +121,7 @@ class CusumDrop(NoiseAware):
             level = self._smoothed(values[-width:])
             if self._level is None or level > self._level:
                 self._level, self._since = level, 0
+        self.last_w = 0.0  # the CUSUM at this eval (read by benchmarks/tune_default.py)
         if self._level is None or self._since == 0 or self._n_evals < self.min_evals:
             return None
         level, w = self._level, 0.0
@@ -135,6 +137,7 @@ class CusumDrop(NoiseAware):
             else:  # noise-free scores: any eval below the level is a full-size drop
                 z = self.clip if v < level else (0.0 if v == level else -math.inf)
             w = max(0.0, w + z - self.k)
+        self.last_w = w
         if w >= self.h:
             return (f"CUSUM of drops below the best level reached {w:.2f} noise sigmas "
                     f"(threshold {self.h})")
