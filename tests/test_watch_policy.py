@@ -42,7 +42,7 @@ def test_good_policy_gives_each_tenant_its_rule(tmp_path):
     assert pol.rule_for("carol/run.jsonl") is None  # nobody owns it: refused, not defaulted
     assert pol.rule_for("bob/run.jsonl") is None  # bob's sources were overridden
     text = pol.describe()
-    assert "[alice]" in text and "[bob]" in text and "evalstop:k=3" in text
+    assert "[tenants.alice]" in text and "[tenants.bob]" in text and "evalstop:k=3" in text
 
 
 def test_first_matching_tenant_wins(tmp_path):

@@ -109,18 +109,25 @@ class Policy:
         return None
 
     def describe(self) -> str:
-        """The effective rule per tenant, for ``--check-policy``."""
-        lines = [f"policy {self.path}: {len(self.rules)} tenant(s)"]
+        """The effective rule per tenant, for ``--check-policy``, written as TOML (unset
+        keys as comments), with each detector spec resolved to its full form."""
+        import json
+
+        lines = [f"# policy {self.path}: {len(self.rules)} tenant(s), first match wins"]
         for r in self.rules:
-            lines.append(f"[{r.tenant}]")
+            lines.append(f"[tenants.{r.tenant}]" if r.tenant != "*" else "[everyone]")
             for f in fields(r):
+                v = getattr(r, f.name)
                 if f.name == "tenant":
                     continue
-                v = getattr(r, f.name)
-                if f.name == "detector":
-                    v = f"{r.detector_spec()}  (= {make_detector(r.detector_spec()).spec})"
-                lines.append(f"  {f.name:<20} {v!r}" if not isinstance(v, str)
-                             else f"  {f.name:<20} {v}")
+                if v is None:
+                    lines.append(f"# {f.name} = (not set)")
+                    continue
+                if isinstance(v, tuple):
+                    v = list(v)
+                lines.append(f"{f.name} = {json.dumps(v)}")
+            full = make_detector(r.detector_spec(), mode=r.mode).spec
+            lines.append(f"# detector in full: {full}")
         return "\n".join(lines) + "\n"
 
 
