@@ -83,7 +83,7 @@ CREATE TABLE IF NOT EXISTS evals(
     step INTEGER NOT NULL,
     score REAL,
     PRIMARY KEY (source, job, step)
-);
+) WITHOUT ROWID;
 -- One pooled noise estimate per eval group (detectors.fleet.FleetNoise state, JSON).
 CREATE TABLE IF NOT EXISTS fleet(grp TEXT PRIMARY KEY, state TEXT NOT NULL, jobs INTEGER NOT NULL);
 """
@@ -358,7 +358,7 @@ class StateStore:
                     "skipping=excluded.skipping",
                     offset_rows,
                 )
-                self.db.executemany("INSERT OR REPLACE INTO evals(source, job, step, score) "
+                self.db.executemany("INSERT OR IGNORE INTO evals(source, job, step, score) "
                                     "VALUES (?,?,?,?)", eval_rows)
                 self.db.executemany("INSERT OR REPLACE INTO fleet(grp, state, jobs) "
                                     "VALUES (?,?,?)", fleet_rows)
