@@ -180,7 +180,9 @@ def test_known_noise_rules_get_the_cells_sigma():
     spec = f"cusum-known:sigma={CELL_SIGMA},h=1.75"
     assert for_cell(spec, 0.04) == "cusum-known:sigma=0.04,h=1.75"
     assert same_rule(spec, spec) and not same_rule(spec, "default")
-    assert same_rule("default", "cusum-drop")
+    from evalstop.detectors import DEFAULT_SPEC, PREVIOUS_DEFAULT_SPEC
+
+    assert same_rule("default", DEFAULT_SPEC) and same_rule("cusum-drop", PREVIOUS_DEFAULT_SPEC)
     rs = build(0, 20, held_out=False, sigmas=(0.04,), noises=("gauss",))[0]
     given = run_detector(spec, rs)
     assert np.array_equal(given.stopped, run_detector("cusum-known:sigma=0.04,h=1.75",

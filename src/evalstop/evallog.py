@@ -66,8 +66,10 @@ def _number(obj: dict, key: str, where: str, *, allow_none: bool) -> float | Non
         raise RecordError(f"{where}: {key!r} is too large for a float64", "value") from None
 
 
-def parse_record(line: str, where: str) -> EvalRecord:
-    """Parse one JSONL line; ``where`` (e.g. ``"log.jsonl:12"``) prefixes any error."""
+def parse_record(line: str, where: str, metric: str = "eval") -> EvalRecord:
+    """Parse one JSONL line; ``where`` (e.g. ``"log.jsonl:12"``) prefixes any error.
+    ``metric`` names the field read as the eval score (``eval`` unless a watch policy
+    names another, e.g. ``eval_loss``)."""
     # Some Windows tools start a UTF-8 file with a byte-order mark; it is not part of the
     # record. Stripped here so that every reader (replay, watch) accepts it.
     line = line.removeprefix("\ufeff")
@@ -81,7 +83,7 @@ def parse_record(line: str, where: str) -> EvalRecord:
         raise RecordError(f"{where}: a number with too many digits", "value") from None
     if not isinstance(obj, dict):
         raise RecordError(f"{where}: expected a JSON object", "schema")
-    for key in ("job", "step", "eval"):
+    for key in ("job", "step", metric):
         if key not in obj:
             raise RecordError(f"{where}: missing {key!r}", "schema")
     job = obj["job"]
@@ -92,7 +94,7 @@ def parse_record(line: str, where: str) -> EvalRecord:
     if (isinstance(step, bool) or not isinstance(step, (int, float))
             or (isinstance(step, float) and not math.isfinite(step)) or step != int(step)):
         raise RecordError(f"{where}: 'step' must be an integer, got {_show(step)}", "step")
-    ev = _number(obj, "eval", where, allow_none=True)
+    ev = _number(obj, metric, where, allow_none=True)
     extras = {k: _number(obj, k, where, allow_none=True) for k in OPTIONAL}
     p = extras["progress"]
     if p is not None and not (0.0 <= p <= 1.0):

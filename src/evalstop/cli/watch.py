@@ -32,7 +32,19 @@ def add_parser(sub) -> argparse.ArgumentParser:
             "never followed. Bad records and files are refused (one line each) and skipped."
         ),
     )
-    p.add_argument("--db", required=True, help="controller state (SQLite file; created if absent)")
+    p.add_argument("--db", default=None,
+                   help="controller state (SQLite file; created if absent); required but "
+                        "with --check-policy")
+    p.add_argument("--policy", default=None, metavar="FILE",
+                   help="TOML policy: per-tenant metric, mode, detector, noise (eval_n/sigma) "
+                        "and eval group, action, checkpoint root, dry-run and allow list (see "
+                        "the README); replaces --detector/--mode/--action/--checkpoint-*/"
+                        "--tenant-pattern/--tb-tag")
+    p.add_argument("--check-policy", action="store_true",
+                   help="with --policy: check it, print each tenant's effective rule, exit")
+    p.add_argument("--serve", default=None, metavar="HOST:PORT",
+                   help="serve /metrics (Prometheus), /healthz and a read-only status page "
+                        "at http://HOST:PORT/ (e.g. 127.0.0.1:9100; needs evalstop[watch])")
     p.add_argument("--jsonl", action="append", default=[], metavar="DIR",
                    help="directory of *.jsonl eval logs, followed recursively (repeatable); "
                         "symbolic links in it are not followed; a rotated log "
@@ -47,13 +59,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--job-prefix", default=None, metavar="TEMPLATE",
                    help="require every job name to start with this, e.g. '{tenant}-'; "
                         "records with other names are refused")
-    p.add_argument("--tb-tag", default="eval",
+    p.add_argument("--tb-tag", default=None,
                    help="TensorBoard scalar tag that holds the eval score (default: eval)")
     p.add_argument("--tb-loss-tag", default=None,
                    help="TensorBoard scalar tag of the training loss, for rules that read it")
-    p.add_argument("--detector", default="default",
+    p.add_argument("--detector", default=None,
                    help=f"detector spec NAME[:key=value,...] (default: 'default' = {DEFAULT_SPEC})")
-    p.add_argument("--mode", choices=("max", "min"), default="max",
+    p.add_argument("--mode", choices=("max", "min"), default=None,
                    help="whether a higher eval is better (max, default) or a lower one (min)")
     p.add_argument("--action", default=None,
                    help="shell command template run once per stopped job; placeholders "
@@ -88,13 +100,19 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def _status(args) -> int:
     import sqlite3
 
-    from evalstop.integrations.watch.status import format_table, status_rows
+    from evalstop.integrations.watch.status import (
+        fleet_rows,
+        format_fleet,
+        format_table,
+        status_rows,
+    )
     from evalstop.integrations.watch.store import StateStore
 
     try:
         store = StateStore(args.db, readonly=True)
         try:
             rows = status_rows(store)
+            fleet = fleet_rows(store)
         finally:
             store.close()
     except sqlite3.Error as exc:  # e.g. an unreadable file: one line, like the run path
@@ -102,22 +120,28 @@ def _status(args) -> int:
     if args.json:
         for r in rows:
             sys.stdout.write(json.dumps(r) + "\n")
+        for f in fleet:
+            sys.stdout.write(json.dumps({"fleet": f}) + "\n")
     else:
         sys.stdout.write(format_table(rows))
+        sys.stdout.write(format_fleet(fleet))
     return 0
 
 
-def _sources(args) -> list:
+def _sources(args, policy=None) -> list:
     from evalstop.integrations.watch.jsonl import JsonlDirSource
+    from evalstop.integrations.watch.policy import PolicyTenancy
     from evalstop.integrations.watch.tenants import Tenancy
 
-    tenancy = Tenancy(args.tenant_pattern, args.job_prefix)
+    tenancy = (Tenancy(args.tenant_pattern, args.job_prefix) if policy is None
+               else PolicyTenancy(policy, args.job_prefix))
     sources = [JsonlDirSource(d, tenancy=tenancy) for d in args.jsonl]
     if args.tensorboard:
         from evalstop.integrations.watch.tensorboard import TensorBoardSource
 
         try:
-            sources += [TensorBoardSource(d, tag=args.tb_tag, loss_tag=args.tb_loss_tag,
+            sources += [TensorBoardSource(d, tag=args.tb_tag or "eval",
+                                          loss_tag=args.tb_loss_tag,
                                           tenancy=tenancy)
                         for d in args.tensorboard]
         except ImportError as exc:  # the extra is missing: one line, not a traceback
@@ -125,8 +149,60 @@ def _sources(args) -> list:
     return sources
 
 
+_POLICY_REPLACES = ("detector", "mode", "action", "checkpoint_template", "checkpoint_root",
+                    "tenant_pattern", "tb_tag")
+
+
+def _policy(args):
+    """The policy file's rules, or None for the flags' single rule; option clashes are
+    errors (a policy and a flag saying different things would be a guess)."""
+    if args.policy is None:
+        if args.check_policy:
+            raise ValueError("--check-policy needs --policy FILE")
+        return None
+    from evalstop.integrations.watch.policy import load_policy
+
+    given = [f"--{k.replace('_', '-')}" for k in _POLICY_REPLACES
+             if getattr(args, k) is not None]
+    if given:
+        raise ValueError(f"--policy replaces {', '.join(given)}: set them in the policy file")
+    return load_policy(args.policy)
+
+
+def _parse_serve(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"--serve must be HOST:PORT (e.g. 127.0.0.1:9100), got {value!r}")
+    return host.strip("[]"), int(port)
+
+
+def _serve(args, controller_interval: float):
+    """Start the metrics/health/page server; returns (server, metrics, health)."""
+    from evalstop.integrations.watch.observe import Health, StatusServer, WatchMetrics
+    from evalstop.integrations.watch.status import page_html
+
+    host, port = _parse_serve(args.serve)
+    try:
+        metrics = WatchMetrics()
+    except ImportError as exc:
+        raise ValueError(str(exc).split(" (")[0]) from None
+    health = Health(controller_interval)
+    db = args.db
+
+    def page() -> str:
+        ok, msg = health.check()
+        return page_html(db, health=("Healthy." if ok else f"Unhealthy: {msg}."))
+
+    server = StatusServer(host, port, metrics=metrics, health=health, page=page).start()
+    h, p = server.address
+    sys.stderr.write(f"evalstop watch: serving http://{h}:{p}/ (/metrics, /healthz)\n")
+    return server, metrics, health
+
+
 def run(args) -> int:
     if args.status:
+        if args.db is None:
+            raise ValueError("--status needs --db FILE")
         return _status(args)
     import sqlite3
 
@@ -136,9 +212,19 @@ def run(args) -> int:
     from evalstop.integrations.watch.store import StateStore
 
     # Check every option before touching the state or any log.
-    make_detector(args.detector, mode=args.mode)
+    policy = _policy(args)
+    if args.check_policy:
+        sys.stdout.write(policy.describe())
+        return 0
+    if args.db is None:
+        raise ValueError("--db FILE is required (the controller's state)")
+    if policy is None:
+        make_detector(args.detector or "default", mode=args.mode or "max")
     if not args.once:
         check_seconds("--interval", args.interval)
+    check_seconds("--action-timeout", args.action_timeout)
+    if args.serve is not None:
+        _parse_serve(args.serve)
     if not args.jsonl and not args.tensorboard:
         raise ValueError("give at least one --jsonl DIR or --tensorboard DIR")
     action = None
@@ -148,19 +234,26 @@ def run(args) -> int:
                              timeout=args.action_timeout)
     if not 1 <= args.action_workers <= 256:
         raise ValueError(f"--action-workers must be in 1..256, got {args.action_workers}")
-    sources = _sources(args)
+    sources = _sources(args, policy)
     try:
         store = StateStore(args.db, dry_run=args.dry_run)
     except sqlite3.Error as exc:
         raise ValueError(f"cannot open --db {args.db!r}: {exc}") from None
     stop = threading.Event()
     old = {}
-    controller = None
+    controller = server = None
     try:
-        controller = Controller(store, sources, detector=args.detector, mode=args.mode,
-                                action=action, dry_run=args.dry_run,
+        metrics = health = None
+        if args.serve is not None:
+            server, metrics, health = _serve(args, args.interval)
+        rules = ({"policy": policy} if policy is not None else
+                 {"detector": args.detector or "default", "mode": args.mode or "max",
+                  "action": action})
+        controller = Controller(store, sources, **rules, dry_run=args.dry_run,
+                                action_timeout=args.action_timeout,
                                 retry_running=args.retry_pending,
-                                action_workers=args.action_workers)
+                                action_workers=args.action_workers,
+                                metrics=metrics, health=health)
         if args.once:
             controller.run_until_idle()
             return 0
@@ -175,6 +268,8 @@ def run(args) -> int:
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
+        if server is not None:
+            server.close()
         if controller is not None:
             controller.close()
         else:

@@ -3,6 +3,7 @@
 from evalstop.detectors.base import Decision, Detector
 from evalstop.detectors.cusum_drop import CusumDrop
 from evalstop.detectors.cusum_known import CusumKnown
+from evalstop.detectors.fleet import FleetNoise
 from evalstop.detectors.kdecline import KDecline
 from evalstop.detectors.loss_plateau import LossPlateau
 from evalstop.detectors.noise_drop import NoiseDrop
@@ -22,18 +23,23 @@ for _cls in (KDecline, StopAt, LossPlateau, Patience, NoiseDrop, SlopeTest, Cusu
              CusumKnown):
     register(_cls)
 
-# The recommended default, chosen on the tuning part of the detector benchmark (see
-# evalstop.detbench and README.md, "Which rule to choose"); the paper's rule stays as evalstop:k=2.
-# It replaced noise-drop:m=1.4,n=2,smooth=9, which is still registered unchanged.
-DEFAULT_SPEC = "cusum-drop:h=2.0,k=0.75,clip=2.0,smooth=9,min_evals=6,trim=2"
+# The recommended default, chosen on tuning material only by benchmarks/tune_default.py
+# (issue 11: runs of 5-60 evals, pass rates over N prompts, short runs; see README.md, "Which
+# rule to choose"); the paper's rule stays as evalstop:k=2. It replaced
+# cusum-drop:h=2.0,k=0.75,clip=2.0,smooth=9,min_evals=6,trim=2 (PREVIOUS_DEFAULT_SPEC), which
+# replaced noise-drop:m=1.4,n=2,smooth=9; both are still registered unchanged.
+DEFAULT_SPEC = "cusum-drop:h=3.0,k=1.5,clip=2.5,smooth=15,min_evals=4,trim=3,smooth_min=3"
+PREVIOUS_DEFAULT_SPEC = "cusum-drop:h=2.0,k=0.75,clip=2.0,smooth=9,min_evals=6,trim=2"
 alias("default", DEFAULT_SPEC)
 
 __all__ = [
     "DEFAULT_SPEC",
+    "PREVIOUS_DEFAULT_SPEC",
     "CusumDrop",
     "CusumKnown",
     "Decision",
     "Detector",
+    "FleetNoise",
     "KDecline",
     "LossPlateau",
     "NoiseDrop",

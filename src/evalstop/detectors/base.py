@@ -51,6 +51,7 @@ class Detector:
         super().__init_subclass__(**kwargs)
         # Skip the hook call on the hot path for the rules that do not define it.
         cls._checks_inputs = cls._check_inputs is not Detector._check_inputs
+        cls._checks_value = cls._check_value is not Detector._check_value
 
     def __init__(self, *, mode: str = "max") -> None:
         self.mode = mode
@@ -103,6 +104,8 @@ class Detector:
                 f"steps must strictly increase: got step {step} after step {self._last_step}"
             )
         score = float(score)  # before the step is taken: a bad score must not use it up
+        if self._checks_value and math.isfinite(score):
+            self._check_value(self._sign * score)
         self._last_step = step
         if not math.isfinite(score):
             why = self._observe_nonfinite(step, loss, proxy, progress)
@@ -132,7 +135,10 @@ class Detector:
 
     @property
     def spec(self) -> str:
-        args = ",".join(f"{k}={getattr(self, k)}" for k in self.PARAMS)
+        # Options left unset (None) are not written: a spec that does not name them is
+        # canonical without them.
+        args = ",".join(f"{k}={getattr(self, k)}" for k in self.PARAMS
+                        if getattr(self, k) is not None)
         return f"{self.name}:{args}" if args else self.name
 
     def state_dict(self) -> dict[str, Any]:
@@ -187,6 +193,10 @@ class Detector:
         self, loss: float | None, proxy: float | None, progress: float | None
     ) -> None:
         """Raise ValueError if the rule lacks an input it needs; the state stays as it was."""
+
+    def _check_value(self, value: float) -> None:
+        """Raise ValueError if a finite (higher-is-better) value is out of the rule's domain;
+        called before any state changes."""
 
     def _rule_state(self) -> dict[str, Any]:
         return {}

@@ -20,6 +20,15 @@ on standardised drops below the job's best smoothed level.
 With C = 2, K = 0.75 and H = 2, at least two evals well below the level are needed:
 one eval adds at most C - K = 1.25.
 
+Noise options (``stated_noise``): ``sigma=S`` or ``eval_n=N`` state the noise, a shared
+``FleetNoise`` supplies it; precedence stated > fleet > the job's own estimate.
+
+Short runs: ``smooth_min=M`` lets the level window grow with the history, from M evals up
+to S (width max(M, ceil(n / 2)) after n evals, trimming at most (width - 1) // 3 from
+each end below S), so a 6-12-eval run has a level, and can stop, before S evals. When the
+width grows the best level is found again over the job's history at the new width. Unset
+(the default), the window is S from the start, as before.
+
 Uses the eval score only. The proxy reward is no help here: on the benchmark it rises
 in healthy and hacking runs alike. S and E count evals; the defaults were tuned on the
 detector benchmark's tuning part (20 evals per run), and a denser eval schedule wants
@@ -32,21 +41,23 @@ import math
 from statistics import median
 from typing import Any, ClassVar
 
-from evalstop.detectors.base import Detector
-from evalstop.detectors.noise import MAX_VALUES, sigma_hat
+from evalstop.detectors.noise import MAX_VALUES
+from evalstop.detectors.stated_noise import NOISE_PARAMS, NoiseAware
 
 
-class CusumDrop(Detector):
+class CusumDrop(NoiseAware):
     name: ClassVar[str] = "cusum-drop"
     PARAMS: ClassVar[dict[str, tuple[type, Any]]] = {
         "h": (float, 2.0), "k": (float, 0.75), "clip": (float, 2.0), "smooth": (int, 9),
-        "min_evals": (int, 6), "trim": (int, 2),
+        "min_evals": (int, 6), "trim": (int, 2), "smooth_min": (int, None), **NOISE_PARAMS,
     }
 
     def __init__(self, *, h: float = 2.0, k: float = 0.75, clip: float = 2.0,
                  smooth: int = 9, min_evals: int = 6, trim: int = 2,
-                 mode: str = "max") -> None:
+                 smooth_min: int | None = None, sigma: float | None = None,
+                 eval_n: int | None = None, fleet=None, mode: str = "max") -> None:
         super().__init__(mode=mode)
+        self._init_noise(sigma, eval_n, fleet)
         if not (h > 0.0 and math.isfinite(h)):
             raise ValueError(f"h must be finite and > 0, got {h}")
         for key, v in (("k", k), ("clip", clip)):
@@ -61,32 +72,56 @@ class CusumDrop(Detector):
         if trim < -1 or 2 * trim >= smooth:
             raise ValueError(f"trim must be -1 (median) or 0 <= 2 * trim < smooth, "
                              f"got trim={trim}, smooth={smooth}")
+        if smooth_min is not None and not 2 <= smooth_min <= smooth:
+            raise ValueError(f"smooth_min must be in 2..smooth, got smooth_min={smooth_min}, "
+                             f"smooth={smooth}")
         self.h, self.k, self.clip = float(h), float(k), float(clip)
         self.smooth, self.min_evals, self.trim = smooth, min_evals, trim
+        self.smooth_min = smooth_min
+        self._width = smooth if smooth_min is None else smooth_min  # current level window
         self._values: list[float] = []
+        self.last_w = 0.0
         self._level: float | None = None  # the best smoothed level so far
         self._since = 0  # evals seen after the window that set the best level
 
     def _smoothed(self, window: list[float]) -> float:
         if self.trim < 0:
             return median(window)
-        kept = sorted(window)[self.trim: len(window) - self.trim]
+        trim = self.trim if len(window) == self.smooth else min(self.trim,
+                                                                   (len(window) - 1) // 3)
+        kept = sorted(window)[trim: len(window) - trim]
         # clamped so that rounding never puts the level above every value it averages
         return min(max(sum(kept) / len(kept), kept[0]), kept[-1])
 
     def _sigma(self, values: list[float]) -> float | None:
         """The noise scale the drops are measured in; None while it cannot be told."""
-        return sigma_hat(values)
+        return self._noise(values, self._level)
+
+    def _regrow(self, values: list[float], width: int) -> None:
+        """The window widened: find the best level over the history at the new width."""
+        self._width, self._level, self._since = width, None, 0
+        for end in range(width, len(values) + 1):
+            level = self._smoothed(values[end - width: end])
+            if self._level is None or level > self._level:
+                self._level, self._since = level, len(values) - end
 
     def _observe(self, step, value, loss, proxy, progress):
         values = self._values
         values.append(value)
         del values[: -max(MAX_VALUES, self.smooth)]
+        self._feed_fleet(values)
         self._since += 1
-        if len(values) >= self.smooth:
-            level = self._smoothed(values[-self.smooth:])
+        width = self._width
+        if self.smooth_min is not None and width < self.smooth:
+            grown = min(self.smooth, max(self.smooth_min, (self._n_evals + 1) // 2))
+            if grown != width:
+                self._regrow(values, grown)
+                width = -1  # the level is current
+        if 0 < width <= len(values):
+            level = self._smoothed(values[-width:])
             if self._level is None or level > self._level:
                 self._level, self._since = level, 0
+        self.last_w = 0.0  # the CUSUM at this eval (read by benchmarks/tune_default.py)
         if self._level is None or self._since == 0 or self._n_evals < self.min_evals:
             return None
         level, w = self._level, 0.0
@@ -102,15 +137,20 @@ class CusumDrop(Detector):
             else:  # noise-free scores: any eval below the level is a full-size drop
                 z = self.clip if v < level else (0.0 if v == level else -math.inf)
             w = max(0.0, w + z - self.k)
+        self.last_w = w
         if w >= self.h:
             return (f"CUSUM of drops below the best level reached {w:.2f} noise sigmas "
                     f"(threshold {self.h})")
         return None
 
     def _rule_state(self) -> dict[str, Any]:
-        return {"values": list(self._values), "level": self._level, "since": self._since}
+        return {"values": list(self._values), "level": self._level, "since": self._since,
+                "width": self._width, **self._noise_state()}
 
     def _load_rule_state(self, state: dict[str, Any]) -> None:
         self._values = [float(v) for v in state["values"]]
         self._level = None if state["level"] is None else float(state["level"])
         self._since = int(state["since"])
+        self._width = int(state.get("width", self.smooth if self.smooth_min is None
+                                        else self.smooth_min))
+        self._load_noise_state(state)

@@ -1,4 +1,4 @@
-"""``cusum-known:sigma=S[,h=H,k=K,clip=C,smooth=N,min_evals=E,trim=T]``: ``cusum-drop`` for
+"""``cusum-known:sigma=S|eval_n=N[,h=H,k=K,clip=C,smooth=N,min_evals=E,trim=T]``: ``cusum-drop`` for
 a platform that knows its eval's noise.
 
 Same level, clipped CUSUM and stop rule as ``cusum-drop``, but the drops are measured in
@@ -17,7 +17,8 @@ eval still adds at most clip - k = 1.25 < h, so no single eval stops a job.
 
 Overstating sigma costs recall, understating it costs precision (on the tuning part,
 sigma x 1.25: precision 0.986, recall 0.79; sigma x 0.8: 0.926, 0.89): when unsure,
-round up.
+round up. ``eval_n=N`` (a pass rate over N graded items) may stand for ``sigma``: the
+binomial noise at the job's level (see ``stated_noise``).
 """
 
 from __future__ import annotations
@@ -32,20 +33,25 @@ class CusumKnown(CusumDrop):
     name: ClassVar[str] = "cusum-known"
     PARAMS: ClassVar[dict[str, tuple[type, Any]]] = {
         "sigma": (float, None), "h": (float, 1.75), "k": (float, 1.25), "clip": (float, 2.5),
-        "smooth": (int, 9), "min_evals": (int, 6), "trim": (int, 2),
+        "smooth": (int, 9), "min_evals": (int, 6), "trim": (int, 2), "smooth_min": (int, None),
+        "eval_n": (int, None),
     }
 
     def __init__(self, *, sigma: float | None = None, h: float = 1.75, k: float = 1.25,
                  clip: float = 2.5, smooth: int = 9, min_evals: int = 6, trim: int = 2,
+                 smooth_min: int | None = None, eval_n: int | None = None, fleet=None,
                  mode: str = "max") -> None:
-        if sigma is None:
-            raise ValueError("sigma is required: the standard deviation of one eval's score, "
-                             "in score units (use the spec 'default' when it is not known)")
-        if not (sigma >= 0.0 and math.isfinite(sigma)):
+        if sigma is None and eval_n is None:
+            raise ValueError("sigma is required (or eval_n): the standard deviation of one "
+                             "eval's score, in score units (use the spec 'default' when it "
+                             "is not known)")
+        if sigma is not None and eval_n is not None:
+            raise ValueError("give sigma or eval_n, not both")
+        if sigma is not None and not (sigma >= 0.0 and math.isfinite(sigma)):
             raise ValueError(f"sigma must be finite and >= 0, got {sigma}")
+        # sigma=0 (noise-free scores) stays allowed here, as before; the shared check wants > 0
         super().__init__(h=h, k=k, clip=clip, smooth=smooth, min_evals=min_evals, trim=trim,
-                         mode=mode)
-        self.sigma = float(sigma)
-
-    def _sigma(self, values: list[float]) -> float:
-        return self.sigma
+                         smooth_min=smooth_min, sigma=sigma or None, eval_n=eval_n,
+                         fleet=fleet, mode=mode)
+        if sigma is not None:
+            self.sigma = float(sigma)

@@ -12,7 +12,8 @@ eval noise cannot explain, sustained over N evals.
 
 Uses the eval score only (the proxy reward rises in healthy and hacking runs alike). S and
 N count evals; the defaults were tuned for about 20 evals per run, and a denser eval
-schedule wants them larger in proportion.
+schedule wants them larger in proportion. ``sigma=S`` / ``eval_n=N`` / a shared
+``FleetNoise`` give the noise instead of the job's own estimate (see ``stated_noise``).
 """
 
 from __future__ import annotations
@@ -21,18 +22,21 @@ import math
 from statistics import median
 from typing import Any, ClassVar
 
-from evalstop.detectors.base import Detector
-from evalstop.detectors.noise import MAX_VALUES, sigma_hat
+from evalstop.detectors.noise import MAX_VALUES
+from evalstop.detectors.stated_noise import NOISE_PARAMS, NoiseAware
 
 
-class NoiseDrop(Detector):
+class NoiseDrop(NoiseAware):
     name: ClassVar[str] = "noise-drop"
     PARAMS: ClassVar[dict[str, tuple[type, Any]]] = {
-        "m": (float, 1.4), "n": (int, 2), "smooth": (int, 9),
+        "m": (float, 1.4), "n": (int, 2), "smooth": (int, 9), **NOISE_PARAMS,
     }
 
-    def __init__(self, *, m: float = 1.4, n: int = 2, smooth: int = 9, mode: str = "max") -> None:
+    def __init__(self, *, m: float = 1.4, n: int = 2, smooth: int = 9,
+                 sigma: float | None = None, eval_n: int | None = None, fleet=None,
+                 mode: str = "max") -> None:
         super().__init__(mode=mode)
+        self._init_noise(sigma, eval_n, fleet)
         if not (m >= 0.0 and math.isfinite(m)):
             raise ValueError(f"m must be finite and >= 0, got {m}")
         if n < 1:
@@ -47,6 +51,7 @@ class NoiseDrop(Detector):
         values = self._values
         values.append(value)
         del values[: -max(MAX_VALUES, self.smooth, self.n)]
+        self._feed_fleet(values)
         if len(values) >= self.smooth:
             level = median(values[-self.smooth:])
             if self._level is None or level > self._level:
@@ -55,7 +60,7 @@ class NoiseDrop(Detector):
             return None
         if not all(v < self._level for v in values[-self.n:]):
             return None  # the bar is at or below the level; skips the costly noise estimate
-        sigma = sigma_hat(values)
+        sigma = self._noise(values, self._level)
         if sigma is None:
             return None
         bar = self._level - self.m * sigma
@@ -66,8 +71,9 @@ class NoiseDrop(Detector):
         return None
 
     def _rule_state(self) -> dict[str, Any]:
-        return {"values": list(self._values), "level": self._level}
+        return {"values": list(self._values), "level": self._level, **self._noise_state()}
 
     def _load_rule_state(self, state: dict[str, Any]) -> None:
         self._values = [float(v) for v in state["values"]]
         self._level = None if state["level"] is None else float(state["level"])
+        self._load_noise_state(state)

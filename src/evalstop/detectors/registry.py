@@ -58,8 +58,11 @@ def _convert(spec: str, key: str, typ: type, raw: str):
         ) from None
 
 
-def make_detector(spec: str, *, mode: str = "max") -> Detector:
-    """Build a fresh detector from a spec, e.g. ``make_detector("evalstop:k=2")``."""
+def make_detector(spec: str, *, mode: str = "max", fleet=None) -> Detector:
+    """Build a fresh detector from a spec, e.g. ``make_detector("evalstop:k=2")``.
+
+    ``fleet``: a ``FleetNoise`` shared by the jobs of one eval group, for the rules that
+    read the eval noise (a ValueError for the others)."""
     name, args = parse_spec(spec)
     if name in _ALIASES:
         base_name, base_args = parse_spec(_ALIASES[name])
@@ -73,6 +76,11 @@ def make_detector(spec: str, *, mode: str = "max") -> Detector:
             known = ", ".join(cls.PARAMS) or "none"
             raise ValueError(f"unknown key {key!r} for detector {name!r} (keys: {known})")
         kwargs[key] = _convert(spec, key, cls.PARAMS[key][0], raw)
+    if fleet is not None:
+        if not getattr(cls, "reads_noise", False):
+            raise ValueError(f"detector {name!r} does not read the eval noise; fleet= does "
+                             f"not apply to it")
+        kwargs["fleet"] = fleet
     try:
         return cls(mode=mode, **kwargs)
     except ValueError as exc:
@@ -84,10 +92,20 @@ def canonical(spec: str) -> str:
     return make_detector(spec).spec
 
 
-def detector_factory(spec: str, *, mode: str = "max"):
+def reads_noise(spec: str) -> bool:
+    """Whether the spec's rule reads the eval noise (so takes a ``FleetNoise``)."""
+    name, _ = parse_spec(spec)
+    name = parse_spec(_ALIASES[name])[0] if name in _ALIASES else name
+    return bool(getattr(_REGISTRY.get(name), "reads_noise", False))
+
+
+def detector_factory(spec: str, *, mode: str = "max", fleet=None):
     """A zero-argument callable making fresh detectors for ``spec``; the spec is parsed and
-    checked once, not once per job."""
-    proto = make_detector(spec, mode=mode)
+    checked once, not once per job. With ``fleet``, every detector shares that one
+    ``FleetNoise`` (see ``make_detector``)."""
+    proto = make_detector(spec, mode=mode, fleet=fleet)
     cls = type(proto)
     kwargs = {k: getattr(proto, k) for k in cls.PARAMS}
+    if fleet is not None:
+        kwargs["fleet"] = fleet
     return lambda: cls(mode=mode, **kwargs)

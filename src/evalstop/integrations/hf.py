@@ -130,6 +130,8 @@ class EvalStopCallback(TrainerCallback, ExportableState):
         detector: a detector spec, ``NAME[:key=value,...]`` (default: the recommended rule).
         save_best: ask the Trainer to save a checkpoint at each eval step that becomes the
             new best when no save is due there, so that the best step has a checkpoint.
+        fleet: a ``evalstop.detectors.FleetNoise`` shared with other runs of the same eval
+            (its pooled noise is used until a stated ``sigma=``/``eval_n=`` in the spec).
 
     After training: ``stopped``, ``stop_step``, ``best_step``, ``best_score``,
     ``best_checkpoint`` (a directory, or None if the best step was never saved) and
@@ -142,6 +144,7 @@ class EvalStopCallback(TrainerCallback, ExportableState):
         mode: str = "max",
         detector: str = DEFAULT_SPEC,
         save_best: bool = True,
+        fleet: Any = None,
     ) -> None:
         # Bad arguments are ValueErrors naming the value, project-wide (not TypeError).
         if not isinstance(metric, str) or not metric.strip():
@@ -152,7 +155,8 @@ class EvalStopCallback(TrainerCallback, ExportableState):
         self.mode = mode
         self.detector_spec = detector
         self.save_best = save_best
-        self.detector = make_detector(detector, mode=mode)  # ValueError on a bad spec/mode
+        self.fleet = fleet
+        self.detector = make_detector(detector, mode=mode, fleet=fleet)  # ValueError if bad
         self.decision: Decision | None = None
         self.best_checkpoint: str | None = None
         self._checked = False

@@ -42,9 +42,11 @@ class TrialDetectors:
     overlay and the stopper, so the two cannot disagree."""
 
     def __init__(
-        self, spec: str, metric: str | None, mode: str | None, time_attr: str
+        self, spec: str, metric: str | None, mode: str | None, time_attr: str,
+        fleet: Any = None,
     ) -> None:
-        make_detector(spec)  # a bad spec fails here, before any trial runs
+        make_detector(spec, fleet=fleet)  # a bad spec fails here, before any trial runs
+        self.fleet = fleet  # one FleetNoise shared by every trial's detector, or None
         if mode is not None and mode not in ("max", "min"):
             raise ValueError(f"mode must be 'max' or 'min', got {mode!r}")
         if not isinstance(time_attr, str) or not time_attr:
@@ -61,7 +63,8 @@ class TrialDetectors:
             return None
         det = self.detectors.get(trial_id)
         if det is None:
-            det = self.detectors[trial_id] = make_detector(self.spec, mode=self.mode or "max")
+            det = self.detectors[trial_id] = make_detector(self.spec, mode=self.mode or "max",
+                                                           fleet=self.fleet)
         raw_step = result[self.time_attr]
         try:
             step = math.floor(float(raw_step))
@@ -105,6 +108,7 @@ class TrialDetectors:
             "time_attr": self.time_attr,
             "detectors": {tid: det.state_dict() for tid, det in self.detectors.items()},
             "stop_reasons": dict(self.stop_reasons),
+            **({} if self.fleet is None else {"fleet": self.fleet.state_dict()}),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -112,10 +116,12 @@ class TrialDetectors:
         self.mode = self.mode or state["mode"]
         self.detectors = {}
         for tid, det_state in state["detectors"].items():
-            det = make_detector(self.spec, mode=det_state["mode"])
+            det = make_detector(self.spec, mode=det_state["mode"], fleet=self.fleet)
             det.load_state_dict(det_state)  # ValueError if the spec changed
             self.detectors[tid] = det
         self.stop_reasons = dict(state["stop_reasons"])
+        if self.fleet is not None and "fleet" in state:
+            self.fleet.load_state_dict(state["fleet"])
 
     def best_checkpoint(self, result: Any):
         """The checkpoint of the best step of ``result`` (a ``tune.Result``), or None."""
@@ -140,6 +146,8 @@ class EvalStopScheduler(TrialScheduler):
         detector: a detector spec, ``NAME[:key=value,...]``.
         time_attr: the increasing counter used as the step (default
             ``training_iteration``).
+        fleet: one ``evalstop.detectors.FleetNoise`` that pools the eval noise across
+            trials (saved and restored with the scheduler's state).
     """
 
     def __init__(
@@ -149,12 +157,13 @@ class EvalStopScheduler(TrialScheduler):
         mode: str | None = None,
         detector: str = DEFAULT_SPEC,
         time_attr: str = "training_iteration",
+        fleet: Any = None,
     ) -> None:
         super().__init__()
         if base_scheduler is not None and not isinstance(base_scheduler, TrialScheduler):
             raise ValueError(f"base_scheduler must be a Tune TrialScheduler, got {base_scheduler!r}")
         self._base = base_scheduler if base_scheduler is not None else FIFOScheduler()
-        self._trials = TrialDetectors(detector, metric, mode, time_attr)
+        self._trials = TrialDetectors(detector, metric, mode, time_attr, fleet)
         self._metric = metric
         self._mode = mode
 
@@ -246,11 +255,12 @@ class EvalStopStopper(_tune.Stopper):
         mode: str = "max",
         detector: str = DEFAULT_SPEC,
         time_attr: str = "training_iteration",
+        fleet: Any = None,
     ) -> None:
         if not isinstance(metric, str) or not metric:
             raise ValueError(f"metric must be a result key, got {metric!r}")
         make_detector(detector, mode=mode)  # ValueError on a bad spec or mode
-        self._trials = TrialDetectors(detector, metric, mode, time_attr)
+        self._trials = TrialDetectors(detector, metric, mode, time_attr, fleet)
 
     def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
         decision = self._trials.feed(trial_id, result)

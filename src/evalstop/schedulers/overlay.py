@@ -13,15 +13,24 @@ and the ``JobView``s it is handed carry no label either way.
 
 from __future__ import annotations
 
-from evalstop.detectors.registry import detector_factory
+from evalstop.detectors.fleet import FleetNoise
+from evalstop.detectors.registry import detector_factory, reads_noise
 from evalstop.schedulers.base import Scheduler
 
 
 class EvalStop(Scheduler):
+    """``fleet=True`` hands the detectors of all jobs of one type (one eval group: RLHF jobs
+    share an eval, LoRA jobs another, ...) one ``FleetNoise`` that pools their eval noise;
+    ``fleets`` then holds them by type. Rules that read no noise ignore it."""
+
     def __init__(self, base: Scheduler, detector: str = "default", *, job_types=None,
-                 only_jobs=None, mode: str = "max") -> None:
+                 only_jobs=None, mode: str = "max", fleet: bool = False) -> None:
         self.base = base
         self._new_detector = detector_factory(detector, mode=mode)
+        self._spec, self._mode = detector, mode
+        self.fleets: dict[str, FleetNoise] | None = (
+            {} if fleet and reads_noise(detector) else None)
+        self._group_factories: dict[str, object] = {}
         self.detector_spec = self._new_detector().spec
         self.job_types = None if job_types is None else frozenset(job_types)
         # Job indices (``JobView.index``) the detector may stop (None: all). Only the oracle
@@ -38,6 +47,16 @@ class EvalStop(Scheduler):
     def bind(self, *, n_gpus, restart_overhead_s):
         self.base.bind(n_gpus=n_gpus, restart_overhead_s=restart_overhead_s)
 
+    def _detector_for(self, group):
+        if self.fleets is None:
+            return self._new_detector()
+        make = self._group_factories.get(group)
+        if make is None:
+            fleet = self.fleets[group] = FleetNoise(name=str(group))
+            make = self._group_factories[group] = detector_factory(
+                self._spec, mode=self._mode, fleet=fleet)
+        return make()
+
     def submit(self, job, now):
         self.base.submit(job, now)
 
@@ -52,7 +71,7 @@ class EvalStop(Scheduler):
             return base_decision  # its stop would be ignored: the job runs on
         det = self._detectors.get(job.index)
         if det is None:
-            det = self._detectors[job.index] = self._new_detector()
+            det = self._detectors[job.index] = self._detector_for(job.type)
         # update_stop, not update: the simulator acts on stops only, and most evals are not.
         stop = det.update_stop(job.steps[-1], job.evals[-1], job.losses[-1], job.proxies[-1],
                                job.progress)

@@ -24,6 +24,12 @@ and restarted:
   by default: the command may already have stopped the job, and stop commands are not
   all idempotent. ``retry_running=True`` (``--retry-pending``) runs them again.
 
+Rules per tenant: a ``Policy`` (``policy.py``; ``--policy FILE``) gives each tenant its
+metric, mode, detector, stated noise and eval group, action, checkpoint root, dry-run and
+allow list; without one, the flags make one rule for everyone. A job keeps the detector
+it started with (its state records the spec), so editing a policy changes new jobs only.
+Jobs of one eval group share one ``FleetNoise``, persisted with the poll.
+
 Out-of-order records: within one poll each job's records are taken in step order. A
 record whose step is not above the last step already fed for that job is reported in one
 line and skipped: a detector cannot take back a decision. Records of a job that is
@@ -43,8 +49,10 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from evalstop.detectors import Detector, make_detector
+from evalstop.detectors.fleet import FleetNoise
 from evalstop.evallog import EvalRecord
 from evalstop.integrations.watch.actions import CheckpointEscape, ShellAction, check_seconds
+from evalstop.integrations.watch.policy import Policy, Rule, single_rule
 from evalstop.integrations.watch.records import show
 from evalstop.integrations.watch.sources import Batch, Item
 from evalstop.integrations.watch.store import ActionRow, JobRow, StateStore
@@ -73,6 +81,7 @@ class PollResult:
     skipped: int = 0
     problems: int = 0
     refused: Counter = field(default_factory=Counter)
+    fed_by_tenant: Counter = field(default_factory=Counter)
     progressed: bool = False
     committed_at: float = 0.0
 
@@ -88,12 +97,16 @@ class Controller:
         store: StateStore,
         sources: list[Any],
         *,
-        detector: str,
+        detector: str | None = None,
         mode: str = "max",
         action: ShellAction | None = None,
         dry_run: bool = False,
+        policy: Policy | None = None,
+        action_timeout: float = 120.0,
         retry_running: bool = False,
         action_workers: int = DEFAULT_ACTION_WORKERS,
+        metrics: Any = None,
+        health: Any = None,
         err: TextIO | None = None,
         out: TextIO | None = None,
     ) -> None:
@@ -101,18 +114,35 @@ class Controller:
             raise ValueError("give at least one source (--jsonl DIR or --tensorboard DIR)")
         if not 1 <= action_workers <= 256:
             raise ValueError(f"--action-workers must be in 1..256, got {action_workers}")
-        self.spec = make_detector(detector, mode=mode).spec  # canonical; ValueError if bad
+        if policy is not None and (detector is not None or action is not None):
+            raise ValueError("give the detector and action in the policy, not beside it")
+        self.spec = make_detector(detector or "default", mode=mode).spec  # ValueError if bad
         self.mode = mode
         self.store = store
         self.sources = sources
         self.action = action
         self.dry_run = dry_run
+        self.metrics, self.health = metrics, health
+        # One rule per tenant; the flags' rule ("*") is everyone's. Actions per tenant.
+        self.policy = policy if policy is not None else single_rule(
+            detector=detector or "default", mode=mode)
+        self._actions: dict[str, ShellAction | None] = {}
+        for rule in self.policy.rules:
+            self._actions[rule.tenant] = action if policy is None else (
+                None if rule.action is None else ShellAction(
+                    rule.action, checkpoint_template=rule.checkpoint_template,
+                    checkpoint_root=rule.checkpoint_root, timeout=action_timeout))
+        self.fleets: dict[str, FleetNoise] = {}
+        self._fleet_jobs: dict[str, set[JobKey]] = {}
+        for group, (state, _n) in store.fleet().items():
+            self.fleets[group] = FleetNoise.from_state(state)
         self.err = err if err is not None else sys.stderr
         self.out = out if out is not None else sys.stdout
         self.refused: Counter = Counter()  # refused lines/files per reason, since start
         if store.on_wait is None:
             store.on_wait = self._say
-        store.bind(self.spec, mode)
+        if policy is None:
+            store.bind(self.spec, mode)
         self.jobs: dict[JobKey, _Job] = {}
         self._announced: set[JobKey] = set()  # dry-run: actions already printed
         self._pool = ThreadPoolExecutor(max_workers=action_workers,
@@ -120,8 +150,7 @@ class Controller:
         self.action_workers = action_workers
         self._inflight: dict[JobKey, Future] = {}
         for row in store.jobs().values():
-            det = make_detector(self.spec, mode=mode)
-            det.load_state_dict(row.detector)
+            det = self._restore_detector(row.tenant, row.detector)
             self.jobs[JobKey(row.source, row.job)] = _Job(
                 det, row.tenant, row.last_step, row.last_score, row.skipped, row.updated)
         offsets = store.offsets()
@@ -135,6 +164,35 @@ class Controller:
     def _say(self, msg: str) -> None:
         self.err.write(f"evalstop watch: {msg}\n")
         self.err.flush()
+
+    def rule_of(self, tenant: str) -> Rule | None:
+        return self.policy.rule_of(tenant)
+
+    def _fleet(self, rule: Rule) -> FleetNoise | None:
+        if rule.eval_group is None:
+            return None
+        if rule.eval_group not in self.fleets:
+            self.fleets[rule.eval_group] = FleetNoise(name=rule.eval_group)
+        return self.fleets[rule.eval_group]
+
+    def _new_detector(self, tenant: str) -> Detector:
+        rule = self.rule_of(tenant)
+        if rule is None:  # sources are only read for tenants of the policy
+            raise ValueError(f"no rule for tenant {show(tenant)}")
+        return make_detector(rule.detector_spec(), mode=rule.mode, fleet=self._fleet(rule))
+
+    def _restore_detector(self, tenant: str, state: dict[str, Any]) -> Detector:
+        """A job's detector as saved: its own spec and mode, whatever the policy says now;
+        it rejoins its tenant's eval group only if the rule is still the same."""
+        spec, mode = state["spec"], state["mode"]
+        rule = self.rule_of(tenant)
+        fleet = None
+        if (rule is not None and rule.mode == mode
+                and make_detector(rule.detector_spec(), mode=mode).spec == spec):
+            fleet = self._fleet(rule)
+        det = make_detector(spec, mode=mode, fleet=fleet)
+        det.load_state_dict(state)
+        return det
 
     def _last_step(self, key: JobKey) -> int | None:
         j = self.jobs.get(key)
@@ -175,11 +233,12 @@ class Controller:
         now = time.time()
         changed: dict[JobKey, _Job] = {}
         new_actions: list[ActionRow] = []
+        taken: list[tuple[str, str, int, float]] = []
         for key, items in by_job.items():
             items.sort(key=lambda it: it.rec.step)  # stable: file order breaks ties
             job = self.jobs.get(key)
             if job is None:
-                job = self.jobs[key] = _Job(make_detector(self.spec, mode=self.mode),
+                job = self.jobs[key] = _Job(self._new_detector(items[0].tenant),
                                             items[0].tenant)
             job.tenant = items[0].tenant  # the tenant rules may have changed since a restart
             was_stopped = job.detector.stopped
@@ -187,13 +246,18 @@ class Controller:
                 if self._feed(key, job, item, res):
                     changed[key] = job
                     job.updated = now
+                    if res.fed and res.fed[-1] is item.rec:
+                        taken.append((key.source, key.name, item.rec.step, item.rec.eval))
+                        res.fed_by_tenant[job.tenant] += 1
             if job.detector.stopped and not was_stopped:
                 res.stops.append(key)
                 new_actions.append(self._decide_action(key, job, now))
         self.store.save_batch(
-            (self._row(key, j) for key, j in changed.items()), offsets, gone, new_actions
+            (self._row(key, j) for key, j in changed.items()), offsets, gone, new_actions,
+            evals=taken, fleet=self._fleet_rows(changed),
         )
         res.committed_at = time.time()
+        self._observe(res, now)
         for key in res.stops:
             job = self.jobs[key]
             d = job.detector
@@ -204,10 +268,46 @@ class Controller:
             )
         self.out.flush()
         for a in new_actions:
+            if a.status == "dry-run":  # a tenant's dry run: said once, here, never run
+                self._announce(a)
             if a.status == "failed":
                 self._say(f"job {label(JobKey(a.source, a.job))}: no action run: {a.output}")
         self.run_pending()
         return res
+
+    def _fleet_rows(self, changed: dict[JobKey, _Job]) -> dict[str, tuple[dict, int]]:
+        """The eval groups this poll's jobs fed, with how many jobs each has had."""
+        rows = {}
+        for key, job in changed.items():
+            rule = self.rule_of(job.tenant)
+            if rule is None or rule.eval_group is None:
+                continue
+            members = self._fleet_jobs.setdefault(rule.eval_group, set())
+            members.add(key)
+            rows[rule.eval_group] = (self.fleets[rule.eval_group].state_dict(), len(members))
+        return rows
+
+    def _observe(self, res: PollResult, started: float) -> None:
+        if self.health is not None:
+            self.health.committed(res.committed_at)
+        m = self.metrics
+        if m is None:
+            return
+        for tenant, n in res.fed_by_tenant.items():
+            m.evals.labels(tenant=tenant).inc(n)
+        for reason, n in res.refused.items():
+            m.refused.labels(reason=reason).inc(n)
+        for key in res.stops:
+            m.stops.labels(tenant=self.jobs[key].tenant).inc()
+        m.ingest_lag.set(res.committed_at - started)
+        m.last_poll.set(res.committed_at)
+        stopped = sum(1 for j in self.jobs.values() if j.detector.stopped)
+        m.jobs.labels(state="stopped").set(stopped)
+        m.jobs.labels(state="running").set(len(self.jobs) - stopped)
+        for group, fleet in self.fleets.items():
+            s = fleet.sigma()
+            if s is not None:
+                m.fleet_sigma.labels(group=group).set(s)
 
     def _feed(self, key: JobKey, job: _Job, item: Item, res: PollResult) -> bool:
         det, rec, where = job.detector, item.rec, item.where
@@ -236,11 +336,16 @@ class Controller:
 
     def _decide_action(self, key: JobKey, job: _Job, now: float) -> ActionRow:
         det = job.detector
-        if self.action is None:
+        rule = self.rule_of(job.tenant)
+        action = None if rule is None else self._actions.get(rule.tenant)
+        if rule is not None and not rule.allows(key.name):
+            return ActionRow(key.source, key.name, job.tenant, "", "skipped", None,
+                             "not in the tenant's allow list: no action", now, None, now)
+        if action is None:
             return ActionRow(key.source, key.name, job.tenant, "", "done", None,
                              "no action configured", now, now, now)
         try:
-            cmd = self.action.render(
+            cmd = action.render(
                 job=key.name, tenant=job.tenant, source=key.source, best_step=det.best_step,
                 best_score=det.best_score, stop_step=det.stop_step,
                 reason=det.state_dict()["stop_reason"],
@@ -248,7 +353,7 @@ class Controller:
         except CheckpointEscape as exc:  # decided and recorded as failed: never run
             return ActionRow(key.source, key.name, job.tenant, "", "failed", None,
                              f"refused: {show(str(exc), 300)}", now, None, now)
-        status = "dry-run" if self.dry_run else "pending"
+        status = "dry-run" if self.dry_run or rule.dry_run else "pending"
         return ActionRow(key.source, key.name, job.tenant, cmd, status, None, "", now, None,
                          None)
 
@@ -268,12 +373,8 @@ class Controller:
         command is handed to a worker, so the rest stay ``pending`` across a kill."""
         if self.dry_run:
             for row in self.store.actions():
-                key = JobKey(row.source, row.job)
-                if row.status in ("pending", "dry-run") and key not in self._announced:
-                    self._announced.add(key)
-                    self.out.write(f"dry-run: would run for {show(row.job)}: "
-                                   f"{show(row.command, 2000)} (tenant {show(row.tenant)}, "
-                                   f"source {show(row.source)})\n")
+                if row.status in ("pending", "dry-run"):
+                    self._announce(row)
             self.out.flush()
             return 0
         free = self.action_workers - len(self._inflight)
@@ -286,15 +387,26 @@ class Controller:
             key = JobKey(row.source, row.job)
             if key in self._inflight:
                 continue
-            if self.action is None:
+            rule = self.rule_of(row.tenant)
+            action = None if rule is None else self._actions.get(rule.tenant)
+            if action is None:
                 self.store.set_action(row.source, row.job, "failed", expect="pending",
                                       output="no action configured")
                 continue
             if not self.store.set_action(row.source, row.job, "running", expect="pending"):
                 continue  # someone else moved it: not ours to run
-            self._inflight[key] = self._pool.submit(self.action.run, row.command)
+            self._inflight[key] = self._pool.submit(_timed, action, row.command)
             n += 1
         return n
+
+    def _announce(self, row: ActionRow) -> None:
+        key = JobKey(row.source, row.job)
+        if key in self._announced:
+            return
+        self._announced.add(key)
+        self.out.write(f"dry-run: would run for {show(row.job)}: "
+                       f"{show(row.command, 2000)} (tenant {show(row.tenant)}, "
+                       f"source {show(row.source)})\n")
 
     @property
     def actions_in_flight(self) -> int:
@@ -312,11 +424,15 @@ class Controller:
                 continue
             del self._inflight[key]
             try:
-                result = fut.result()
+                result, seconds = fut.result()
                 rc, output = result.rc, result.output
             except Exception as exc:  # noqa: BLE001 - any failure is recorded, never lost
-                rc, output = 127, f"could not run: {exc!r}"
+                rc, output, seconds = 127, f"could not run: {exc!r}", None
             status = "done" if rc == 0 else "failed"
+            if self.metrics is not None:
+                self.metrics.actions.labels(outcome=status).inc()
+                if seconds is not None:
+                    self.metrics.action_seconds.observe(seconds)
             self.store.set_action(key.source, key.name, status, expect="running", rc=rc,
                                   output=output)
             if rc != 0:
@@ -362,3 +478,10 @@ class Controller:
         self._pool.shutdown(wait=True)
         self.reap()
         self.store.close()
+
+
+def _timed(action: ShellAction, command: str):
+    """Run one action command; return its result and wall time (for the metrics)."""
+    t0 = time.monotonic()
+    result = action.run(command)
+    return result, time.monotonic() - t0

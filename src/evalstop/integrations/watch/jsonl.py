@@ -234,7 +234,7 @@ class JsonlDirSource:
             if not raw.strip():
                 continue
             try:
-                rec = parse_line(raw, where)
+                rec = parse_line(raw, where, self.tenancy.metric(tenant))
                 self.tenancy.admit(tenant, rec.job, where)
             except Refused as exc:
                 batch.refused.append(exc.refusal)

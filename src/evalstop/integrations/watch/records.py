@@ -91,14 +91,14 @@ def _finite(rec: EvalRecord, where: str) -> None:
             raise Refused("value", f"{where}: {key!r} must be finite or null, got {v!r}")
 
 
-def parse_line(raw: bytes, where: str) -> EvalRecord:
+def parse_line(raw: bytes, where: str, metric: str = "eval") -> EvalRecord:
     """One log line (bytes, without its newline) as a record, or :class:`Refused`."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise Refused("utf8", f"{where}: not UTF-8 text") from None
     try:
-        rec = parse_record(text, where)
+        rec = parse_record(text, where, metric)
     except RecordError as exc:
         raise Refused(exc.reason, str(exc)) from None
     check_record(rec, where)

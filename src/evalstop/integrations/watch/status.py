@@ -56,3 +56,47 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     stops = sum(1 for r in rows if r["stopped"])
     lines.append(f"{len(rows)} jobs, {stops} stopped")
     return "\n".join(lines) + "\n"
+
+
+def fleet_rows(store: StateStore) -> list[dict[str, Any]]:
+    """Each eval group's pooled noise: sigma (None until enough evals), evals pooled, jobs."""
+    from evalstop.detectors.fleet import FleetNoise
+
+    rows = []
+    for group, (state, jobs) in sorted(store.fleet().items()):
+        try:
+            fleet = FleetNoise.from_state(state)
+        except ValueError:
+            continue
+        rows.append({"group": group, "sigma": fleet.sigma(), "n": fleet.count, "jobs": jobs})
+    return rows
+
+
+def format_fleet(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return ""
+    lines = ["fleet noise by eval group:"]
+    for r in rows:
+        sigma = "(warming up)" if r["sigma"] is None else f"sigma {r['sigma']:.4g}"
+        lines.append(f"  {_cell(r['group'])}: {sigma} from {r['n']} evals of {r['jobs']} jobs")
+    return "\n".join(lines) + "\n"
+
+
+def page_html(db: str, health: str = "") -> str:
+    """The status page from the state database at ``db`` (read-only, per call)."""
+    from evalstop.integrations.watch.page import render_page
+
+    try:
+        store = StateStore(db, readonly=True)
+    except ValueError:
+        return render_page([], {}, health=health + " No state yet.")
+    try:
+        rows = status_rows(store)
+        curves = store.curves()
+        fleet = fleet_rows(store)
+    finally:
+        store.close()
+    for r in rows:
+        r["key"] = f"{r['source']}\0{r['job']}"
+    keyed = {f"{s}\0{j}": pts for (s, j), pts in curves.items()}
+    return render_page(rows, keyed, fleet=fleet, health=health)

@@ -75,9 +75,21 @@ CREATE TABLE IF NOT EXISTS actions(
     finished REAL,
     PRIMARY KEY (source, job)
 );
+-- Each job's evals as taken (for the status page's curves); tables added within schema 2
+-- (CREATE IF NOT EXISTS), so a state written before them opens unchanged.
+CREATE TABLE IF NOT EXISTS evals(
+    source TEXT NOT NULL,
+    job TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    score REAL,
+    PRIMARY KEY (source, job, step)
+) WITHOUT ROWID;
+-- One pooled noise estimate per eval group (detectors.fleet.FleetNoise state, JSON).
+CREATE TABLE IF NOT EXISTS fleet(grp TEXT PRIMARY KEY, state TEXT NOT NULL, jobs INTEGER NOT NULL);
 """
 
-ACTION_STATES = ("pending", "running", "done", "failed", "dry-run")
+# skipped: decided, but the tenant's policy does not allow acting on this job (allow list).
+ACTION_STATES = ("pending", "running", "done", "failed", "dry-run", "skipped")
 
 
 @dataclass(slots=True)
@@ -250,6 +262,20 @@ class StateStore:
             )
 
     # ---- reads ------------------------------------------------------------------------
+    def curves(self, limit: int = 2000) -> dict[tuple[str, str], list[tuple[int, float]]]:
+        """Each job's (step, score) history, the last ``limit`` evals of each."""
+        out: dict[tuple[str, str], list[tuple[int, float]]] = {}
+        for s, j, step, score in self.db.execute(
+                "SELECT source, job, step, score FROM evals ORDER BY source, job, step"):
+            if score is not None:
+                out.setdefault((s, j), []).append((step, score))
+        return {k: v[-limit:] for k, v in out.items()}
+
+    def fleet(self) -> dict[str, tuple[dict[str, Any], int]]:
+        """Each eval group's FleetNoise state and how many jobs fed it."""
+        return {g: (json.loads(st), n)
+                for g, st, n in self.db.execute("SELECT grp, state, jobs FROM fleet")}
+
     def jobs(self) -> dict[tuple[str, str], JobRow]:
         """Every job, keyed by (source, job)."""
         out = {}
@@ -288,8 +314,13 @@ class StateStore:
         offsets: dict[str, Offset],
         gone: Iterable[str],
         new_actions: Iterable[ActionRow],
+        evals: Iterable[tuple[str, str, int, float | None]] = (),
+        fleet: dict[str, tuple[dict[str, Any], int]] | None = None,
     ) -> None:
-        """One poll's changes, all or nothing."""
+        """One poll's changes, all or nothing: ``evals`` are (source, job, step, score)
+        taken this poll; ``fleet`` maps an eval group to (FleetNoise state, jobs)."""
+        eval_rows = [(s, j, st, _finite_or_none(v)) for s, j, st, v in evals]
+        fleet_rows = [(g, json.dumps(st), n) for g, (st, n) in (fleet or {}).items()]
         job_rows = [
             (j.job, j.source, j.tenant, json.dumps(j.detector), j.n_evals, j.last_step,
              _finite_or_none(j.last_score), j.best_step, j.best_score, int(j.stopped),
@@ -327,6 +358,10 @@ class StateStore:
                     "skipping=excluded.skipping",
                     offset_rows,
                 )
+                self.db.executemany("INSERT OR IGNORE INTO evals(source, job, step, score) "
+                                    "VALUES (?,?,?,?)", eval_rows)
+                self.db.executemany("INSERT OR REPLACE INTO fleet(grp, state, jobs) "
+                                    "VALUES (?,?,?)", fleet_rows)
                 # OR IGNORE: a job has at most one action, whatever happens.
                 self.db.executemany(
                     "INSERT OR IGNORE INTO actions(source, job, tenant, command, status, rc, "

@@ -74,6 +74,11 @@ class Tenancy:
             raise Refused("tenant", f"{show(source)}: {problem}; not read")
         return tenant
 
+    def metric(self, tenant: str, default: str = "eval") -> str:
+        """The record field (JSONL) or scalar tag (TensorBoard) holding ``tenant``'s eval:
+        one for everyone here; a policy (``policy.PolicyTenancy``) sets it per tenant."""
+        return default
+
     def admit(self, tenant: str, name: str, where: str) -> None:
         """Refuse a job name that does not carry its tenant's prefix (``--job-prefix``)."""
         if self.job_prefix is None:

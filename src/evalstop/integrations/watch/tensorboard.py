@@ -134,12 +134,13 @@ class TensorBoardSource:
 
     def _take(self, job: str, tenant: str, run_dir: str, acc, batch: Batch) -> None:
         taken = self._taken[job]
-        evals = [(s, v) for s, v in self._series(acc, self.tag) if s > taken]
+        tag = self.tenancy.metric(tenant, self.tag)
+        evals = [(s, v) for s, v in self._series(acc, tag) if s > taken]
         if not evals:
             return
         losses = dict(self._series(acc, self.loss_tag)) if self.loss_tag else {}
         for step, value in sorted(evals):
-            where = f"{show(run_dir)}@{show(self.tag)}:{step}"
+            where = f"{show(run_dir)}@{show(tag)}:{step}"
             rec = EvalRecord(job, int(step), value, loss=losses.get(step))
             try:
                 check_record(rec, where)

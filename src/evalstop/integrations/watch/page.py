@@ -1,0 +1,131 @@
+"""The controller's read-only status page: one HTML document, no scripts, no external
+assets (so it works air-gapped and a hostile job name can do nothing but be text).
+
+Every value that came from a tenant (job, tenant and source names, reasons, commands) goes
+through ``html.escape``; curves are inline SVG built from numbers only.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from html import escape
+from typing import Any
+
+_W, _H, _PAD = 320, 90, 6
+
+_CSS = """
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
+table{border-collapse:collapse;width:100%}
+th,td{border-bottom:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:middle}
+th{background:#f4f4f4}
+.stopped{color:#b00020;font-weight:600}.running{color:#1a7f37}
+svg{background:#fafafa;border:1px solid #e4e4e4}
+.curve{fill:none;stroke:#1f6feb;stroke-width:1.5}
+.best{fill:#1a7f37}.stop{stroke:#b00020;stroke-width:1.5;stroke-dasharray:3 2}
+.muted{color:#777}code{font-size:12px}
+"""
+
+
+def _text(v: Any) -> str:
+    """Escaped for HTML, with control characters shown as ``\\xNN`` instead of sent."""
+    s = str(v)
+    if not s.isprintable():
+        s = "".join(c if c.isprintable() else repr(c)[1:-1] for c in s)
+    return escape(s)
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return "-" if not math.isfinite(v) else f"{v:.4g}"
+    return _text(v)
+
+
+def curve_svg(points: Sequence[tuple[int, float]], *, best_step: int | None,
+              stop_step: int | None, label: str) -> str:
+    """An inline SVG of one job's evals, its best eval dotted and its stop dashed."""
+    pts = [(int(s), float(v)) for s, v in points if math.isfinite(float(v))]
+    if not pts:
+        return '<span class="muted">no evals</span>'
+    xs = [p[0] for p in pts]
+    ys = [p[1] for p in pts]
+    x0, x1 = min(xs), max(xs + ([stop_step] if stop_step is not None else []))
+    y0, y1 = min(ys), max(ys)
+    sx = (_W - 2 * _PAD) / (x1 - x0 or 1)
+    sy = (_H - 2 * _PAD) / (y1 - y0 or 1)
+
+    def px(s: float) -> float:
+        return _PAD + (s - x0) * sx
+
+    def py(v: float) -> float:
+        return _H - _PAD - (v - y0) * sy
+
+    path = " ".join(f"{px(s):.1f},{py(v):.1f}" for s, v in pts)
+    parts = [f'<svg class="job-curve" role="img" aria-label="{_text(label)}" width="{_W}" '
+             f'height="{_H}" viewBox="0 0 {_W} {_H}">',
+             f'<polyline class="curve" points="{path}"/>']
+    best = [p for p in pts if p[0] == best_step]
+    if best:
+        parts.append(f'<circle class="best" cx="{px(best[0][0]):.1f}" '
+                     f'cy="{py(best[0][1]):.1f}" r="3.5"><title>best</title></circle>')
+    if stop_step is not None:
+        x = px(stop_step)
+        parts.append(f'<line class="stop" x1="{x:.1f}" x2="{x:.1f}" y1="0" y2="{_H}">'
+                     '<title>stop</title></line>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def render_page(rows: list[dict[str, Any]], curves: dict[str, list[tuple[int, float]]], *,
+                fleet: list[dict[str, Any]] | None = None, health: str = "",
+                now: float | None = None) -> str:
+    """The whole page. ``rows`` are ``status.status_rows`` dicts; ``curves`` maps a row's
+    ``key`` (or ``job``) to its ``(step, eval)`` history."""
+    now = time.time() if now is None else now
+    stopped = sum(1 for r in rows if r.get("stopped"))
+    out = ["<!doctype html><html lang=en><head><meta charset=utf-8>",
+           "<title>evalstop watch</title>",
+           '<meta name="viewport" content="width=device-width,initial-scale=1">',
+           f"<style>{_CSS}</style></head><body>",
+           "<h1>evalstop watch</h1>",
+           f'<p>{len(rows)} jobs, <span class="stopped">{stopped} stopped</span>. '
+           f'{_text(health)} <span class="muted">Rendered '
+           f'{escape(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(now)))}; '
+           "reload to refresh.</span></p>"]
+    if fleet:
+        out.append("<h2>Fleet noise by eval group</h2><table><tr><th>group</th>"
+                   "<th>sigma</th><th>jobs</th><th>evals pooled</th></tr>")
+        for g in fleet:
+            out.append(f"<tr><td>{_fmt(g.get('group'))}</td><td>{_fmt(g.get('sigma'))}</td>"
+                       f"<td>{_fmt(g.get('jobs'))}</td><td>{_fmt(g.get('n'))}</td></tr>")
+        out.append("</table>")
+    out.append("<h2>Jobs</h2><table><tr><th>job</th><th>tenant</th><th>state</th>"
+               "<th>evals</th><th>best</th><th>detector</th><th>action</th>"
+               "<th>curve</th></tr>")
+    for r in rows:
+        key = r.get("key", r["job"])
+        state_cls = "stopped" if r.get("stopped") else "running"
+        detector = []
+        if r.get("streak") is not None:
+            detector.append(f"streak {_fmt(r['streak'])}")
+        if r.get("reason"):
+            detector.append(_fmt(r["reason"]))
+        action = _fmt(r.get("action"))
+        if r.get("action_rc") is not None:
+            action += f" (rc {_fmt(r['action_rc'])})"
+        svg = curve_svg(curves.get(key, []), best_step=r.get("best_step"),
+                        stop_step=r.get("stop_step") if r.get("stopped") else None,
+                        label=f"eval curve of {key}")
+        out.append(
+            f'<tr class="job" data-state="{state_cls}"><td><code>{_fmt(r["job"])}</code>'
+            f'<br><span class="muted">{_fmt(r.get("source"))}</span></td>'
+            f"<td>{_fmt(r.get('tenant'))}</td>"
+            f'<td class="{state_cls}">{_fmt(r.get("state"))}</td>'
+            f"<td>{_fmt(r.get('evals'))}</td>"
+            f"<td>step {_fmt(r.get('best_step'))}<br>{_fmt(r.get('best_score'))}</td>"
+            f"<td>{'<br>'.join(detector) or '-'}</td><td>{action}</td><td>{svg}</td></tr>")
+    out.append("</table></body></html>")
+    return "\n".join(out)

@@ -1,0 +1,278 @@
+"""Per-tenant rules for ``evalstop watch``, from a TOML policy file (stdlib ``tomllib``).
+
+::
+
+    [defaults]                        # every tenant inherits these (all optional)
+    metric = "eval"                   # JSONL field / TensorBoard tag holding the eval
+    mode = "max"                      # "max": higher is better; "min" for losses
+    detector = "default"              # a detector spec NAME[:key=value,...]
+    eval_group = "math500"            # jobs of one group share a fleet noise estimate
+    eval_n = 500                      # the eval is a pass rate over N items (or sigma=)
+    action = "examples/actions/scancel.sh --tenant {tenant} -- {job}"
+    checkpoint_template = "/ckpt/{tenant}/{job}/checkpoint-{best_step}"
+    checkpoint_root = "/ckpt"         # {best_checkpoint} must resolve under it
+    dry_run = false                   # decide and log, never run the action
+    allow = ["*"]                     # job-name globs this controller may stop
+
+    [tenants.alice]                   # sources default to ["alice/**"]
+    mode = "min"
+    metric = "eval_loss"
+
+    [tenants.bob]
+    sources = ["teams/bob/**", "legacy/bob-*.jsonl"]
+    dry_run = true
+
+A source (a log file or TensorBoard run, as a path relative to the watched root) belongs
+to the first tenant, in file order, one of whose ``sources`` globs matches it; a source no
+tenant matches is refused (logged once), never given a default owner. Every error is one
+line naming the file, the key and the problem (:class:`PolicyError`).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import os
+import re
+import tomllib
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from evalstop.detectors import make_detector
+from evalstop.integrations.watch.records import Refused, show
+from evalstop.integrations.watch.tenants import Tenancy
+
+TENANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
+_KEYS = ("metric", "mode", "detector", "eval_group", "eval_n", "sigma", "action",
+         "checkpoint_template", "checkpoint_root", "dry_run", "allow")
+MAX_POLICY_BYTES = 1 << 20
+
+
+class PolicyError(ValueError):
+    """A policy problem, as one line: ``FILE: KEY: problem``."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The effective rule of one tenant (defaults merged in)."""
+
+    tenant: str
+    sources: tuple[str, ...]
+    metric: str = "eval"
+    mode: str = "max"
+    detector: str = "default"
+    eval_group: str | None = None
+    eval_n: int | None = None
+    sigma: float | None = None
+    action: str | None = None
+    checkpoint_template: str | None = None
+    checkpoint_root: str | None = None
+    dry_run: bool = False
+    allow: tuple[str, ...] = ("*",)
+
+    def matches(self, source: str) -> bool:
+        return any(fnmatch.fnmatchcase(source, pat) for pat in self.sources)
+
+    def allows(self, job: str) -> bool:
+        return any(fnmatch.fnmatchcase(job, pat) for pat in self.allow)
+
+    def detector_spec(self) -> str:
+        """The detector spec with the stated noise (``eval_n``/``sigma``) folded in."""
+        extra = []
+        if self.eval_n is not None:
+            extra.append(f"eval_n={self.eval_n}")
+        if self.sigma is not None:
+            extra.append(f"sigma={self.sigma!r}")
+        if not extra:
+            return self.detector
+        sep = "," if ":" in self.detector else ":"
+        return self.detector + sep + ",".join(extra)
+
+
+@dataclass(frozen=True)
+class Policy:
+    rules: tuple[Rule, ...]
+    path: str = "<flags>"
+
+    def rule_of(self, tenant: str) -> Rule | None:
+        """The rule of ``tenant`` by name (the flags' single rule, ``*``, is everyone's)."""
+        for rule in self.rules:
+            if rule.tenant in (tenant, "*"):
+                return rule
+        return None
+
+    def rule_for(self, source: str) -> Rule | None:
+        """The rule of the tenant that owns ``source`` (a path under the watched root)."""
+        for rule in self.rules:
+            if rule.matches(source):
+                return rule
+        return None
+
+    def describe(self) -> str:
+        """The effective rule per tenant, for ``--check-policy``, written as TOML (unset
+        keys as comments), with each detector spec resolved to its full form."""
+        import json
+
+        lines = [f"# policy {self.path}: {len(self.rules)} tenant(s), first match wins"]
+        for r in self.rules:
+            lines.append(f"[tenants.{r.tenant}]" if r.tenant != "*" else "[everyone]")
+            for f in fields(r):
+                v = getattr(r, f.name)
+                if f.name == "tenant":
+                    continue
+                if v is None:
+                    lines.append(f"# {f.name} = (not set)")
+                    continue
+                if isinstance(v, tuple):
+                    v = list(v)
+                lines.append(f"{f.name} = {json.dumps(v)}")
+            full = make_detector(r.detector_spec(), mode=r.mode).spec
+            lines.append(f"# detector in full: {full}")
+        return "\n".join(lines) + "\n"
+
+
+def single_rule(**values: Any) -> Policy:
+    """The policy the CLI flags describe: one tenant, ``*``, owning every source."""
+    rule = _checked(Rule(tenant="*", sources=("*", "**")), values, "<flags>", "")
+    return Policy((rule,))
+
+
+def load_policy(path: str) -> Policy:
+    """Read and validate a policy file; :class:`PolicyError` on any problem."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_POLICY_BYTES + 1)
+    except OSError as exc:
+        raise PolicyError(f"{path}: cannot read policy: {exc.strerror or exc}") from None
+    if len(raw) > MAX_POLICY_BYTES:
+        raise PolicyError(f"{path}: policy larger than {MAX_POLICY_BYTES} bytes")
+    try:
+        doc = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise PolicyError(f"{path}: policy is not UTF-8") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise PolicyError(f"{path}: not valid TOML: {exc}") from None
+    return parse_policy(doc, path)
+
+
+def parse_policy(doc: dict[str, Any], path: str = "<policy>") -> Policy:
+    unknown = set(doc) - {"defaults", "tenants"}
+    if unknown:
+        raise PolicyError(f"{path}: {sorted(unknown)[0]}: unknown table "
+                          "(expected [defaults] and [tenants.NAME])")
+    defaults = doc.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise PolicyError(f"{path}: defaults: must be a table")
+    base = _checked(Rule(tenant="", sources=()), defaults, path, "defaults.")
+    tenants = doc.get("tenants")
+    if not isinstance(tenants, dict) or not tenants:
+        raise PolicyError(f"{path}: tenants: give at least one [tenants.NAME] table")
+    rules = []
+    for name, table in tenants.items():
+        where = f"tenants.{name}"
+        if not TENANT_NAME.fullmatch(name):
+            raise PolicyError(f"{path}: {where}: tenant names are 1-63 letters, digits, "
+                              "'_', '.', '-' (first a letter or digit)")
+        if not isinstance(table, dict):
+            raise PolicyError(f"{path}: {where}: must be a table")
+        table = dict(table)
+        # By default a tenant owns its folder (logs, TensorBoard runs under it), a log
+        # named after it in the root, and a TensorBoard run dir of its name.
+        sources = table.pop("sources", [f"{name}/**", f"{name}.jsonl", name])
+        if (not isinstance(sources, list) or not sources
+                or not all(isinstance(s, str) and s.strip() for s in sources)):
+            raise PolicyError(f"{path}: {where}.sources: must be a non-empty list of globs")
+        if any(s.startswith("/") or ".." in s.split("/") for s in sources):
+            raise PolicyError(f"{path}: {where}.sources: globs are relative to the watched "
+                              "root (no leading '/', no '..')")
+        rule = replace(base, tenant=name, sources=tuple(sources))
+        rules.append(_checked(rule, table, path, where + "."))
+    return Policy(tuple(rules), path)
+
+
+def _checked(rule: Rule, values: dict[str, Any], path: str, prefix: str) -> Rule:
+    """``rule`` with ``values`` applied, each checked; errors name ``path`` and the key."""
+    out: dict[str, Any] = {}
+    for key, v in values.items():
+        where = f"{path}: {prefix}{key}"
+        if key not in _KEYS:
+            raise PolicyError(f"{where}: unknown key (known: {', '.join(_KEYS)})")
+        out[key] = _value(key, v, where)
+    rule = replace(rule, **out)
+    if rule.eval_n is not None and rule.sigma is not None:
+        raise PolicyError(f"{path}: {prefix}eval_n: give eval_n or sigma, not both")
+    try:
+        make_detector(rule.detector_spec(), mode=rule.mode)
+    except ValueError as exc:
+        raise PolicyError(f"{path}: {prefix}detector: {exc}") from None
+    if rule.eval_group is not None:
+        from evalstop.detectors.fleet import FleetNoise
+
+        try:
+            make_detector(rule.detector_spec(), mode=rule.mode, fleet=FleetNoise())
+        except ValueError as exc:
+            raise PolicyError(f"{path}: {prefix}eval_group: {exc}") from None
+    if rule.action is not None or rule.checkpoint_template is not None:
+        from evalstop.integrations.watch.actions import ShellAction
+
+        if rule.action is not None:
+            try:
+                ShellAction(rule.action, checkpoint_template=rule.checkpoint_template)
+            except ValueError as exc:
+                raise PolicyError(f"{path}: {prefix}action: {exc}") from None
+    return rule
+
+
+def _value(key: str, v: Any, where: str) -> Any:
+    if key in ("metric", "detector", "eval_group", "action", "checkpoint_template",
+               "checkpoint_root"):
+        if not isinstance(v, str) or not v.strip() or any(ord(c) < 32 for c in v):
+            raise PolicyError(f"{where}: must be a non-empty string without control "
+                              "characters")
+        if key == "checkpoint_root" and not v.startswith("/"):
+            raise PolicyError(f"{where}: must be an absolute path")
+        return v
+    if key == "mode":
+        if v not in ("max", "min"):
+            raise PolicyError(f"{where}: must be \"max\" or \"min\", got {v!r}")
+        return v
+    if key == "dry_run":
+        if not isinstance(v, bool):
+            raise PolicyError(f"{where}: must be true or false")
+        return v
+    if key == "eval_n":
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 10**9:
+            raise PolicyError(f"{where}: must be an integer in 1..1e9 (items graded per eval)")
+        return v
+    if key == "sigma":
+        if (isinstance(v, bool) or not isinstance(v, int | float)
+                or not (math.isfinite(v) and v > 0)):
+            raise PolicyError(f"{where}: must be a finite number > 0")
+        return float(v)
+    # allow
+    if (not isinstance(v, list) or not v
+            or not all(isinstance(s, str) and s for s in v)):
+        raise PolicyError(f"{where}: must be a non-empty list of job-name globs")
+    return tuple(v)
+
+
+class PolicyTenancy(Tenancy):
+    """Tenants from a policy: a source belongs to the first tenant whose ``sources`` globs
+    match its path under the watched root; no match, no owner (refused, logged once).
+    Each tenant's eval is its rule's ``metric``."""
+
+    def __init__(self, policy: Policy, job_prefix: str | None = None) -> None:
+        super().__init__(None, job_prefix)
+        self.policy = policy
+
+    def tenant(self, root: str, source: str, *, suffix: str = "") -> str:
+        rel = os.path.relpath(source, root).replace(os.sep, "/")
+        rule = self.policy.rule_for(rel)
+        if rule is None:
+            raise Refused("tenant", f"{show(source)}: no tenant of policy "
+                                    f"{show(self.policy.path)} owns it; not read")
+        return rule.tenant
+
+    def metric(self, tenant: str, default: str = "eval") -> str:
+        rule = self.policy.rule_of(tenant)
+        return default if rule is None else rule.metric
