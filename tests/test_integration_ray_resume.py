@@ -185,3 +185,31 @@ def test_stop_stands_for_replayed_results():
     out = [sched.on_trial_result(None, trial, _result(i, score=s))
            for i, s in [(1, 0.5), (2, 0.4), (2, 0.4), (3, 0.9)]]
     assert out == ["CONTINUE", "STOP", "STOP", "STOP"]
+
+
+def test_state_file_follows_the_experiment(tmp_path):
+    # Without Ray: trials carry Tune's storage context; the overlay writes beside it, a new
+    # overlay added to the same (restored) experiment reads it, another experiment gets its own.
+    def trial(tid, exp):
+        storage = types.SimpleNamespace(experiment_driver_staging_path=str(tmp_path / exp))
+        return types.SimpleNamespace(trial_id=tid, storage=storage)
+
+    first = EvalStopScheduler(metric="score", mode="max", detector="evalstop:k=2")
+    a = trial("t", "a")
+    first.on_trial_add(None, a)
+    for i, s in [(1, 0.1), (2, 0.5), (3, 0.4)]:
+        assert first.on_trial_result(None, a, _result(i, score=s)) == "CONTINUE"
+    saved = json.loads((tmp_path / "a" / STATE_FILE).read_text())
+    assert saved["detectors"]["t"]["last_step"] == 3
+    assert [p.name for p in (tmp_path / "a").iterdir()] == [STATE_FILE]  # no temp left
+
+    restored = EvalStopScheduler(metric="score", mode="max", detector="evalstop:k=2")
+    restored.on_trial_add(None, trial("t", "a"))
+    assert restored.on_trial_result(None, a, _result(3, score=0.4)) == "CONTINUE"  # replay
+    assert restored.on_trial_result(None, a, _result(4, score=0.3)) == "STOP"
+    assert restored.decisions()["t"]["best_step"] == 2
+
+    b = trial("u", "b")
+    restored.on_trial_add(None, b)  # the same object in a fresh experiment
+    restored.on_trial_result(None, b, _result(1, score=0.2))
+    assert set(json.loads((tmp_path / "b" / STATE_FILE).read_text())["detectors"]) == {"t", "u"}

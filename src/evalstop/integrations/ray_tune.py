@@ -282,13 +282,12 @@ class EvalStopScheduler(TrialScheduler):
 
     # ---- resume: state kept beside Tune's experiment state --------------------------------
     def _attach(self, trial) -> None:
-        """Learn the experiment's staging directory from the first trial added; in a
-        restored experiment Tune has synced our state file back down into it."""
-        if self._state_dir is not None:
-            return
+        """Learn the experiment's staging directory from the trials added (the same object
+        may serve several experiments); in a restored experiment Tune has synced our
+        state file back down into it."""
         path = getattr(getattr(trial, "storage", None), "experiment_driver_staging_path", None)
-        if not isinstance(path, str):
-            return  # not a Tune trial (unit tests feed results directly)
+        if not isinstance(path, str) or path == self._state_dir:
+            return  # not a Tune trial (unit tests feed results directly), or known
         self._state_dir = path
         file = os.path.join(path, STATE_FILE)
         if not os.path.exists(file):
