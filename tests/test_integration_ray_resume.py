@@ -213,3 +213,22 @@ def test_state_file_follows_the_experiment(tmp_path):
     restored.on_trial_add(None, b)  # the same object in a fresh experiment
     restored.on_trial_result(None, b, _result(1, score=0.2))
     assert set(json.loads((tmp_path / "b" / STATE_FILE).read_text())["detectors"]) == {"t", "u"}
+
+
+def test_unwritable_state_dir_warns_and_runs_on(tmp_path, caplog):
+    (tmp_path / "file").write_text("")  # a file where the directory should be
+    storage = types.SimpleNamespace(experiment_driver_staging_path=str(tmp_path / "file"))
+    t = types.SimpleNamespace(trial_id="t", storage=storage)
+    sched = EvalStopScheduler(metric="score", mode="max", detector="evalstop:k=1")
+    sched.on_trial_add(None, t)
+    assert [sched.on_trial_result(None, t, _result(i, score=s))
+            for i, s in [(1, 0.5), (2, 0.4)]] == ["CONTINUE", "STOP"]
+    assert caplog.text.count(f"cannot write {STATE_FILE}") == 1
+
+
+def test_damaged_state_file_is_a_clear_error(tmp_path):
+    (tmp_path / STATE_FILE).write_text('{"detectors": 3}')
+    storage = types.SimpleNamespace(experiment_driver_staging_path=str(tmp_path))
+    sched = EvalStopScheduler(metric="score", mode="max")
+    with pytest.raises(ValueError, match=f"{STATE_FILE}: cannot restore .* delete the file"):
+        sched.on_trial_add(None, types.SimpleNamespace(trial_id="t", storage=storage))

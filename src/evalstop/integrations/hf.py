@@ -397,7 +397,7 @@ class EvalStopCallback(TrainerCallback, ExportableState):
                 return
         try:
             self.evalstop_state = saved["attributes"]["evalstop_state"]
-        except (KeyError, TypeError, ValueError) as exc:  # another spec, or a damaged file
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:  # another spec, damage
             logger.warning("EvalStopCallback: %s does not fit this callback (%s); the "
                            "detector keeps its current state", source, exc)
             return

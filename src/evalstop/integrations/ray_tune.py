@@ -197,6 +197,7 @@ class EvalStopScheduler(TrialScheduler):
         self._metric = metric
         self._mode = mode
         self._state_dir: str | None = None  # the experiment's driver staging directory
+        self._warned_persist = False
 
     @classmethod
     def from_experiment(cls, path: str) -> EvalStopScheduler:
@@ -210,7 +211,7 @@ class EvalStopScheduler(TrialScheduler):
             sched = cls(metric=state["metric"], mode=state["mode"], detector=state["spec"],
                         time_attr=state["time_attr"], strict=False)
             sched._trials.load_state_dict(state)
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"{path}/{STATE_FILE}: not an EvalStopScheduler state ({exc})") \
                 from None
         return sched
@@ -292,8 +293,13 @@ class EvalStopScheduler(TrialScheduler):
         file = os.path.join(path, STATE_FILE)
         if not os.path.exists(file):
             return
-        with open(file, encoding="utf-8") as fh:
-            self._trials.load_state_dict(json.load(fh))
+        try:
+            with open(file, encoding="utf-8") as fh:
+                self._trials.load_state_dict(json.load(fh))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"{file}: cannot restore EvalStop's detectors ({exc}); delete "
+                             "the file to restore the experiment with fresh detectors") \
+                from None
         self._metric = self._metric or self._trials.metric
         self._mode = self._mode or self._trials.mode
         logger.info("EvalStop: restored %d trials' detectors from %s",
@@ -303,16 +309,22 @@ class EvalStopScheduler(TrialScheduler):
         # Atomic: Tune may sync the directory up at any moment, and a driver may die mid-write.
         if self._state_dir is None:
             return
-        os.makedirs(self._state_dir, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self._state_dir, prefix=".evalstop-", suffix=".tmp")
+        tmp = None
         try:
+            os.makedirs(self._state_dir, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self._state_dir, prefix=".evalstop-", suffix=".tmp")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump(self._trials.state_dict(), fh)
             os.replace(tmp, os.path.join(self._state_dir, STATE_FILE))
-        except BaseException:
-            if os.path.exists(tmp):
+        except OSError as exc:
+            # Losing resumability is no reason to kill the experiment: say so and go on.
+            if tmp is not None and os.path.exists(tmp):
                 os.unlink(tmp)
-            raise
+            if not self._warned_persist:
+                self._warned_persist = True
+                logger.warning("EvalStop: cannot write %s in %s (%s): a restored experiment "
+                               "would start its detectors afresh", STATE_FILE,
+                               self._state_dir, exc)
 
     def save(self, checkpoint_path: str):
         """Detector state as JSON at ``checkpoint_path``; the base's beside it (``.base``)."""
