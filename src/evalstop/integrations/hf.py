@@ -26,7 +26,7 @@ at ``on_train_begin`` from the state the Trainer loaded out of the checkpoint gi
 
 Strictness (``strict=True``, default): a loss-like metric under ``mode="max"`` raises at
 construction, and a metric that the first evaluation round does not report raises before
-training goes on; ``strict=False`` only warns.
+training goes on; ``strict=False`` turns both off (a missing metric is logged once).
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ class EvalStopCallback(TrainerCallback, ExportableState):
         save_best: ask the Trainer to save a checkpoint at each eval step that becomes the
             new best when no save is due there, so that the best step has a checkpoint.
         strict: raise on a loss-like metric under ``mode="max"`` and on a metric missing
-            from the first evaluation round (default); False only warns.
+            from the first evaluation round (default); False turns both checks off.
 
     After training: ``stopped``, ``stop_step``, ``best_step``, ``best_score``,
     ``best_checkpoint`` (a directory, or None if the best step was never saved) and

@@ -176,7 +176,8 @@ class EvalStopScheduler(TrialScheduler):
         time_attr: the increasing counter used as the step (default
             ``training_iteration``).
         strict: raise (default) when the metric looks like a loss under ``mode="max"``,
-            or when the first result has no ``metric``; False only warns-and-skips.
+            or when the first result has no ``metric``; False turns both checks off
+            (results without the metric are then skipped).
     """
 
     def __init__(
