@@ -62,10 +62,17 @@ def hf():
             return {"input_ids": self.x[i], "labels": self.x[i]}
 
     class Script(transformers.TrainerCallback):
-        """Writes the scripted score into the eval metrics, before EvalStop reads them."""
+        """Writes the scripted score into the eval metrics, before EvalStop reads them.
+        With several eval datasets, only dataset ``only``'s metrics get it."""
+
+        def __init__(self, only=None):
+            self.only = only
 
         def on_evaluate(self, args, state, control, metrics=None, **kwargs):
-            metrics["eval_score"] = CURVE.get(state.global_step, 0.0)
+            if self.only is None:
+                metrics["eval_score"] = CURVE.get(state.global_step, 0.0)
+            elif f"eval_{self.only}_loss" in metrics:
+                metrics[f"eval_{self.only}_score"] = CURVE.get(state.global_step, 0.0)
 
     class Interrupt(transformers.TrainerCallback):
         """Ends a run after step ``at`` (its eval and save done), as a crash would."""
@@ -84,7 +91,7 @@ def hf():
         )
         return transformers.GPT2LMHeadModel(cfg)
 
-    def trainer(out, callbacks, **overrides):
+    def trainer(out, callbacks, script=None, eval_dataset=None, **overrides):
         kw = {
             "output_dir": str(out), "max_steps": 16, "per_device_train_batch_size": 4,
             "eval_strategy": "steps", "eval_steps": 2, "save_strategy": "steps",
@@ -94,11 +101,13 @@ def hf():
         kw.update(overrides)
         args = transformers.TrainingArguments(**kw)
         return transformers.Trainer(
-            model=model(), args=args, train_dataset=Tokens(64), eval_dataset=Tokens(4),
-            callbacks=[Script(), *callbacks],
+            model=model(), args=args, train_dataset=Tokens(64),
+            eval_dataset=Tokens(4) if eval_dataset is None else eval_dataset,
+            callbacks=[script or Script(), *callbacks],
         )
 
-    return types.SimpleNamespace(mod=hfmod, trainer=trainer, Interrupt=Interrupt)
+    return types.SimpleNamespace(mod=hfmod, trainer=trainer, Interrupt=Interrupt,
+                                 Script=Script, Tokens=Tokens)
 
 
 def _evalstop_warnings(record):
@@ -115,7 +124,9 @@ def test_stops_at_expected_step_and_keeps_best(hf, tmp_path):
         warnings.simplefilter("always")
         tr = hf.trainer(tmp_path, [cb])
         tr.train()
-    assert _evalstop_warnings(rec) == []
+    # Saves every 2 of 16 steps and no save_total_limit: the one warning is the count.
+    (msg,) = _evalstop_warnings(rec)
+    assert "save_best=True without save_total_limit" in msg and "up to 8 checkpoints" in msg
     assert tr.state.global_step == 10
     assert (cb.stopped, cb.stop_step, cb.best_step, cb.best_score) == (True, 10, 6, 0.5)
     assert cb.best_checkpoint == str(tmp_path / "checkpoint-6")
@@ -202,6 +213,101 @@ def test_resume_keeps_streak_and_best(hf, tmp_path, via):
     assert live.best_checkpoint == str(tmp_path / "checkpoint-6")
 
 
+@pytest.mark.parametrize("restore", [False, True])
+def test_resume_from_checkpoint_outside_output_dir(hf, tmp_path, restore):
+    # The first run is cut after step 8 (one decline into the streak); its checkpoint-8
+    # is copied elsewhere (as from a job's object-store backup) and a new Trainer with
+    # another output_dir resumes from the copy.
+    import shutil
+
+    first_out = tmp_path / "first"
+    first = hf.mod.EvalStopCallback("score", detector=K2)
+    hf.trainer(first_out, [first, hf.Interrupt(8)]).train()
+    assert (first.stopped, first.detector.streak, first.best_step) == (False, 1, 6)
+    copy = tmp_path / "backup" / "ckpt-at-8"
+    shutil.copytree(first_out / "checkpoint-8", copy)
+    fresh = hf.mod.EvalStopCallback("score", detector=K2)
+    tr = hf.trainer(tmp_path / "second", [fresh],
+                    restore_callback_states_from_checkpoint=restore)
+    tr.train(resume_from_checkpoint=str(copy))
+    live = hf.mod.EvalStopCallback.find(tr)
+    # What the uninterrupted run gives (test_stops_at_expected_step_and_keeps_best); a fresh
+    # detector would not stop at 10 (its first eval) nor later (the curve rises again).
+    assert (tr.state.global_step, live.stop_step, live.best_step) == (10, 10, 6)
+    # The best was saved before the cut: it stays where the first run wrote it.
+    assert live.best_checkpoint == str(first_out / "checkpoint-6")
+
+
+def test_loss_like_metric_under_max_is_an_error(hf):
+    with pytest.raises(ValueError, match=r"metric 'eval_loss' looks like a loss .*mode='min'"
+                                         r".*strict=False"):
+        hf.mod.EvalStopCallback("eval_loss")
+    with pytest.raises(ValueError, match="looks like a loss"):
+        hf.mod.EvalStopCallback("perplexity", mode="max")
+    assert hf.mod.EvalStopCallback("eval_loss", mode="min").mode == "min"
+    assert not hf.mod.EvalStopCallback("eval_loss", strict=False).strict
+
+
+def test_misspelt_metric_is_an_error_at_the_first_eval(hf, tmp_path):
+    cb = hf.mod.EvalStopCallback("scroe", detector=K2)
+    tr = hf.trainer(tmp_path, [cb], save_total_limit=2)
+    with pytest.raises(ValueError, match=r"metric 'scroe' is not in the first evaluation's "
+                                         r"metrics \(.*'eval_score'.*\); fix the name, or pass "
+                                         r"strict=False"):
+        tr.train()
+    assert tr.state.global_step == 2  # the first eval round, not the end of training
+
+
+def test_misspelt_metric_opt_out_warns_and_runs_on(hf, tmp_path, caplog):
+    cb = hf.mod.EvalStopCallback("scroe", detector=K2, strict=False)
+    tr = hf.trainer(tmp_path, [cb], save_total_limit=2)
+    tr.train()
+    assert tr.state.global_step == 16 and not cb.stopped
+    assert "metric 'scroe' is not in this evaluation's metrics" in caplog.text
+
+
+def test_metric_of_a_second_eval_dataset_is_not_misspelt(hf, tmp_path):
+    # Two eval datasets: each reports its own keys in its own on_evaluate of the round.
+    cb = hf.mod.EvalStopCallback("eval_b_score", detector=K2)
+    tr = hf.trainer(tmp_path, [cb], script=hf.Script(only="b"), save_total_limit=2,
+                    eval_dataset={"a": hf.Tokens(4), "b": hf.Tokens(4)})
+    tr.train()
+    assert (tr.state.global_step, cb.stop_step, cb.best_step) == (10, 10, 6)
+
+
+def test_save_best_without_limit_warns_the_checkpoint_count(hf, tmp_path):
+    # Saves every 5 steps, evals every 2, 16 steps, a rule that never fires here: the
+    # scheduled saves are 5, 10, 15, 16 and the evals off them that can be a new best are
+    # 2, 4, 6, 8, 12, 14 -> up to 10. The curve's new bests off the schedule are 2, 4, 6,
+    # 12, 14 (8 is a decline), so 9 are left on disk.
+    cb = hf.mod.EvalStopCallback("score", detector="evalstop:k=20")
+    tr = hf.trainer(tmp_path, [cb], save_steps=5)
+    with pytest.warns(UserWarning, match=r"may leave up to 10 checkpoints .*\(4 scheduled "
+                                         r"saves \+ up to 6 saves of a new best.*"
+                                         r"save_total_limit=2"):
+        tr.train()
+    assert len(_checkpoints(tmp_path)) == 9
+    assert tr.state.global_step == 16 and not cb.stopped
+
+
+def test_expected_checkpoints_table(hf):
+    def args(save="steps", ev="steps"):
+        return types.SimpleNamespace(save_strategy=save, eval_strategy=ev)
+
+    def state(max_steps=60, save_steps=2, eval_steps=2, epochs=3):
+        return types.SimpleNamespace(max_steps=max_steps, save_steps=save_steps,
+                                     eval_steps=eval_steps, num_train_epochs=epochs)
+
+    ec = hf.mod.expected_checkpoints
+    assert ec(args(), state()) == (30, 0)  # the issue's 30
+    assert ec(args(), state(max_steps=61)) == (31, 0)  # + the save at the last step
+    assert ec(args(), state(save_steps=10)) == (6, 24)
+    assert ec(args(save="no"), state()) == (0, 30)
+    assert ec(args(save="epoch", ev="epoch"), state()) == (3, 0)
+    assert ec(args(save="best"), state()) is None
+    assert ec(args(), state(max_steps=-1)) is None
+
+
 def test_config_warnings_table(hf):
     def args(**kw):
         base = {
@@ -234,6 +340,7 @@ def test_config_warnings_table(hf):
         ({"metric": "score", "mode": "up"}, "mode must be 'max' or 'min'"),
         ({"metric": "score", "detector": "nope"}, "unknown detector 'nope'"),
         ({"metric": "score", "save_best": "yes"}, "save_best must be"),
+        ({"metric": "score", "strict": 1}, "strict must be"),
     ],
 )
 def test_bad_arguments(hf, kwargs, match):

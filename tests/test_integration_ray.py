@@ -167,7 +167,9 @@ def test_metric_and_mode_are_required():
 
 
 def test_min_mode_and_missing_metric():
-    sched = EvalStopScheduler(metric="loss", mode="min", detector="evalstop:k=1")
+    # strict=False: a result without the metric is skipped (strict raises, see
+    # test_integration_ray_resume.py).
+    sched = EvalStopScheduler(metric="loss", mode="min", detector="evalstop:k=1", strict=False)
     trial = types.SimpleNamespace(trial_id="t")
     assert sched.on_trial_result(None, trial, {"training_iteration": 1}) == "CONTINUE"
     assert _feed_loss(sched, [1.0, 0.5, 0.7]) == ["CONTINUE", "CONTINUE", "STOP"]

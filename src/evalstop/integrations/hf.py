@@ -16,11 +16,17 @@ detector (an unchanged ``evalstop.detectors`` object); on a stop it sets
 * **load_best_model_at_end** loads the Trainer's best by ``metric_for_best_model``; the
   callback warns when that is not EvalStop's metric and direction.
 
-Resuming: the callback is an ``ExportableState`` (its detector state is stored in
-``trainer_state.json``; the Trainer restores it when
-``restore_callback_states_from_checkpoint=True``), and it also writes
-``evalstop_callback.json`` into every checkpoint it sees saved, which it reads back at
-``on_train_begin`` of a resumed run, so the streak and the best survive either way.
+Resuming: the callback is an ``ExportableState``, so its detector state is stored in the
+``trainer_state.json`` of every checkpoint. The Trainer rebuilds the callback from it when
+``restore_callback_states_from_checkpoint=True``; otherwise the callback restores itself
+at ``on_train_begin`` from the state the Trainer loaded out of the checkpoint given to
+``train(resume_from_checkpoint=...)``, wherever that checkpoint lies. It also writes
+``evalstop_callback.json`` into every checkpoint in ``output_dir`` (the fallback for a
+``trainer_state.json`` without callback states).
+
+Strictness (``strict=True``, default): a loss-like metric under ``mode="max"`` raises at
+construction, and a metric that the first evaluation round does not report raises before
+training goes on; ``strict=False`` turns both off (a missing metric is logged once).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from typing import Any
 
 from evalstop.detectors import DEFAULT_SPEC, Decision, make_detector
 from evalstop.integrations._extras import require
+from evalstop.integrations._strict import check_direction, missing_metric_error
 
 _tc = require("transformers.trainer_callback", what="EvalStopCallback", extra="hf")
 TrainerCallback = _tc.TrainerCallback
@@ -132,6 +139,8 @@ class EvalStopCallback(TrainerCallback, ExportableState):
             new best when no save is due there, so that the best step has a checkpoint.
         fleet: a ``evalstop.detectors.FleetNoise`` shared with other runs of the same eval
             (its pooled noise is used until a stated ``sigma=``/``eval_n=`` in the spec).
+        strict: raise on a loss-like metric under ``mode="max"`` and on a metric missing
+            from the first evaluation round (default); False turns both checks off.
 
     After training: ``stopped``, ``stop_step``, ``best_step``, ``best_score``,
     ``best_checkpoint`` (a directory, or None if the best step was never saved) and
@@ -145,22 +154,30 @@ class EvalStopCallback(TrainerCallback, ExportableState):
         detector: str = DEFAULT_SPEC,
         save_best: bool = True,
         fleet: Any = None,
+        strict: bool = True,
     ) -> None:
         # Bad arguments are ValueErrors naming the value, project-wide (not TypeError).
         if not isinstance(metric, str) or not metric.strip():
             raise ValueError(f"metric must be a metric name such as 'eval_loss', got {metric!r}")
         if not isinstance(save_best, bool):
             raise ValueError(f"save_best must be True or False, got {save_best!r}")  # noqa: TRY004
+        if not isinstance(strict, bool):
+            raise ValueError(f"strict must be True or False, got {strict!r}")  # noqa: TRY004
         self.metric = metric.strip()
         self.mode = mode
         self.detector_spec = detector
         self.save_best = save_best
+        self.strict = strict
         self.fleet = fleet
         self.detector = make_detector(detector, mode=mode, fleet=fleet)  # ValueError if bad
+        check_direction("EvalStopCallback", self.metric, mode, strict)
         self.decision: Decision | None = None
         self.best_checkpoint: str | None = None
         self._checked = False
         self._warned_missing = False
+        self._seen_metric = False
+        # (step, metric names) of the first evaluation round while our metric is unseen.
+        self._unseen_round: tuple[int, set[str]] | None = None
 
     # ---- results ------------------------------------------------------------------------
     @property
@@ -196,6 +213,7 @@ class EvalStopCallback(TrainerCallback, ExportableState):
                 "mode": self.mode,
                 "detector": self.detector_spec,
                 "save_best": self.save_best,
+                "strict": self.strict,
             },
             "attributes": {"evalstop_state": self.evalstop_state},
         }
@@ -219,12 +237,23 @@ class EvalStopCallback(TrainerCallback, ExportableState):
         if state.global_step > 0:
             self._restore_from_checkpoint(args, state)
         self._protect_best(args, state)
+        self._warn_checkpoint_count(args, state)
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self._check_round_had_metric()
 
     def on_evaluate(self, args, state, control, metrics=None, **kwargs):
         if not metrics:
             return
+        self._check_round_had_metric(int(state.global_step))
         key = self.metric if self.metric in metrics else _eval_key(self.metric)
         if key not in metrics:
+            if self.strict and not self._seen_metric:
+                # Several eval datasets each report their own keys in one round (one
+                # on_evaluate each): judge the name once the round is over.
+                step, names = self._unseen_round or (int(state.global_step), set())
+                self._unseen_round = (step, names | set(metrics))
+                return
             # Several eval datasets each report their own metrics; only one has ours.
             if not self._warned_missing:
                 self._warned_missing = True
@@ -235,6 +264,8 @@ class EvalStopCallback(TrainerCallback, ExportableState):
                     sorted(metrics),
                 )
             return
+        self._seen_metric = True
+        self._unseen_round = None
         step = int(state.global_step)
         last = self.detector.state_dict()["last_step"]
         if last is not None and step <= last:
@@ -268,6 +299,7 @@ class EvalStopCallback(TrainerCallback, ExportableState):
             )
 
     def on_save(self, args, state, control, **kwargs):
+        self._check_round_had_metric()
         self._resolve_best(args)
         self._protect_best(args, state)
         if args.should_save:  # the main process writes files
@@ -277,6 +309,7 @@ class EvalStopCallback(TrainerCallback, ExportableState):
                     json.dump(self.state(), fh)
 
     def on_train_end(self, args, state, control, **kwargs):
+        self._check_round_had_metric()
         self._resolve_best(args)
         if self.best_step is not None and self.best_checkpoint is None:
             msg = (
@@ -295,33 +328,84 @@ class EvalStopCallback(TrainerCallback, ExportableState):
             warnings.warn(f"EvalStopCallback: {msg}", stacklevel=3)
             logger.warning("EvalStopCallback: %s", msg)
 
-    def _restore_from_checkpoint(self, args, state) -> None:
-        path = os.path.join(
-            _run_dir(args), f"{CHECKPOINT_PREFIX}-{state.global_step}", STATE_FILE
+    def _check_round_had_metric(self, step: int | None = None) -> None:
+        """Raise (strict) once the first evaluation round is over without our metric."""
+        if self._unseen_round is None or self._seen_metric:
+            return
+        first, names = self._unseen_round
+        if step is not None and step == first:
+            return  # another eval dataset of the same round
+        self._unseen_round = None
+        raise missing_metric_error(
+            "EvalStopCallback", self.metric, names,
+            "(e.g. when only some evaluations report it)",
         )
-        try:
-            with open(path, encoding="utf-8") as fh:
-                saved = json.load(fh)
-        except FileNotFoundError:
-            if self.detector.state_dict()["last_step"] is None:
+
+    def _warn_checkpoint_count(self, args, state) -> None:
+        if not self.save_best or (args.save_total_limit or 0) > 0:
+            return
+        counts = expected_checkpoints(args, state)
+        if counts is None or sum(counts) <= 2:
+            return
+        scheduled, extra = counts
+        msg = (
+            f"save_best=True without save_total_limit keeps every checkpoint: this run of "
+            f"{state.max_steps} steps may leave up to {scheduled + extra} checkpoints in "
+            f"{_run_dir(args)} ({scheduled} scheduled saves + up to {extra} saves of a new "
+            f"best between them), fewer if EvalStop stops it early; set save_total_limit=2 "
+            f"to keep only the newest and EvalStop's best"
+        )
+        warnings.warn(f"EvalStopCallback: {msg}", stacklevel=3)
+        logger.warning("EvalStopCallback: %s", msg)
+
+    def _saved_state(self, state) -> dict | None:
+        """This callback's entry in the ``stateful_callbacks`` of the trainer_state.json
+        that the Trainer loaded from the resumed checkpoint (wherever it lies)."""
+        entries = (getattr(state, "stateful_callbacks", None) or {}).get(type(self).__name__)
+        if isinstance(entries, dict):
+            entries = [entries]
+        if not isinstance(entries, list):
+            return None
+        # Newest last: with several callbacks of this class the Trainer appends each save.
+        for entry in reversed(entries):
+            args = entry.get("args") if isinstance(entry, dict) else None
+            if (isinstance(args, dict) and args.get("metric") == self.metric
+                    and args.get("detector") == self.detector_spec):
+                return entry
+        return None
+
+    def _restore_from_checkpoint(self, args, state) -> None:
+        if self.detector.state_dict()["last_step"] is not None:
+            return  # the Trainer rebuilt us (restore_callback_states_from_checkpoint=True)
+        saved = self._saved_state(state)
+        source = "the resumed checkpoint's trainer_state.json"
+        if saved is None:
+            source = os.path.join(
+                _run_dir(args), f"{CHECKPOINT_PREFIX}-{state.global_step}", STATE_FILE
+            )
+            try:
+                with open(source, encoding="utf-8") as fh:
+                    saved = json.load(fh)
+            except FileNotFoundError:
                 logger.warning(
-                    "EvalStopCallback: resuming at step %d without %s: the detector starts "
-                    "afresh (its streak and best are lost)",
+                    "EvalStopCallback: resuming at step %d with no EvalStop state in the "
+                    "checkpoint's trainer_state.json nor at %s: the detector starts afresh "
+                    "(its streak and best are lost)",
                     state.global_step,
-                    path,
+                    source,
                 )
-            return
-        except (OSError, ValueError) as exc:
-            logger.warning("EvalStopCallback: cannot read %s (%s); the detector keeps its "
-                           "current state", path, exc)
-            return
+                return
+            except (OSError, ValueError) as exc:
+                logger.warning("EvalStopCallback: cannot read %s (%s); the detector keeps its "
+                               "current state", source, exc)
+                return
         try:
             self.evalstop_state = saved["attributes"]["evalstop_state"]
-        except (KeyError, TypeError, ValueError) as exc:  # another spec, or a damaged file
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:  # another spec, damage
             logger.warning("EvalStopCallback: %s does not fit this callback (%s); the "
-                           "detector keeps its current state", path, exc)
+                           "detector keeps its current state", source, exc)
             return
-        logger.info("EvalStopCallback: restored detector state from %s", path)
+        logger.info("EvalStopCallback: restored detector state from %s", source)
 
     def _resolve_best(self, args) -> None:
         """The checkpoint directory of the detector's best step, if it is on disk."""
@@ -329,8 +413,15 @@ class EvalStopCallback(TrainerCallback, ExportableState):
         if best is None:
             self.best_checkpoint = None
             return
-        path = os.path.join(_run_dir(args), f"{CHECKPOINT_PREFIX}-{best}")
-        self.best_checkpoint = path if os.path.isdir(path) else None
+        name = f"{CHECKPOINT_PREFIX}-{best}"
+        path = os.path.join(_run_dir(args), name)
+        if os.path.isdir(path):
+            self.best_checkpoint = path
+            return
+        # Resumed into another output_dir: the best saved before the resume stays where it was.
+        prev = self.best_checkpoint
+        keep = prev and os.path.basename(os.path.normpath(prev)) == name and os.path.isdir(prev)
+        self.best_checkpoint = prev if keep else None
 
     def _protect_best(self, args, state) -> None:
         # Without metric_for_best_model the Trainer never sets best_model_checkpoint, so
@@ -338,6 +429,35 @@ class EvalStopCallback(TrainerCallback, ExportableState):
         best = self.best_checkpoint
         if args.metric_for_best_model is None and best is not None and os.path.isdir(best):
             state.best_model_checkpoint = best
+
+
+def expected_checkpoints(args: Any, state: Any) -> tuple[int, int] | None:
+    """(scheduled saves, most extra saves of a new best between them) over a whole run,
+    or None when the schedule is not known in steps. Pure, for the save_best warning."""
+    max_steps = int(state.max_steps or 0)
+    if max_steps <= 0:
+        return None
+    epochs = float(getattr(state, "num_train_epochs", 0) or 0)
+
+    def schedule(strategy: str, every: Any) -> set[int] | None:
+        if strategy == "no":
+            return set()
+        if strategy == "steps" and every and every > 0:
+            # The Trainer also evaluates and saves at the last step.
+            return set(range(int(every), max_steps + 1, int(every))) | {max_steps}
+        if strategy == "epoch" and epochs > 0:
+            per = max_steps / epochs
+            return {min(max_steps, round(per * (i + 1))) for i in range(math.ceil(epochs))}
+        return None  # "best", or unknown
+
+    saves = schedule(_strategy(args.save_strategy), getattr(state, "save_steps", None))
+    evals = schedule(
+        _strategy(getattr(args, "eval_strategy", getattr(args, "evaluation_strategy", "no"))),
+        getattr(state, "eval_steps", None),
+    )
+    if saves is None or evals is None:
+        return None
+    return len(saves), len(evals - saves)
 
 
 def _run_dir(args) -> str:

@@ -14,6 +14,14 @@ Which trial stopped where, and its best step, are kept per trial id: ``decisions
 ``best_checkpoint(result)`` finds the best step's checkpoint among a trial's reported
 checkpoints (keep them with ``tune.CheckpointConfig(num_to_keep=None)``, or with
 ``checkpoint_score_attribute=metric`` so that the best one is never dropped).
+
+Resume: Tune pickles the scheduler when the ``Tuner`` is built and never calls its
+``save``/``restore``, so a restored experiment would start every detector afresh. The
+overlay therefore writes its detectors' state (``STATE_FILE``, atomically, after each
+result) into the experiment's driver staging directory, which Tune's experiment
+checkpointing syncs to the storage path together with its own experiment state and
+syncs back down on ``Tuner.restore``; the overlay reads it when the restored trials are
+added. ``EvalStopScheduler.from_experiment(path)`` reads it after a run.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from typing import Any
 
 from evalstop.detectors import DEFAULT_SPEC, Decision, Detector, make_detector
 from evalstop.integrations._extras import require
+from evalstop.integrations._strict import check_direction, missing_metric_error
 
 _sched = require("ray.tune.schedulers", what="EvalStopScheduler/EvalStopStopper", extra="ray")
 _tune = require("ray.tune", what="EvalStopScheduler/EvalStopStopper", extra="ray")
@@ -36,6 +45,8 @@ FIFOScheduler = _sched.FIFOScheduler
 
 logger = logging.getLogger(__name__)
 
+STATE_FILE = "evalstop-scheduler-state.json"
+
 
 class TrialDetectors:
     """One detector per trial id, fed from Tune result dicts. Shared by the scheduler
@@ -43,7 +54,7 @@ class TrialDetectors:
 
     def __init__(
         self, spec: str, metric: str | None, mode: str | None, time_attr: str,
-        fleet: Any = None,
+        fleet: Any = None, strict: bool = True, who: str = "EvalStopScheduler",
     ) -> None:
         make_detector(spec, fleet=fleet)  # a bad spec fails here, before any trial runs
         self.fleet = fleet  # one FleetNoise shared by every trial's detector, or None
@@ -53,15 +64,36 @@ class TrialDetectors:
             raise ValueError(f"time_attr must be a result key, got {time_attr!r}")
         if metric is not None and (not isinstance(metric, str) or not metric):
             raise ValueError(f"metric must be a result key, got {metric!r}")
+        if not isinstance(strict, bool):
+            raise ValueError(f"strict must be True or False, got {strict!r}")
         self.spec, self.metric, self.mode, self.time_attr = spec, metric, mode, time_attr
+        self.strict, self.who = strict, who
         self.detectors: dict[str, Detector] = {}
         self.stop_reasons: dict[str, str] = {}
+        self._seen_metric = False
+        self.check_direction()
+
+    def check_direction(self) -> None:
+        check_direction(self.who, self.metric, self.mode, self.strict)
 
     def feed(self, trial_id: str, result: dict[str, Any]) -> Decision | None:
         """Feed one result; None when it has no usable metric or step."""
-        if self.metric is None or self.metric not in result or self.time_attr not in result:
+        if self.metric is None or self.time_attr not in result:
             return None
+        if self.metric not in result:
+            if self.strict and not self._seen_metric:
+                raise missing_metric_error(
+                    self.who, self.metric, result,
+                    "(e.g. when the metric is reported on some iterations only)",
+                )
+            return None
+        self._seen_metric = True
         det = self.detectors.get(trial_id)
+        if det is not None and det.stopped:
+            # A result after the stop: replayed by a restore that came before Tune acted
+            # on the stop, or a result already in flight. The stop stands.
+            return Decision(True, self.stop_reasons.get(trial_id, ""), det.best_step,
+                            det.best_score)
         if det is None:
             det = self.detectors[trial_id] = make_detector(self.spec, mode=self.mode or "max",
                                                            fleet=self.fleet)
@@ -109,6 +141,7 @@ class TrialDetectors:
             "detectors": {tid: det.state_dict() for tid, det in self.detectors.items()},
             "stop_reasons": dict(self.stop_reasons),
             **({} if self.fleet is None else {"fleet": self.fleet.state_dict()}),
+            "seen_metric": self._seen_metric,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -122,6 +155,7 @@ class TrialDetectors:
         self.stop_reasons = dict(state["stop_reasons"])
         if self.fleet is not None and "fleet" in state:
             self.fleet.load_state_dict(state["fleet"])
+        self._seen_metric = bool(state.get("seen_metric", self.detectors))
 
     def best_checkpoint(self, result: Any):
         """The checkpoint of the best step of ``result`` (a ``tune.Result``), or None."""
@@ -148,6 +182,9 @@ class EvalStopScheduler(TrialScheduler):
             ``training_iteration``).
         fleet: one ``evalstop.detectors.FleetNoise`` that pools the eval noise across
             trials (saved and restored with the scheduler's state).
+        strict: raise (default) when the metric looks like a loss under ``mode="max"``,
+            or when the first result has no ``metric``; False turns both checks off
+            (results without the metric are then skipped).
     """
 
     def __init__(
@@ -158,14 +195,35 @@ class EvalStopScheduler(TrialScheduler):
         detector: str = DEFAULT_SPEC,
         time_attr: str = "training_iteration",
         fleet: Any = None,
+        strict: bool = True,
     ) -> None:
         super().__init__()
         if base_scheduler is not None and not isinstance(base_scheduler, TrialScheduler):
             raise ValueError(f"base_scheduler must be a Tune TrialScheduler, got {base_scheduler!r}")
         self._base = base_scheduler if base_scheduler is not None else FIFOScheduler()
-        self._trials = TrialDetectors(detector, metric, mode, time_attr, fleet)
+        self._trials = TrialDetectors(detector, metric, mode, time_attr, fleet, strict,
+                                      "EvalStopScheduler")
         self._metric = metric
         self._mode = mode
+        self._state_dir: str | None = None  # the experiment's driver staging directory
+        self._warned_persist = False
+
+    @classmethod
+    def from_experiment(cls, path: str) -> EvalStopScheduler:
+        """The overlay's detectors as last checkpointed in the experiment directory
+        ``path`` (e.g. ``results.experiment_path``): ``decisions()`` and
+        ``best_checkpoint(result)`` after ``Tuner.restore``, whose live scheduler is
+        Tune's unpickled copy rather than the object the user built."""
+        text = _read_experiment_file(path, STATE_FILE)
+        try:
+            state = json.loads(text)
+            sched = cls(metric=state["metric"], mode=state["mode"], detector=state["spec"],
+                        time_attr=state["time_attr"], strict=False)
+            sched._trials.load_state_dict(state)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"{path}/{STATE_FILE}: not an EvalStopScheduler state ({exc})") \
+                from None
+        return sched
 
     # ---- what the overlay adds -----------------------------------------------------------
     @property
@@ -199,11 +257,13 @@ class EvalStopScheduler(TrialScheduler):
                 f"EvalStopScheduler needs a metric and a mode (got metric={self._metric!r}, "
                 f"mode={self._mode!r}): pass them to it or to tune.TuneConfig"
             )
+        self._trials.check_direction()
         # A base created without a metric (e.g. ASHAScheduler()) learns the overlay's.
         return self._base.set_search_properties(metric or self._metric, mode or self._mode,
                                                 **spec)
 
     def on_trial_add(self, tune_controller, trial, **kwargs):
+        self._attach(trial)
         return self._base.on_trial_add(tune_controller, trial, **kwargs)
 
     def on_trial_error(self, tune_controller, trial, **kwargs):
@@ -212,8 +272,10 @@ class EvalStopScheduler(TrialScheduler):
     def on_trial_result(self, tune_controller, trial, result):
         base_decision = self._base.on_trial_result(tune_controller, trial, result)
         decision = self._trials.feed(trial.trial_id, result)
-        if decision is not None and decision.stop:
-            return TrialScheduler.STOP
+        if decision is not None:
+            self._persist()
+            if decision.stop:
+                return TrialScheduler.STOP
         return base_decision
 
     def on_trial_complete(self, tune_controller, trial, result, **kwargs):
@@ -227,6 +289,51 @@ class EvalStopScheduler(TrialScheduler):
 
     def debug_string(self) -> str:
         return f"(EvalStopScheduler {self._trials.spec}) {self._base.debug_string()}"
+
+    # ---- resume: state kept beside Tune's experiment state --------------------------------
+    def _attach(self, trial) -> None:
+        """Learn the experiment's staging directory from the trials added (the same object
+        may serve several experiments); in a restored experiment Tune has synced our
+        state file back down into it."""
+        path = getattr(getattr(trial, "storage", None), "experiment_driver_staging_path", None)
+        if not isinstance(path, str) or path == self._state_dir:
+            return  # not a Tune trial (unit tests feed results directly), or known
+        self._state_dir = path
+        file = os.path.join(path, STATE_FILE)
+        if not os.path.exists(file):
+            return
+        try:
+            with open(file, encoding="utf-8") as fh:
+                self._trials.load_state_dict(json.load(fh))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"{file}: cannot restore EvalStop's detectors ({exc}); delete "
+                             "the file to restore the experiment with fresh detectors") \
+                from None
+        self._metric = self._metric or self._trials.metric
+        self._mode = self._mode or self._trials.mode
+        logger.info("EvalStop: restored %d trials' detectors from %s",
+                    len(self._trials.detectors), file)
+
+    def _persist(self) -> None:
+        # Atomic: Tune may sync the directory up at any moment, and a driver may die mid-write.
+        if self._state_dir is None:
+            return
+        tmp = None
+        try:
+            os.makedirs(self._state_dir, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self._state_dir, prefix=".evalstop-", suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(self._trials.state_dict(), fh)
+            os.replace(tmp, os.path.join(self._state_dir, STATE_FILE))
+        except OSError as exc:
+            # Losing resumability is no reason to kill the experiment: say so and go on.
+            if tmp is not None and os.path.exists(tmp):
+                os.unlink(tmp)
+            if not self._warned_persist:
+                self._warned_persist = True
+                logger.warning("EvalStop: cannot write %s in %s (%s): a restored experiment "
+                               "would start its detectors afresh", STATE_FILE,
+                               self._state_dir, exc)
 
     def save(self, checkpoint_path: str):
         """Detector state as JSON at ``checkpoint_path``; the base's beside it (``.base``)."""
@@ -256,11 +363,13 @@ class EvalStopStopper(_tune.Stopper):
         detector: str = DEFAULT_SPEC,
         time_attr: str = "training_iteration",
         fleet: Any = None,
+        strict: bool = True,
     ) -> None:
         if not isinstance(metric, str) or not metric:
             raise ValueError(f"metric must be a result key, got {metric!r}")
         make_detector(detector, mode=mode)  # ValueError on a bad spec or mode
-        self._trials = TrialDetectors(detector, metric, mode, time_attr, fleet)
+        self._trials = TrialDetectors(detector, metric, mode, time_attr, fleet, strict,
+                                      "EvalStopStopper")
 
     def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
         decision = self._trials.feed(trial_id, result)
@@ -274,6 +383,22 @@ class EvalStopStopper(_tune.Stopper):
 
     def best_checkpoint(self, result: Any):
         return self._trials.best_checkpoint(result)
+
+
+def _read_experiment_file(path: str, name: str) -> str:
+    """A file of an experiment directory, local or on Tune's storage (``s3://...``)."""
+    try:
+        if "://" in path:
+            import pyarrow.fs  # a Ray dependency
+
+            fs, fs_path = pyarrow.fs.FileSystem.from_uri(path)
+            with fs.open_input_stream(f"{fs_path.rstrip('/')}/{name}") as fh:
+                return fh.readall().decode("utf-8")
+        with open(os.path.join(path, name), encoding="utf-8") as fh:
+            return fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: no readable {name} ({exc}); was the experiment run "
+                         "with EvalStopScheduler?") from None
 
 
 def scripted_trainable(config: dict[str, Any]) -> None:
