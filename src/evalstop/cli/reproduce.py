@@ -19,6 +19,7 @@ from pathlib import Path
 from evalstop.experiments import FULL, QUICK, names, run_experiments, select
 from evalstop.experiments.runner import default_workers, plan
 from evalstop.fileio import prepare_out_dir
+from evalstop.ray_engine import add_ray_option, check_ray_option, engine_for
 
 MAX_SEEDS = 10_000
 
@@ -55,6 +56,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="skip the detector benchmark (by default it runs, also with --only, "
                         "seeded with --seed; --quick runs its quick version)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_ray_option(p)
     return p
 
 
@@ -83,6 +85,7 @@ def _check(args) -> None:
     # The task list is built up front: --seeds 99999999999999 hung building it.
     if args.seeds is not None and args.seeds > MAX_SEEDS:
         raise ValueError(f"--seeds must be <= {MAX_SEEDS}, got {args.seeds}")
+    check_ray_option(args)
 
 
 def run(args) -> int:
@@ -101,18 +104,19 @@ def run(args) -> int:
 
     progress = not args.no_progress and sys.stderr.isatty()
     t0 = time.perf_counter()
-    runs = run_experiments(experiments, settings, workers=workers, progress=progress)
-    sim_wall = time.perf_counter() - t0
-    bench, bench_s = None, None
-    if not args.no_detectors:
-        from evalstop.detbench import run_detector_benchmark
-        from evalstop.report.sections.detbench import DIR
+    with engine_for(args) as ray_engine:  # --ray: the same tasks, as Ray tasks
+        runs = run_experiments(experiments, settings, workers=workers, progress=progress)
+        sim_wall = time.perf_counter() - t0
+        bench, bench_s = None, None
+        if not args.no_detectors:
+            from evalstop.detbench import run_detector_benchmark
+            from evalstop.report.sections.detbench import DIR
 
-        t1 = time.perf_counter()
-        # One seed fixes the whole report: the benchmark takes the base seed too.
-        bench = run_detector_benchmark(Path(args.out) / DIR, seed=args.seed, quick=args.quick,
-                                       progress=progress)
-        bench_s = time.perf_counter() - t1
+            t1 = time.perf_counter()
+            # One seed fixes the whole report: the benchmark takes the base seed too.
+            bench = run_detector_benchmark(Path(args.out) / DIR, seed=args.seed,
+                                           quick=args.quick, progress=progress)
+            bench_s = time.perf_counter() - t1
     files = write_report(runs, args.out, RunInfo(wall_s=sim_wall, workers=workers,
                                                  quick=args.quick, command=_command(args),
                                                  detectors_s=bench_s), detectors=bench)
@@ -120,6 +124,8 @@ def run(args) -> int:
     print(f"ran {n_tasks} tasks in {sim_wall:.1f} s on {workers} worker(s)"
           + (f"; detector benchmark {bench_s:.1f} s" if bench_s is not None else "")
           + f"; total {total:.1f} s")
+    if ray_engine is not None:
+        print(ray_engine.summary())
     print(f"report: {files.markdown}")
     print(f"        {files.html} (self-contained)")
     print(f"results: {files.results_json} and per-experiment CSVs in {files.markdown.parent}")
