@@ -88,6 +88,7 @@ class Cluster:
     temp_dirs: list[Path] = field(default_factory=list)
     procs: list[subprocess.Popen] = field(default_factory=list)
     logs: list[Path] = field(default_factory=list)
+    root: Path | None = None  # holds the temp dirs and the logs
 
     def _start(self, args: list[str], temp_dir: Path, ports: dict[str, int]) -> None:
         log = temp_dir.with_suffix(".log")
@@ -114,20 +115,24 @@ class Cluster:
         lines = out.stdout.strip().splitlines()
         return int(lines[-1]) if out.returncode == 0 and lines and lines[-1].isdigit() else 0
 
+    def log_tail(self, chars: int = 1500) -> str:
+        return " | ".join(log.read_text(errors="replace")[-chars:] for log in self.logs
+                          if log.is_file())
+
     def wait_for(self, n_nodes: int, deadline: float) -> None:
         while time.monotonic() < deadline:
             if any(p.poll() is not None for p in self.procs):
-                raise ClusterError(f"a ray start process exited early; see {self.logs}")
+                raise ClusterError(f"a ray start process exited early: {self.log_tail()}")
             if self.alive_nodes(timeout_s=min(30.0, max(5.0, deadline - time.monotonic()))) \
                     >= n_nodes:
                 return
             time.sleep(1.0)
-        raise ClusterError(f"{n_nodes} Ray nodes not up within {UP_TIMEOUT_S:.0f} s; "
-                           f"see {self.logs}")
+        raise ClusterError(f"{n_nodes} Ray nodes not up within {UP_TIMEOUT_S:.0f} s: "
+                           f"{self.log_tail()}")
 
     def processes(self) -> list[psutil.Process]:
         """What this cluster started: the ``ray start`` processes, their descendants, and
-        any process whose command line names one of this cluster's temp dirs (Ray daemons
+        any process whose command line names this cluster's folder (Ray daemons
         that daemonise away from their parent)."""
         found: dict[int, psutil.Process] = {}
         for p in self.procs:
@@ -137,7 +142,7 @@ class Cluster:
                     found[q.pid] = q
             except psutil.NoSuchProcess:
                 pass
-        marks = [str(d) for d in self.temp_dirs]
+        marks = [str(self.root)] if self.root is not None else []
         for q in psutil.process_iter(["pid", "cmdline"]):
             cmdline = " ".join(q.info["cmdline"] or ())
             if any(m in cmdline for m in marks) and q.pid != os.getpid():
@@ -168,8 +173,8 @@ class Cluster:
                 p.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 pass
-        for d in self.temp_dirs:
-            shutil.rmtree(d, ignore_errors=True)
+        if self.root is not None:
+            shutil.rmtree(self.root, ignore_errors=True)
 
 
 def start_two_node_cluster(seed: int | None = None) -> Cluster:
@@ -178,8 +183,11 @@ def start_two_node_cluster(seed: int | None = None) -> Cluster:
     cluster = Cluster()
     try:
         # Short paths under /tmp: Ray's unix sockets live in the temp dir (108-byte limit).
-        head_dir = Path(tempfile.mkdtemp(prefix="evh", dir="/tmp"))
-        node_dir = Path(tempfile.mkdtemp(prefix="evn", dir="/tmp"))
+        root = Path(tempfile.mkdtemp(prefix="evr", dir="/tmp"))
+        cluster.root = root
+        head_dir, node_dir = root / "h", root / "n"
+        head_dir.mkdir()
+        node_dir.mkdir()
         cluster.temp_dirs += [head_dir, node_dir]
         head_ports = _ports(rng, ["port", "ray-client-server-port", "dashboard-port",
                                   *_NODE_PORTS])
