@@ -52,3 +52,15 @@ def test_toy_scale_runs_with_the_points_own_sizes():
     assert all(r["n_stopped"] > 0 for r in stopped)  # the rules do stop jobs here
     assert all(r["n_stopped"] == 0 for r in rows if r not in stopped)
     assert {r["n_jobs"] for r in rows} == {120, 150}
+
+
+def test_toy_scale_reports_with_the_generic_section(tmp_path):
+    from evalstop.experiments import run_experiments
+    from evalstop.report import RunInfo, write_report
+
+    exp = make_experiment(synthetic_jobs=100, philly_jobs=100, gpus=128)
+    runs = run_experiments([exp], replace(FULL, n_seeds=2), workers=1, progress=False)
+    files = write_report(runs, tmp_path, RunInfo(wall_s=0.0, workers=1, quick=False))
+    md = files.markdown.read_text()
+    assert exp.title in md and "Default+Tiresias" in md
+    assert (tmp_path / "scale_summary.csv").is_file()
