@@ -16,7 +16,6 @@ evalstop's dependencies (numpy, scipy, tqdm, ... at the driver's versions), not 
 from __future__ import annotations
 
 import contextlib
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -106,7 +105,6 @@ def ray_session(address: str | None) -> Iterator[RayEngine]:
     ray = require_ray()
     if ray.is_initialized():
         raise RuntimeError("Ray is already initialised in this process")
-    t0 = time.perf_counter()
     env = runtime_env()
     if address:
         ray.init(address=address, runtime_env=env, log_to_driver=False)
@@ -115,7 +113,6 @@ def ray_session(address: str | None) -> Iterator[RayEngine]:
                  object_store_memory=LOCAL_OBJECT_STORE, runtime_env=env,
                  log_to_driver=False)
     engine = RayEngine(ray)
-    engine.connect_s = time.perf_counter() - t0
     try:
         with parallel.engine(engine.map):
             yield engine
