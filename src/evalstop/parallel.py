@@ -9,14 +9,32 @@ and running workers killed, and workers die with their parent even when it is ki
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
 from tqdm.auto import tqdm
 
 from evalstop.parent_death import die_with_parent
+
+
+# Another engine for every parallel_map call (evalstop.ray_engine sets Ray's for a run);
+# None: local processes.
+_ENGINE: Callable | None = None
+
+
+@contextlib.contextmanager
+def engine(map_fn: Callable) -> Iterator[None]:
+    """Within the block, ``parallel_map`` hands its work to ``map_fn(fn, items, progress=,
+    desc=, unit=, done_before=)``, which must return the results in input order."""
+    global _ENGINE
+    before, _ENGINE = _ENGINE, map_fn
+    try:
+        yield
+    finally:
+        _ENGINE = before
 
 
 def check_workers(workers: Any) -> int:
@@ -30,6 +48,9 @@ def parallel_map(fn: Callable, items: Sequence, *, workers: int, progress: bool 
     """``[fn(item) for item in items]``, spread over ``workers`` processes (``fn`` and the
     items must pickle). ``done_before`` starts the bar there, for resumed work."""
     check_workers(workers)
+    if _ENGINE is not None:
+        return _ENGINE(fn, items, progress=progress, desc=desc, unit=unit,
+                       done_before=done_before)
     out: list = [None] * len(items)
     bar = tqdm(total=done_before + len(items), initial=done_before, desc=desc, unit=unit,
                disable=not progress, leave=False)

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from evalstop.fileio import prepare_out_dir
+from evalstop.ray_engine import add_ray_option, check_ray_option, engine_for
 
 MAX_RUNS = 10_000
 
@@ -29,6 +30,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--runs", type=int, default=None,
                    help="runs per cell (family x sigma x noise kind); default 50, quick 4")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_ray_option(p)  # one Ray task per cell
     return p
 
 
@@ -42,10 +44,12 @@ def run(args) -> int:
         raise ValueError(f"--runs must be <= {MAX_RUNS}, got {args.runs}")
     if args.seed < 0:  # numpy's own message ("expected non-negative integer") names no option
         raise ValueError(f"--seed must be >= 0, got {args.seed}")
+    check_ray_option(args)
     # Made now: '' would write into the current folder, a file in its place would fail late.
     prepare_out_dir(args.out)
-    summary = run_detector_benchmark(args.out, seed=args.seed, quick=args.quick, runs=args.runs,
-                                     progress=not args.no_progress)
+    with engine_for(args) as ray_engine:
+        summary = run_detector_benchmark(args.out, seed=args.seed, quick=args.quick,
+                                         runs=args.runs, progress=not args.no_progress)
     t = summary["target"]
     h = t["held_out"]
 
@@ -62,5 +66,7 @@ def run(args) -> int:
             m = summary["parts"][part]["pooled"][d["main_spec"]]
             out.write(f"  {d['main_spec']:36s} P {f(m['precision'])}  R {f(m['recall'])}  "
                       f"FPR {f(m['fpr'])}  Q {f(m['quality'])}\n")
+    if ray_engine is not None:
+        out.write(ray_engine.summary() + "\n")
     out.write(f"wrote {args.out}/detectors.md, .json, .csv and pr_*.png\n")
     return 0

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from evalstop.experiments import FULL, QUICK, names, run_experiments, select
 from evalstop.experiments.runner import default_workers, plan
+from evalstop.ray_engine import add_ray_option, check_ray_option, engine_for
 from evalstop.staging import MARKER, check_replaceable, staged_folder
 
 MAX_SEEDS = 10_000
@@ -62,6 +63,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="skip the detector benchmark (by default it runs, also with --only, "
                         "seeded with --seed; --quick runs its quick version)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_ray_option(p)
     return p
 
 
@@ -90,6 +92,7 @@ def _check(args) -> None:
     # The task list is built up front: --seeds 99999999999999 hung building it.
     if args.seeds is not None and args.seeds > MAX_SEEDS:
         raise ValueError(f"--seeds must be <= {MAX_SEEDS}, got {args.seeds}")
+    check_ray_option(args)
 
 
 def run(args) -> int:
@@ -105,11 +108,14 @@ def run(args) -> int:
     progress = not args.no_progress and sys.stderr.isatty()
     t0 = time.perf_counter()
     with staged_folder(out, "evalstop reproduce") as stage:
-        sim_wall, bench_s = _run_into(stage, args, experiments, settings, workers, progress)
+        sim_wall, bench_s, ray_summary = _run_into(stage, args, experiments, settings,
+                                                   workers, progress)
     total = time.perf_counter() - t0
     print(f"ran {n_tasks} tasks in {sim_wall:.1f} s on {workers} worker(s)"
           + (f"; detector benchmark {bench_s:.1f} s" if bench_s is not None else "")
           + f"; total {total:.1f} s")
+    if ray_summary is not None:
+        print(ray_summary)
     print(f"report: {out / 'report.md'}")
     print(f"        {out / 'report.html'} (self-contained)")
     print(f"results: {out / 'results.json'} and per-experiment CSVs in {out}")
@@ -117,26 +123,28 @@ def run(args) -> int:
 
 
 def _run_into(stage: Path, args, experiments, settings, workers: int,
-              progress: bool) -> tuple[float, float | None]:
+              progress: bool) -> tuple[float, float | None, str | None]:
     """Run the studies and the benchmark and write everything into ``stage``; returns the
-    studies' and the benchmark's wall times."""
+    studies' and the benchmark's wall times, and what Ray ran (with ``--ray``)."""
     # Imported here: matplotlib is only needed once there is something to draw.
     from evalstop.report import RunInfo, write_report
 
     t0 = time.perf_counter()
-    runs = run_experiments(experiments, settings, workers=workers, progress=progress)
-    sim_wall = time.perf_counter() - t0
-    bench, bench_s = None, None
-    if not args.no_detectors:
-        from evalstop.detbench import run_detector_benchmark
-        from evalstop.report.sections.detbench import DIR
+    with engine_for(args) as ray_engine:  # --ray: the same tasks, as Ray tasks
+        runs = run_experiments(experiments, settings, workers=workers, progress=progress)
+        sim_wall = time.perf_counter() - t0
+        bench, bench_s = None, None
+        if not args.no_detectors:
+            from evalstop.detbench import run_detector_benchmark
+            from evalstop.report.sections.detbench import DIR
 
-        t1 = time.perf_counter()
-        # One seed fixes the whole report: the benchmark takes the base seed too.
-        bench = run_detector_benchmark(stage / DIR, seed=args.seed, quick=args.quick,
-                                       progress=progress)
-        bench_s = time.perf_counter() - t1
+            t1 = time.perf_counter()
+            # One seed fixes the whole report: the benchmark takes the base seed too.
+            bench = run_detector_benchmark(stage / DIR, seed=args.seed, quick=args.quick,
+                                           progress=progress)
+            bench_s = time.perf_counter() - t1
+        ray_summary = None if ray_engine is None else ray_engine.summary()
     write_report(runs, stage, RunInfo(wall_s=sim_wall, workers=workers, quick=args.quick,
                                       command=_command(args), detectors_s=bench_s),
                  detectors=bench)
-    return sim_wall, bench_s
+    return sim_wall, bench_s, ray_summary

@@ -11,14 +11,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from tqdm import tqdm
-
 from evalstop.detbench import calibration, detectability, workload_part
 from evalstop.detbench import lineup as lineup_mod
 from evalstop.detbench import runs as runs_mod
 from evalstop.detbench.families import END_RATIO, FAMILIES, MIN_DROP
 from evalstop.detbench.scoring import Tally, run_detector, tally
 from evalstop.detectors import DEFAULT_SPEC, canonical
+from evalstop.parallel import parallel_map
 
 PARTS = ("tuning", "held_out", "fresh", "workload")
 HELD_OUT_PARTS = ("held_out", "fresh")
@@ -81,30 +80,60 @@ def evaluate(cfg: BenchConfig, *, progress: bool = True) -> tuple[dict, dict, di
             for part in ("tuning", "held_out", "fresh")}
     sets["workload"] = workload_part.build(cfg.seed, cfg.runs, sigmas=cfg.sigmas,
                                            evals=cfg.evals)
-    total = sum(len(v) for v in sets.values()) * len(specs)
     known = calibration.known_candidate(cfg.lineup)
+    todo = [_Cell(cfg, tuple(specs), snr, known, part, pi, ci, rs)
+            for pi, (part, rsets) in enumerate(sets.items()) for ci, rs in enumerate(rsets)]
+    # One task per cell, in this process by default; on Ray's workers under --ray.
+    done = parallel_map(_run_cell, todo, workers=1, progress=progress, desc="bench-detectors",
+                        unit="cell")
     cells: dict[tuple, dict[str, Tally]] = {}
     measured: dict[tuple, dict[int, Tally]] = {}
-    with tqdm(total=total, desc="bench-detectors", unit="cell", disable=not progress,
-              leave=False) as bar:
-        for pi, (part, rsets) in enumerate(sets.items()):
-            for ci, rs in enumerate(rsets):
-                key = (part, rs.family.name, rs.sigma, rs.noise)
-                cells[key] = {}
-                for spec in specs:
-                    out = run_detector(spec, rs)
-                    cells[key][spec] = tally(rs, out)
-                    if (part, spec) in by_snr:
-                        by_snr[part, spec] += detectability.counts(rs, out)
-                    bar.update()
-                if known is not None and part in HELD_OUT_PARTS:
-                    measured[key] = {}
-                    for k in calibration.RUNS:
-                        sigma = calibration.measured_sigma(cfg.seed, (pi, ci), rs.sigma,
-                                                           rs.noise, k, cfg.evals)
-                        spec = calibration.spec(known, sigma)
-                        measured[key][k] = tally(rs, run_detector(spec, rs))
+    for cell, (tallies, snr_counts, meas) in zip(todo, done):
+        key = cell.key
+        cells[key] = tallies
+        for spec, counts in snr_counts.items():
+            by_snr[cell.part, spec] += counts
+        if meas is not None:
+            measured[key] = meas
     return cells, by_snr, measured
+
+
+@dataclass(frozen=True)
+class _Cell:
+    """One (part, family, sigma, noise) cell of the benchmark: every spec on its runs."""
+
+    cfg: BenchConfig
+    specs: tuple[str, ...]
+    snr: tuple[str, ...]
+    known: lineup_mod.Candidate | None
+    part: str
+    pi: int
+    ci: int
+    rs: runs_mod.RunSet
+
+    @property
+    def key(self) -> tuple:
+        return (self.part, self.rs.family.name, self.rs.sigma, self.rs.noise)
+
+
+def _run_cell(cell: _Cell) -> tuple[dict, dict, dict | None]:
+    """A cell's tallies per spec, its decline-SNR counts per spec of ``snr``, and (held-out
+    parts, when the lineup has the known-noise rule) its tallies per calibration size K."""
+    rs, tallies, snr_counts = cell.rs, {}, {}
+    for spec in cell.specs:
+        out = run_detector(spec, rs)
+        tallies[spec] = tally(rs, out)
+        if spec in cell.snr:
+            snr_counts[spec] = detectability.counts(rs, out)
+    meas = None
+    if cell.known is not None and cell.part in HELD_OUT_PARTS:
+        meas = {}
+        for k in calibration.RUNS:
+            sigma = calibration.measured_sigma(cell.cfg.seed, (cell.pi, cell.ci), rs.sigma,
+                                               rs.noise, k, cell.cfg.evals)
+            spec = calibration.spec(cell.known, sigma)
+            meas[k] = tally(rs, run_detector(spec, rs))
+    return tallies, snr_counts, meas
 
 
 def _pool(cells: dict, keep) -> dict[str, Tally]:

@@ -22,7 +22,10 @@ _MODULES = (
     ("frontier", "frontier"),
     ("real_corpus", "real_corpus"),
     ("real_main", "real_main"),
+    ("scale", "scale"),
 )
+# Run only when named (--only): too big for a default run.
+OPT_IN = frozenset({"scale"})
 
 
 def names() -> list[str]:
@@ -40,10 +43,10 @@ def get(name: str) -> Experiment:
 
 
 def select(only: str | None) -> list[Experiment]:
-    """Experiments named in a comma-separated list (all when ``only`` is None), in registry
-    order; an unknown or empty name is a ValueError."""
+    """Experiments named in a comma-separated list (all but the ``OPT_IN`` ones when
+    ``only`` is None), in registry order; an unknown or empty name is a ValueError."""
     if only is None:
-        return [get(n) for n in names()]
+        return [get(n) for n in names() if n not in OPT_IN]
     wanted = [w.strip() for w in only.split(",")]
     if any(w == "" for w in wanted):
         raise ValueError(f"--only {only!r} has an empty experiment name")

@@ -66,10 +66,13 @@ class ExperimentRun:
 
 
 def make_workload(point: Point, seed: int, settings: Settings, n_gpus: int):
-    from evalstop.workload import synthetic_workload
+    from evalstop.workload import load_philly, synthetic_workload, trace_workload
 
     rng = np.random.default_rng([settings.base_seed, seed])
-    return synthetic_workload(rng, n_jobs=settings.n_jobs, n_gpus=n_gpus, **point.workload)
+    if point.trace == "philly":  # the trace's jobs; the seed draws types, labels, curves
+        return trace_workload(load_philly(point.n_jobs), rng, **point.workload)
+    return synthetic_workload(rng, n_jobs=point.n_jobs or settings.n_jobs, n_gpus=n_gpus,
+                              **point.workload)
 
 
 def hacking_jobs(workload) -> frozenset[int]:
@@ -107,7 +110,8 @@ def plan(experiments: list[Experiment], settings: Settings) -> list[Task]:
         for pi, point in enumerate(exp.points):
             for seed in range(settings.n_seeds):
                 keep = exp.keep if (pi == 0 and seed == 0) else ()
-                tasks.append(Task(exp.name, point, seed, settings, n_gpus, keep))
+                tasks.append(Task(exp.name, point, seed, settings, point.n_gpus or n_gpus,
+                                  keep))
     return tasks
 
 

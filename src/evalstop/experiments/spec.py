@@ -65,8 +65,15 @@ class Point:
     workload: dict[str, Any]  # keyword arguments for ``synthetic_workload`` (not n_jobs/n_gpus)
     methods: tuple[Method, ...]
     x: float | None = None  # sweep value of the point, for plots
+    # A point may fix its own size (the run settings' otherwise) or take a shipped trace's
+    # jobs ("philly"; n_jobs then keeps only the first n_jobs of it, None all).
+    n_jobs: int | None = None
+    n_gpus: int | None = None
+    trace: str | None = None
 
     def __post_init__(self):
+        if self.trace not in (None, "philly"):
+            raise ValueError(f"point {self.label!r}: unknown trace {self.trace!r} (known: philly)")
         labels = [m.label for m in self.methods]
         if len(set(labels)) != len(labels):
             raise ValueError(f"point {self.label!r} has duplicate method labels: {labels}")
