@@ -1,4 +1,5 @@
-"""Precision-recall plots, one per family and one per part (matplotlib, Agg backend)."""
+"""Precision-recall plots, one per family and one per part, and harm-vs-compute-saved plots,
+one per part (matplotlib, Agg backend)."""
 
 from __future__ import annotations
 
@@ -70,3 +71,49 @@ def _fpr_only(ax, cfg, curves, title):
     ax.set(xlabel="position in the knob sweep (value annotated)", ylabel="false positive rate",
            ylim=(-0.02, 1.02), title=f"No hacking runs, FPR per knob value: {title}")
     ax.legend(fontsize=7, loc="upper right")
+
+
+def write_harm_plots(out: Path, cfg: BenchConfig, summary: dict) -> list[str]:
+    """Per part, pooled: each rule's knob sweep as harmful-stop rate against compute saved.
+
+    The platform's gain (compute saved) against the tenant's cost (healthy runs whose stop
+    lost more than 2% of their gain); the default is starred."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    files = []
+    default = summary.get("default_spec")
+    for part in PARTS:
+        curves = summary["pr_curves"][part]["pooled"]
+        rows = summary["parts"][part]["pooled"]
+        fig, ax = plt.subplots(figsize=(6.4, 4.8))
+        for cand in cfg.lineup:
+            pts = [p for p in curves[cand.label]
+                   if p.get("saved") is not None and p.get("harmful_rate") is not None]
+            if not pts:
+                continue
+            line, = ax.plot([100 * p["saved"] for p in pts],
+                            [100 * p["harmful_rate"] for p in pts], marker="o", ms=3,
+                            label=f"{cand.label} ({cand.knob})")
+            for p in pts:
+                ax.annotate(f"{p['value']:g}", (100 * p["saved"], 100 * p["harmful_rate"]),
+                            fontsize=6, color=line.get_color(), xytext=(2, 2),
+                            textcoords="offset points")
+        d = rows.get(default) if default else None
+        if d and d.get("saved") is not None and d.get("harmful_rate") is not None:
+            ax.plot([100 * d["saved"]], [100 * d["harmful_rate"]], "*", ms=12, color="k",
+                    label="default")
+        ax.set(xlabel="compute saved (% of eval intervals not run)",
+               ylabel="harmful stops (% of non-hacking runs)",
+               title=f"Harm vs compute saved: pooled, {part.replace('_', '-')} part")
+        ax.set_xlim(left=-1)
+        ax.set_ylim(bottom=-1)
+        ax.legend(fontsize=7, loc="upper left")
+        fig.tight_layout()
+        name = f"harm_{part}.png"
+        fig.savefig(out / name, dpi=100)
+        plt.close(fig)
+        files.append(name)
+    return files
