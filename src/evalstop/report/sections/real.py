@@ -15,7 +15,7 @@ from evalstop.report.blocks import Block, Bullets, Heading, Image, Para, Table
 from evalstop.report.context import SectionContext
 from evalstop.report.files import write_csv
 from evalstop.report.fmt import num, pct, with_ci
-from evalstop.report.sections.common import example_jobs_figure, header
+from evalstop.report.sections.common import HARM_NOTE, HARM_ROWS, example_jobs_figure, header
 
 EXAMPLE_SPEC = "evalstop:k=2"  # the rule whose stops the example plots mark
 DPI = 110
@@ -231,10 +231,15 @@ def render_main(ctx: SectionContext) -> list[Block]:
         rows.append((m, "Quality delivered (hacking jobs)",
                      *(with_ci(ctx.summary.get(p, m, "quality_hacking_mean"), "num", 3)
                        for p in points)))
+        for metric, label, kind in HARM_ROWS:
+            rows.append((m, label, *(with_ci(ctx.summary.get(p, m, metric), kind,
+                                             1 if kind == "pct" else 3, n_total=n)
+                                     for p in points)))
     main_table = Table(("Method", "Metric", *(f"RLHF curves: {p}" for p in points)),
                        tuple(rows),
                        caption="Main-table figures, real (lab) RLHF curves beside synthetic "
-                               "ones on the same seeds; changes against SRTF-Est alone")
+                               "ones on the same seeds; changes against SRTF-Est alone. "
+                               + HARM_NOTE)
     from evalstop.experiments.real_main import OTHER_BASES
 
     comp = []
