@@ -227,3 +227,18 @@ def test_known_noise_rules_get_the_cells_sigma():
                                                       rs).stopped)
     assert not np.array_equal(given.stopped, run_detector("cusum-known:sigma=0.4,h=1.75",
                                                           rs).stopped)
+
+
+def test_report_section_shows_harm_beside_precision(quick_runs):
+    from evalstop.report.blocks import Image, Table
+    from evalstop.report.sections.detbench import render
+
+    out = quick_runs[0]
+    summary = json.loads((out / "detectors.json").read_text())
+    blocks = render(summary, out.parent, rel_dir=out.name, quick=True)
+    tables = [b for b in blocks if isinstance(b, Table) and "Precision" in b.header]
+    assert tables and all(("Harmful stops", "Regret, healthy", "Compute saved")
+                          == b.header[b.header.index("FPR") + 1:b.header.index("FPR") + 4]
+                          for b in tables)
+    harm_images = [b.path for b in blocks if isinstance(b, Image) and "/harm_" in b.path]
+    assert len(harm_images) == len(summary["parts"])
