@@ -91,7 +91,8 @@ def write_harm_plots(out: Path, cfg: BenchConfig, summary: dict) -> list[str]:
         right = _harm(ax, cfg, summary, part, f"Harm vs compute saved: {title}")
         _harm(zoom, cfg, summary, part, f"zoom: harmful stops <= {ZOOM_HARM:g}%", legend=False)
         zoom.set(ylim=(-0.3, ZOOM_HARM), xlim=(-0.5, max(right, 1.0) * 1.1))
-        fig.tight_layout()
+        # Fixed margins: tight_layout took about a third of these plots' time.
+        fig.subplots_adjust(left=0.06, right=0.99, bottom=0.11, top=0.93, wspace=0.15)
         name = f"harm_{part}.png"
         fig.savefig(out / name, dpi=100)
         plt.close(fig)
