@@ -88,6 +88,15 @@ def test_scoring_by_hand():
     never = tally(rs, Outcome(np.zeros(2, bool), np.full(2, -1), np.full(2, 3))).metrics()
     assert never["precision"] is None and never["recall"] == 0.0 and never["fpr"] == 0.0
     assert never["quality"] == pytest.approx((0.6 + 1.0) / 2)
+    # Harm: the healthy run kept 0.6 where its end is 1.0, gain 0.7 -> regret 0.4/0.7, a
+    # harmful stop; the hacking run kept 1.0 where its end is 0.6, gain 0.5 -> regret -0.8.
+    # Each stop skips 2 of 4 eval intervals.
+    assert m["harmful"] == 1 and m["harmful_rate"] == 1.0
+    assert m["regret_healthy"] == pytest.approx(0.4 / 0.7)
+    assert m["regret_hacking"] == pytest.approx(-0.8)
+    assert m["saved"] == 0.5
+    assert never["harmful_rate"] == 0.0 and never["saved"] == 0.0
+    assert never["regret_healthy"] == 0.0 and never["regret_hacking"] == 0.0
 
 
 def test_tallies_pool_by_adding_counts():
@@ -95,6 +104,31 @@ def test_tallies_pool_by_adding_counts():
     pooled += Tally(pos=3, neg=3, tp=0, fp=3)  # precision 0.0
     assert pooled.metrics()["precision"] == 0.25  # pooled counts, not the mean 0.5
     assert pooled.metrics()["fpr"] == 0.75
+    a = Tally(neg=4, harmful=1, regret_neg=0.2, regret_neg_n=4, saved=10, intervals=40)
+    a += Tally(neg=1, harmful=1, regret_neg=0.9, regret_neg_n=1, saved=30, intervals=40)
+    m = a.metrics()
+    assert m["harmful_rate"] == 2 / 5  # pooled counts, not the mean of 1/4 and 1/1
+    assert m["regret_healthy"] == pytest.approx(1.1 / 5)
+    assert m["saved"] == 0.5
+
+
+def test_harm_pools_exactly_over_cells(quick_runs):
+    """Per part, the sum over families of harmful stops, healthy runs and saved intervals
+    is the pooled figure (so the pooled rates are ratios of sums)."""
+    summary = json.loads((quick_runs[0] / "detectors.json").read_text())
+    evals = summary["config"]["evals_per_run"]
+    for part, p in summary["parts"].items():
+        for spec, pooled in p["pooled"].items():
+            fams = [rows[spec] for rows in p["by_family"].values()]
+            assert pooled["harmful"] == sum(f["harmful"] for f in fams)
+            healthy = sum(f["runs"] - f["hacking"] for f in fams)
+            if healthy:
+                assert pooled["harmful_rate"] == pytest.approx(pooled["harmful"] / healthy,
+                                                           abs=1e-5)  # JSON keeps 6 digits
+            saved = sum(f["saved"] * f["runs"] * evals for f in fams)
+            assert pooled["saved"] == pytest.approx(saved / (pooled["runs"] * evals), abs=1e-5)
+            sigmas = list(p["by_sigma"].values())
+            assert pooled["harmful"] == sum(rows[spec]["harmful"] for rows in sigmas)
 
 
 def test_selection_rule():
@@ -155,6 +189,12 @@ def test_quick_mode_writes_every_output(quick_runs):
     for fam in FAMILIES:
         assert (out / f"pr_{fam.name}.png").stat().st_size > 0
     assert (out / "pr_tuning.png").exists() and (out / "pr_held_out.png").exists()
+    for part in summary["parts"]:
+        assert (out / f"harm_{part}.png").stat().st_size > 0
+    md = (out / "detectors.md").read_text()
+    assert "| harmful stops | regret, healthy | compute saved |" in md
+    header = (out / "detectors.csv").read_text().splitlines()[0]
+    assert header.endswith("harmful,harmful_rate,regret_healthy,regret_hacking,saved")
 
 
 def test_same_seed_same_json(quick_runs, tmp_path):
@@ -189,3 +229,18 @@ def test_known_noise_rules_get_the_cells_sigma():
                                                       rs).stopped)
     assert not np.array_equal(given.stopped, run_detector("cusum-known:sigma=0.4,h=1.75",
                                                           rs).stopped)
+
+
+def test_report_section_shows_harm_beside_precision(quick_runs):
+    from evalstop.report.blocks import Image, Table
+    from evalstop.report.sections.detbench import render
+
+    out = quick_runs[0]
+    summary = json.loads((out / "detectors.json").read_text())
+    blocks = render(summary, out.parent, rel_dir=out.name, quick=True)
+    tables = [b for b in blocks if isinstance(b, Table) and "Precision" in b.header]
+    assert tables and all(("Harmful stops", "Regret, healthy", "Compute saved")
+                          == b.header[b.header.index("FPR") + 1:b.header.index("FPR") + 4]
+                          for b in tables)
+    harm_images = [b.path for b in blocks if isinstance(b, Image) and "/harm_" in b.path]
+    assert len(harm_images) == len(summary["parts"])

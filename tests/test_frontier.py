@@ -72,6 +72,19 @@ def test_a_configuration_in_the_target_region_is_found():
     assert f.best_precise().label == "good"
 
 
+def test_the_frontier_judged_by_harm():
+    def cfg(label, precision, gain, harmful):
+        return fr.Config(label, 0.0, label, precision, gain, False, "eval", harmful, 0.1)
+
+    # "sloppy" is imprecise but its false stops are harmless; "precise" harms more
+    f = _front(cfg("sloppy", 0.6, 30.0, 0.004), cfg("precise", 0.97, 20.0, 0.03),
+               cfg("unknown", 0.99, 90.0, math.nan))
+    assert f.best_harmless(0.005).label == "sloppy"
+    assert f.best_harmless(0.05).label == "sloppy"  # the higher gain of the two
+    assert f.best_harmless(0.001) is None  # and a NaN harm never qualifies
+    assert f.best_precise().label == "unknown"  # by precision alone
+
+
 def test_nan_values_never_qualify():
     f = _front(_cfg("nan-p", math.nan, 50.0), _cfg("nan-g", 1.0, math.nan))
     assert f.best_precise() is None and f.in_target() == ()
@@ -164,6 +177,10 @@ def test_section_renders(run, tmp_path):
                                            "lab curves (own noise)"]
     trade = next(b for b in blocks if isinstance(b, Table) and b.header[0] == "Precision at least")
     assert len(trade.rows) == 7 and len(trade.header) == 2 + len(SIGMAS)
+    harm = next(b for b in blocks if isinstance(b, Table)
+                and b.header[0] == "Harmful stops at most")
+    assert harm.rows[0][0] == "k=2 itself" and "harmful" in harm.rows[0][1]
+    assert "What harm costs" in md
     verdict = next(b for b in blocks if isinstance(b, Para) and "arget region" in b.text
                    and b.text.startswith("**"))
     fronts = fr.frontier(summary)

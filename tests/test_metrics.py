@@ -15,6 +15,7 @@ from evalstop.metrics import (
     quality_metrics,
     quality_ratio,
     run_metrics,
+    stop_cost_metrics,
     waste_metrics,
     wasted_gpu_h,
 )
@@ -134,7 +135,8 @@ def test_cluster_makespan_and_utilisation(case):
 def test_run_metrics_is_flat_numbers(case):
     m = run_metrics(*case)
     assert {"jct_mean_s", "waste_gpu_h", "quality_mean", "precision", "fpr_rlhf",
-            "utilisation"} <= set(m)
+            "utilisation", "harmful_rate", "regret_healthy_mean", "regret_hacking_mean",
+            "compute_saved"} <= set(m)
     assert all(isinstance(v, (int, float)) for v in m.values())
 
 
@@ -188,3 +190,38 @@ def test_kept_eval_past_the_grid_is_an_error(case):
     res.kept_eval[0] = 5
     with pytest.raises(ValueError, match="kept_eval 5"):
         quality_ratio(wl, res)
+
+
+def test_stop_cost_worked_by_hand(case):
+    # Gains (first eval to true peak): job 0 0.3, job 1 0.2, jobs 2-5 0.4.
+    # 0 hacking, stopped at eval 3 keeping eval 2 (0.8) where the end is 0.4:
+    #   regret (0.4 - 0.8) / 0.3 = -4/3, 1 of 5 intervals saved
+    # 1 hacking, ran on: regret 0
+    # 2 healthy RLHF, stopped at eval 1 keeping 0.4, end 0.7: regret 0.3/0.4 = 0.75, harmful,
+    #   3 intervals saved
+    # 3, 5 ran on: regret 0
+    # 4 DPO, stopped at eval 2 keeping 0.5, end 0.7: regret 0.5, harmful, 2 saved
+    m = stop_cost_metrics(*case)
+    assert m["harmful"] == 2
+    assert m["harmful_rate"] == pytest.approx(2 / 4)
+    assert m["regret_healthy_mean"] == pytest.approx((0.75 + 0.5) / 4)
+    assert m["regret_hacking_mean"] == pytest.approx((-4 / 3 + 0) / 2)
+    assert m["compute_saved"] == pytest.approx((1 + 3 + 2) / 30)
+    assert {k: run_metrics(*case)[k] for k in m} == m
+
+
+def test_a_stop_in_a_dip_that_recovers_is_not_harmful():
+    # Both healthy, gain 0.3: job 0 stopped in a dip keeping its best (0.6), which the run
+    # only regains at its end: regret 0. Job 1 keeps 0.6 where the end is 0.605: 1.7% of its
+    # gain lost, under the 2% tolerance. Both are false positives; neither is harmful.
+    dip = [0.3, 0.6, 0.5, 0.55, 0.6]
+    wl, res = make_case(types=["rlhf"] * 2, hacking=[False] * 2,
+                        true=[dip, dip[:4] + [0.605]], peak=[0.4, 1.0], gpus=[1] * 2,
+                        dur=[100] * 2, arrival=[0] * 2, finish=[60] * 2, stopped=[True] * 2,
+                        stop_eval=[2, 2], kept_eval=[1, 1], end_progress=[0.6] * 2)
+    m = stop_cost_metrics(wl, res)
+    assert decision_metrics(wl, res)["fp"] == 2
+    assert m["harmful"] == 0 and m["harmful_rate"] == 0.0
+    assert m["regret_healthy_mean"] == pytest.approx((0 + 0.005 / 0.305) / 2)
+    assert m["compute_saved"] == pytest.approx(4 / 10)
+    assert math.isnan(m["regret_hacking_mean"])  # no hacking jobs

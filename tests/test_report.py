@@ -69,6 +69,22 @@ def test_markdown_puts_the_paper_beside_ours(report):
     assert "n/a" in md  # SRTF-Est never stops: its precision is undefined, not 0
 
 
+def test_harm_and_compute_saved_sit_beside_precision_and_recall(report):
+    out, _ = report
+    md = (out / "report.md").read_text()
+    # main table: a row per figure and method
+    for label in ("Harmful stops (share of non-hacking jobs)",
+                  "Regret, non-hacking jobs (mean share of gain)",
+                  "Compute saved (share of eval intervals)"):
+        assert f"| EvalStop+SRTF-Est | {label} |" in md
+    # the k sweep, composability and the generic section: columns beside recall/FPR
+    head = "| Harmful stops | Regret, non-hacking | Compute saved |"
+    assert md.count(head) >= 3
+    assert "A false positive stopped in a dip it would only have regained is no harm" in md
+    rows = json.loads((out / "results.json").read_text())["experiments"]["main"]
+    assert "harmful_rate" in json.dumps(rows) and "compute_saved" in json.dumps(rows)
+
+
 def test_results_are_machine_readable(report):
     out, _ = report
     data = json.loads((out / "results.json").read_text())  # strict JSON: no NaN tokens

@@ -58,15 +58,20 @@ def run(args) -> int:
 
     out = sys.stdout
     out.write(f"default {t['spec']} on the held-out part: precision {f(h['precision'])}, "
-              f"recall {f(h['recall'])}, FPR {f(h['fpr'])}, quality kept {f(h['quality'])} "
+              f"recall {f(h['recall'])}, FPR {f(h['fpr'])}, quality kept {f(h['quality'])}, "
+              f"harmful stops {f(h.get('harmful_rate'))}, compute saved {f(h.get('saved'))} "
               f"(target {'met' if t['met'] else 'missed'})\n")
     for part in summary["parts"]:
         out.write(f"{part}:\n")
         for d in summary["detectors"]:
             m = summary["parts"][part]["pooled"][d["main_spec"]]
             out.write(f"  {d['main_spec']:36s} P {f(m['precision'])}  R {f(m['recall'])}  "
-                      f"FPR {f(m['fpr'])}  Q {f(m['quality'])}\n")
+                      f"FPR {f(m['fpr'])}  harm {f(m.get('harmful_rate'))}  "
+                      f"saved {f(m.get('saved'))}  Q {f(m['quality'])}
+")
     if ray_engine is not None:
-        out.write(ray_engine.summary() + "\n")
-    out.write(f"wrote {args.out}/detectors.md, .json, .csv and pr_*.png\n")
+        out.write(ray_engine.summary() + "
+")
+    out.write(f"wrote {args.out}/detectors.md, .json, .csv, pr_*.png and harm_*.png
+")
     return 0

@@ -1,4 +1,5 @@
-"""Precision-recall plots, one per family and one per part (matplotlib, Agg backend)."""
+"""Precision-recall plots, one per family and one per part, and harm-vs-compute-saved plots,
+one per part (matplotlib, Agg backend)."""
 
 from __future__ import annotations
 
@@ -72,3 +73,59 @@ def _fpr_only(ax, cfg, curves, title):
     ax.set(xlabel="position in the knob sweep (value annotated)", ylabel="false positive rate",
            ylim=(-0.02, 1.02), title=f"No hacking runs, FPR per knob value: {title}")
     ax.legend(fontsize=7, loc="upper right")
+
+
+def write_harm_plots(out: Path, cfg: BenchConfig, summary: dict) -> list[str]:
+    """Per part, pooled: each rule's knob sweep as harmful-stop rate against compute saved.
+
+    The platform's gain (compute saved) against the tenant's cost (healthy runs whose stop
+    lost more than 2% of their gain); the default is starred. A second panel zooms on the
+    rules worth having: harmful stops up to ``ZOOM_HARM`` %."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    files = []
+    for part in PARTS:
+        fig, (ax, zoom) = plt.subplots(1, 2, figsize=(12.0, 4.8))
+        title = f"pooled, {part.replace('_', '-')} part"
+        right = _harm(ax, cfg, summary, part, f"Harm vs compute saved: {title}")
+        _harm(zoom, cfg, summary, part, f"zoom: harmful stops <= {ZOOM_HARM:g}%", legend=False)
+        zoom.set(ylim=(-0.3, ZOOM_HARM), xlim=(-0.5, max(right, 1.0) * 1.1))
+        # Fixed margins: tight_layout took about a third of these plots' time.
+        fig.subplots_adjust(left=0.06, right=0.99, bottom=0.11, top=0.93, wspace=0.15)
+        name = f"harm_{part}.png"
+        fig.savefig(out / name, dpi=100)
+        plt.close(fig)
+        files.append(name)
+    return files
+
+
+ZOOM_HARM = 5.0
+
+
+def _harm(ax, cfg, summary, part, title, legend=True) -> float:
+    """Draw the sweeps; return the largest compute saved (%) among points in the zoom."""
+    curves = summary["pr_curves"][part]["pooled"]
+    right = 0.0
+    for cand in cfg.lineup:
+        pts = [(100 * p["saved"], 100 * p["harmful_rate"], p["value"]) for p in curves[cand.label]
+               if p.get("saved") is not None and p.get("harmful_rate") is not None]
+        if not pts:
+            continue
+        line, = ax.plot([x for x, _, _ in pts], [y for _, y, _ in pts], marker="o", ms=3,
+                        label=f"{cand.label} ({cand.knob})")
+        for x, y, v in pts:
+            ax.annotate(f"{v:g}", (x, y), fontsize=6, color=line.get_color(), xytext=(2, 2),
+                        textcoords="offset points")
+        right = max([right] + [x for x, y, _ in pts if y <= ZOOM_HARM])
+    d = summary["parts"][part]["pooled"].get(summary.get("default_spec"))
+    if d and d.get("saved") is not None and d.get("harmful_rate") is not None:
+        ax.plot([100 * d["saved"]], [100 * d["harmful_rate"]], "*", ms=12, color="k",
+                label="default")
+    ax.set(xlabel="compute saved (% of eval intervals not run)",
+           ylabel="harmful stops (% of non-hacking runs)", title=title)
+    if legend:
+        ax.legend(fontsize=7, loc="upper left")
+    return right

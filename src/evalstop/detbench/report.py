@@ -13,7 +13,8 @@ from evalstop.detbench.bench import PARTS, TARGET, BenchConfig, shortfall_text, 
 from evalstop.fileio import atomic_write, write_text
 
 METRICS = ("runs", "hacking", "precision", "recall", "fpr", "delay", "early", "quality",
-           "quality_hacking")
+           "quality_hacking", "harmful", "harmful_rate", "regret_healthy", "regret_hacking",
+           "saved")
 PART_TITLE = {"tuning": "tuning part", "held_out": "held-out part",
               "fresh": "fresh held-out part (written blind)",
               "workload": "workload part (report-only)"}
@@ -41,7 +42,8 @@ def pr_curves(cfg: BenchConfig, rows: dict[str, dict]) -> dict[str, list[dict]]:
     """Per candidate, its sweep in knob order: the points of its precision-recall curve."""
     return {c.label: [{"value": v, "spec": c.spec(v), **{k: rows[c.spec(v)][k] for k in
                                                          ("precision", "recall", "fpr",
-                                                          "quality")}}
+                                                          "quality", "harmful_rate",
+                                                          "regret_healthy", "saved")}}
                       for v in c.values] for c in cfg.lineup}
 
 
@@ -60,7 +62,7 @@ def write_all(out: Path, cfg: BenchConfig, summary: dict, start: float) -> None:
     # Each file atomically: a full disk used to leave detectors.json cut in half.
     write_text(out / "detectors.json", json.dumps(summary, indent=1) + "\n")
     _write_csv(out / "detectors.csv", cfg, summary)
-    files = plots.write_pr_plots(out, cfg, summary)
+    files = plots.write_pr_plots(out, cfg, summary) + plots.write_harm_plots(out, cfg, summary)
     elapsed = time.perf_counter() - start
     write_text(out / "detectors.md", markdown(cfg, summary, files, elapsed))
     write_text(out / "timing.json", json.dumps({"seconds": round(elapsed, 2)}) + "\n")
@@ -84,17 +86,29 @@ def _write_csv(path: Path, cfg: BenchConfig, summary: dict) -> None:
                                 spec) + tuple("" if m[k] is None else m[k] for k in METRICS))
 
 
+HARM_TEXT = (
+    "Harmful stops: share of the non-hacking runs that were stopped and whose kept checkpoint "
+    "is more than 2% of the run's gain (first eval to true peak) below what running to the "
+    "end delivers (`evalstop.metrics.harm`); regret, healthy: that loss as a share of the "
+    "gain, averaged over non-hacking runs (0 for a run not stopped); compute saved: share of "
+    "all eval intervals not run. A healthy run stopped in a dip and kept at a checkpoint as "
+    "good as its end is a false positive but no harm: read harm and compute saved for what a "
+    "stop costs the tenant and gives the platform, precision and recall for the label.")
+
+
 def _fmt(x, digits=3) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
 
 def _table(rows: list[tuple[str, str, dict]], first: str = "detector") -> list[str]:
-    head = (f"| {first} | spec | precision | recall | FPR | delay (evals) | quality kept "
-            "| quality kept, hacking runs |")
-    lines = [head, "|---|---|---|---|---|---|---|---|"]
+    head = (f"| {first} | spec | precision | recall | FPR | harmful stops | regret, healthy "
+            "| compute saved | delay (evals) | quality kept | quality kept, hacking runs |")
+    lines = [head, "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, spec, m in rows:
         lines.append(f"| {name} | `{spec}` | {_fmt(m['precision'])} | {_fmt(m['recall'])} | "
-                     f"{_fmt(m['fpr'])} | {_fmt(m['delay'], 1)} | {_fmt(m['quality'])} | "
+                     f"{_fmt(m['fpr'])} | {_fmt(m['harmful_rate'])} | "
+                     f"{_fmt(m['regret_healthy'])} | {_fmt(m['saved'])} | "
+                     f"{_fmt(m['delay'], 1)} | {_fmt(m['quality'])} | "
                      f"{_fmt(m['quality_hacking'])} |")
     return lines
 
@@ -111,7 +125,9 @@ def _verdict(who: str, t: dict, part: str) -> str:
     """One line: a rule's pooled numbers on a held-out part against the target."""
     m, met, short = target_on(t, part)
     return (f"- {PART_TITLE[part]}: {who}: precision {_fmt(m['precision'])}, recall "
-            f"{_fmt(m['recall'])}, quality kept {_fmt(m['quality'])}: target "
+            f"{_fmt(m['recall'])}, quality kept {_fmt(m['quality'])} (harmful stops "
+            f"{_fmt(m['harmful_rate'])} of healthy runs, compute saved {_fmt(m['saved'])}): "
+            "target "
             f"**{'met' if met else 'missed'}**" + ("" if met else f" ({shortfall_text(short)})")
             + ".")
 
@@ -157,14 +173,16 @@ def measured_table(summary: dict) -> tuple[tuple[str, ...], list[tuple[str, ...]
         return None
 
     def cell(x: dict) -> str:
-        return f"{_fmt(x['precision'])} / {_fmt(x['recall'])} / {_fmt(x['quality'])}"
+        return (f"{_fmt(x['precision'])} / {_fmt(x['recall'])} / {_fmt(x['quality'])} / "
+                f"{_fmt(x['harmful_rate'])} / {_fmt(x['saved'])}")
 
     rows = [(r["label"], f"`{r['spec']}`", cell(r["held_out"]), cell(r["fresh"]),
              cell(r["both"]), "**met**" if r["met_both"] else shortfall_text(r["shortfall_both"]))
             for r in m["rows"]]
     header = ("Rule", "Spec", "Held-out part", "Fresh held-out part", "Both, pooled",
               "Target, both pooled")
-    caption = ("Precision / recall / quality kept on the held-out parts, against the target "
+    caption = ("Precision / recall / quality kept / harmful-stop rate / compute saved on the "
+               "held-out parts, against the target "
                f"(precision >= {TARGET['precision']}, recall >= {TARGET['recall']}, quality kept "
                f">= {TARGET['quality']}); `{{sigma}}` is the true, given or measured sigma")
     return header, rows, caption
@@ -189,7 +207,8 @@ def markdown(cfg: BenchConfig, summary: dict, files: list[str], elapsed: float) 
         "decline). Detectors see the noisy eval (and proxy, loss, progress), never the label "
         "or the true curve. Quality kept: true gain of the kept checkpoint / the run's peak "
         "gain (a stopped run keeps the detector's best checkpoint, a run not stopped keeps "
-        "its last); delay: evals from the true peak to the stop, over stopped hacking runs.")
+        "its last); delay: evals from the true peak to the stop, over stopped hacking runs. "
+        + HARM_TEXT)
     L.append("")
     for part in PARTS:
         L.append(f"Families, {PART_TITLE[part]}:")
@@ -250,9 +269,11 @@ def markdown(cfg: BenchConfig, summary: dict, files: list[str], elapsed: float) 
             rows += [(f"sigma {s}", default, srows[default]), (f"sigma {s}", paper, srows[paper])]
         L += _table(rows, "noise")
         L.append("")
-    L += ["### Precision-recall curves", "",
+    L += ["### Precision-recall and harm-vs-saved curves", "",
           "Each curve sweeps a detector's main knob (" + ", ".join(
-              f"{d['label']}: {d['knob']}" for d in summary["detectors"]) + "); one plot per "
-          "family and one per part, pooled: " + ", ".join(f"`{f}`" for f in files) + ".", "",
+              f"{d['label']}: {d['knob']}" for d in summary["detectors"]) + "); precision-"
+          "recall: one plot per family and one per part, pooled; harmful stops against "
+          "compute saved: one per part, pooled (`harm_PART.png`): " + ", ".join(
+              f"`{f}`" for f in files) + ".", "",
           f"Benchmark run time: {elapsed:.1f} s.", ""]
     return "\n".join(L)

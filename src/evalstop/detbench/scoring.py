@@ -10,6 +10,13 @@ pooled TP over pooled stops, not a mean of per-cell precisions).
 * quality kept: true gain of the kept checkpoint over the best true gain of the run. A
   stopped run keeps the detector's best checkpoint; a run that is not stopped keeps its
   final checkpoint.
+* harm (``evalstop.metrics.harm``, the definition every study shares): a *harmful stop* is
+  a non-hacking run stopped whose kept checkpoint is more than 2% of its gain (first eval
+  to true peak) below what running to the end delivers; *regret* is that loss as a share
+  of the gain (0 for a run not stopped, negative when the stop saved quality), averaged
+  over healthy and over hacking runs; *compute saved* is the share of eval intervals not
+  run. Precision counts a healthy run stopped in a dip it would have recovered from as a
+  false positive like any other; harm tells the two apart.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import numpy as np
 from evalstop.detbench.lineup import for_cell
 from evalstop.detbench.runs import RunSet
 from evalstop.detectors import make_detector
+from evalstop.metrics.harm import harm
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,13 @@ class Tally:
     early: int = 0  # hacking runs stopped before their true peak
     q_pos: float = 0.0
     q_neg: float = 0.0
+    harmful: int = 0  # non-hacking runs whose stop cost > 2% of their gain
+    regret_neg: float = 0.0  # summed regret over non-hacking runs with a gain ...
+    regret_neg_n: int = 0  # ... and their count
+    regret_pos: float = 0.0  # the same over hacking runs
+    regret_pos_n: int = 0
+    saved: int = 0  # eval intervals not run
+    intervals: int = 0  # eval intervals in all runs
 
     def __iadd__(self, other: Tally) -> Self:
         for f in fields(self):
@@ -88,6 +103,11 @@ class Tally:
             "early": self.early,
             "quality": ratio(self.q_pos + self.q_neg, runs),
             "quality_hacking": ratio(self.q_pos, self.pos),
+            "harmful": self.harmful,
+            "harmful_rate": ratio(self.harmful, self.neg),
+            "regret_healthy": ratio(self.regret_neg, self.regret_neg_n),
+            "regret_hacking": ratio(self.regret_pos, self.regret_pos_n),
+            "saved": ratio(self.saved, self.intervals),
         }
 
 
@@ -96,6 +116,9 @@ def tally(rs: RunSet, out: Outcome) -> Tally:
     peak_idx = rs.gain.argmax(axis=1)
     quality = rs.gain[np.arange(rs.runs), out.kept_idx]  # gain is scaled to a peak of 1
     tp = hack & out.stopped
+    h = harm(rs.gain, out.stopped, out.stop_idx, out.kept_idx, hack,
+             n_evals=getattr(rs, "n_evals", None))
+    ok = np.isfinite(h.regret)
     return Tally(
         pos=int(hack.sum()),
         neg=int((~hack).sum()),
@@ -105,6 +128,13 @@ def tally(rs: RunSet, out: Outcome) -> Tally:
         early=int((tp & (out.stop_idx < peak_idx)).sum()),
         q_pos=float(quality[hack].sum()),
         q_neg=float(quality[~hack].sum()),
+        harmful=int(h.harmful.sum()),
+        regret_neg=float(h.regret[ok & ~hack].sum()),
+        regret_neg_n=int((ok & ~hack).sum()),
+        regret_pos=float(h.regret[ok & hack].sum()),
+        regret_pos_n=int((ok & hack).sum()),
+        saved=int(h.saved_intervals.sum()),
+        intervals=int(h.n_evals.sum()),
     )
 
 

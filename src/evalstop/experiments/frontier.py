@@ -104,6 +104,8 @@ class Config:
     gain: float
     knows_noise: bool
     signal: str = "eval"  # what the rule reads (``Candidate.signal``)
+    harmful: float = math.nan  # harmful-stop rate (``metrics.stop_cost``), mean across seeds
+    saved: float = math.nan  # compute saved, mean across seeds
 
     @property
     def eval_only(self) -> bool:
@@ -143,6 +145,13 @@ class PointFrontier:
               if c.precision >= level and math.isfinite(c.gain)]
         return max(ok, key=lambda c: c.gain, default=None)
 
+    def best_harmless(self, level: float, eval_only: bool = True) -> Config | None:
+        """The highest gain among configurations whose harmful-stop rate is <= ``level``:
+        the frontier judged by what stops cost the tenants instead of by the label."""
+        ok = [c for c in self._pool(eval_only)
+              if c.harmful <= level and math.isfinite(c.gain)]
+        return max(ok, key=lambda c: c.gain, default=None)
+
     def most_precise_at_floor(self, eval_only: bool = True) -> Config | None:
         """The highest precision among configurations whose gain reaches the floor."""
         ok = [c for c in self._pool(eval_only)
@@ -163,7 +172,9 @@ def frontier(summary: Summary, points: tuple[str, ...] | None = None,
         configs = tuple(
             Config(c.label, float(v), config_label(c, v),
                    summary.value(p, config_label(c, v), "precision"),
-                   dr.jct_gain(summary, p, config_label(c, v)), c.knows_noise, c.signal)
+                   dr.jct_gain(summary, p, config_label(c, v)), c.knows_noise, c.signal,
+                   summary.value(p, config_label(c, v), "harmful_rate"),
+                   summary.value(p, config_label(c, v), "compute_saved"))
             for c in LINEUP for v in c.values
             if summary.get(p, config_label(c, v), "jct_mean_s") is not None)
         out.append(PointFrontier(p, configs, dr.jct_gain(summary, p, dr.oracle_label(BASE))))

@@ -4,7 +4,16 @@ Not a simulation: the runs' eval logs are replayed through each detector and the
 are scored against the runs' labels (``evalstop.lab.validate``). It has no workload
 points, so the runner has nothing to simulate; the report section (``report.sections.
 real``) does the scoring, which takes well under a second (numpy, no torch).
+
+Beside precision and recall against the labels, every rule gets what its stops cost and
+saved (``evalstop.metrics.harm``, the definition every study shares), with the run's true
+curve taken as the lab's label rule takes it: the gold eval smoothed by
+``lab.labels.smooth`` (the curve ``validate`` reads its kept gold from). Running to the end
+delivers the smoothed gold of the last eval; a stopped run delivers it at the checkpoint the
+rule kept.
 """
+
+import numpy as np
 
 from evalstop.experiments.spec import Experiment
 
@@ -43,4 +52,51 @@ def validate_shipped(specs=None) -> tuple[list[dict], dict]:
     corpus = load_corpus()
     if specs is None:
         specs = [*default_specs(), measured_known_spec(corpus[0])]
-    return validate_detectors(corpus, specs), load_metadata()
+    rows = validate_detectors(corpus, specs)
+    for row in rows:
+        row.update(stop_cost(*corpus, None if row["spec"] == "none" else row["spec"]))
+    return rows, load_metadata()
+
+
+HARM_KEYS = ("harmful", "harmful_rate", "regret_healthy_mean", "regret_healthy_p95",
+             "regret_hacking_mean", "compute_saved")
+
+
+def stop_cost(curves: dict, labels: dict, spec: str | None) -> dict:
+    """Harmful stops, regret and compute saved of ``spec`` (None: never stop) on the runs."""
+    from evalstop.lab.labels import smooth
+    from evalstop.metrics.harm import harm
+
+    ids = list(curves)
+    n = np.array([len(curves[r]) for r in ids])
+    true = np.full((len(ids), int(n.max())), np.nan)
+    stopped = np.zeros(len(ids), bool)
+    stop_idx = np.full(len(ids), -1)
+    kept_idx = n - 1
+    for i, r in enumerate(ids):
+        true[i, : n[i]] = smooth(curves[r].eval)
+        if spec is not None:
+            stop, kept = _replay(curves[r], spec)
+            if stop is not None:
+                stopped[i], stop_idx[i], kept_idx[i] = True, stop, kept
+    hacking = np.array([labels[r].hacking for r in ids])
+    s = harm(true, stopped, stop_idx, kept_idx, hacking, n_evals=n).summary()
+    return {k: s[k] for k in HARM_KEYS}
+
+
+def _replay(curve, spec: str) -> tuple[int | None, int]:
+    """``lab.validate.replay_run`` on the detectors' stop-only path (``update_stop``, the
+    simulator's): the same decisions, in about half the time."""
+    import math
+
+    from evalstop.detectors import make_detector
+
+    det = make_detector(spec)
+    steps = curve.step.tolist()
+    loss, proxy, prog = curve.loss.tolist(), curve.proxy.tolist(), curve.progress.tolist()
+    for i, (step, score) in enumerate(zip(steps, curve.eval.tolist())):
+        d = det.update_stop(step, score, *(v if math.isfinite(v) else None
+                                           for v in (loss[i], proxy[i], prog[i])))
+        if d is not None:
+            return i, (steps.index(d.best_step) if d.best_step is not None else i)
+    return None, len(steps) - 1

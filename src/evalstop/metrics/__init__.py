@@ -1,7 +1,8 @@
 """Metrics of simulated runs (per run, from a Workload and its SimResult) and across seeds.
 
 Per run: JCT (``jct``), wasted GPU-hours (``waste``), quality delivered (``quality``), stop
-decisions against the hidden labels (``decisions``), makespan and utilisation
+decisions against the hidden labels (``decisions``), what the stops cost and saved
+(``stop_cost``: harmful stops, regret, compute saved), makespan and utilisation
 (``cluster``); ``run_metrics`` gathers them into one flat dict. Across seeds: ``stats``.
 Undefined ratios are NaN, written "n/a" in reports.
 """
@@ -12,6 +13,7 @@ from evalstop.metrics.harm import HARM_TOL, Harm, harm
 from evalstop.metrics.jct import jct_metrics, jct_s
 from evalstop.metrics.quality import quality_metrics, quality_ratio
 from evalstop.metrics.run import run_metrics
+from evalstop.metrics.stop_cost import stop_cost_metrics
 from evalstop.metrics.stats import (
     Interval,
     change_ci,
@@ -39,6 +41,7 @@ __all__ = [
     "ratio",
     "relative_change",
     "run_metrics",
+    "stop_cost_metrics",
     "waste_metrics",
     "wasted_gpu_h",
 ]

@@ -101,7 +101,10 @@ def harm(true: np.ndarray, stopped: np.ndarray, stop_idx: np.ndarray, kept_idx: 
     run_to_end = true[rows, last]
     kept = np.where(stopped, kept_idx, last)
     delivered = true[rows, kept]
-    peak = np.array([np.max(true[i, : n[i]]) for i in range(runs)]) if runs else np.zeros(0)
+    # Each run's peak over its own evals (the NaN padding past them masked out), vectorised:
+    # the simulator scores every run of every study with this.
+    inside = np.arange(width)[None, :] < n[:, None]
+    peak = np.where(inside, true, -np.inf).max(axis=1) if width else np.zeros(runs)
     gain = peak - true[:, 0]
     loss = run_to_end - delivered
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -12,6 +12,7 @@ from evalstop.metrics.cluster import cluster_metrics
 from evalstop.metrics.decisions import decision_metrics
 from evalstop.metrics.jct import jct_metrics
 from evalstop.metrics.quality import quality_metrics
+from evalstop.metrics.stop_cost import stop_cost_metrics
 from evalstop.metrics.waste import waste_metrics
 from evalstop.sim.result import SimResult
 from evalstop.workload.model import Workload
@@ -19,6 +20,7 @@ from evalstop.workload.model import Workload
 
 def run_metrics(workload: Workload, result: SimResult) -> dict[str, float]:
     out: dict[str, float] = {}
-    for part in (jct_metrics, waste_metrics, quality_metrics, decision_metrics, cluster_metrics):
+    for part in (jct_metrics, waste_metrics, quality_metrics, decision_metrics, stop_cost_metrics,
+                 cluster_metrics):
         out.update(part(workload, result))
     return out

@@ -10,6 +10,26 @@ from evalstop.report.fmt import num, pvalue, with_ci
 
 H = 1 / 3600.0  # seconds -> hours
 
+# What the stops cost the tenants and saved the platform (``metrics.stop_cost``), shown
+# beside precision/recall wherever a study has them.
+HARM_ROWS = (("harmful_rate", "Harmful stops (share of non-hacking jobs)", "pct"),
+             ("regret_healthy_mean", "Regret, non-hacking jobs (mean share of gain)", "num"),
+             ("compute_saved", "Compute saved (share of eval intervals)", "pct"))
+HARM_HEADER = ("Harmful stops", "Regret, non-hacking", "Compute saved")
+HARM_NOTE = ("Harmful stops: share of non-hacking jobs stopped with a kept checkpoint more than "
+             "2% of their gain (first eval to true peak) below what running to the end "
+             "delivers; regret: that loss as a share of the gain, mean over non-hacking jobs "
+             "(0 when not stopped); compute saved: share of all jobs' eval intervals not run. "
+             "A false positive stopped in a dip it would only have regained is no harm.")
+
+
+def harm_cells(get, n_total: int | None = None) -> tuple[str, str, str]:
+    """Harmful-stop rate, mean healthy regret and compute saved of one (point, method),
+    mean [95% CI]; ``get`` is ``Summary.getter(point, method)``."""
+    return (with_ci(get("harmful_rate"), n_total=n_total),
+            with_ci(get("regret_healthy_mean"), "num", 3, n_total=n_total),
+            with_ci(get("compute_saved"), n_total=n_total))
+
 
 def header(ctx: SectionContext) -> list[Block]:
     exp, st = ctx.experiment, ctx.run.settings
@@ -61,14 +81,17 @@ def generic_table(ctx: SectionContext) -> Table:
             n = ctx.run.settings.n_seeds
             rows.append((
                 p.label, m.label, with_ci(g("precision"), n_total=n),
-                with_ci(g("recall"), n_total=n), with_ci(g("fpr"), n_total=n), with_ci(jct, "num", 2, H),
+                with_ci(g("recall"), n_total=n), with_ci(g("fpr"), n_total=n),
+                *harm_cells(g, n), with_ci(jct, "num", 2, H),
                 with_ci(jct, "delta") if m.baseline else "", pvalue(jct["p_value"]),
                 num(waste["mean"], 1), with_ci(waste, "delta") if m.baseline else "",
             ))
     return Table(("Point", "Method", "Precision", "Recall", "FPR (all non-hacking)",
-                  "Mean JCT (h)", "JCT change", "p (JCT)", "Wasted GPU-h", "Waste change"),
+                  *HARM_HEADER, "Mean JCT (h)", "JCT change", "p (JCT)", "Wasted GPU-h",
+                  "Waste change"),
                  tuple(rows), caption="Means across seeds [95% CI]; changes against each "
-                 "method's baseline on the same seeds, p from the paired Wilcoxon test")
+                 "method's baseline on the same seeds, p from the paired Wilcoxon test. "
+                 + HARM_NOTE)
 
 
 def generic(ctx: SectionContext) -> list[Block]:

@@ -6,7 +6,9 @@ from evalstop.report import plots
 from evalstop.report.blocks import Block, Image, Para, Table
 from evalstop.report.context import SectionContext
 from evalstop.report.fmt import num, pvalue, with_ci
-from evalstop.report.sections.common import H, claims, header
+from evalstop.report.sections.common import (
+    H, HARM_HEADER, HARM_NOTE, claims, harm_cells, header,
+)
 
 
 def render(ctx: SectionContext) -> list[Block]:
@@ -22,11 +24,12 @@ def render(ctx: SectionContext) -> list[Block]:
         rows.append((base, with_ci(jct0, "num", 2, H), with_ci(jct1, "num", 2, H),
                      with_ci(jct1, "delta"), pvalue(jct1["p_value"]), num(w0["mean"], 1),
                      num(w1["mean"], 1), with_ci(w1, "delta"), pvalue(w1["p_value"]),
-                     with_ci(g1("precision")), with_ci(g1("recall"))))
+                     with_ci(g1("precision")), with_ci(g1("recall")), *harm_cells(g1)))
     table = Table(("Base scheduler", "Mean JCT (h)", "+EvalStop (h)", "JCT change", "p",
-                   "Wasted GPU-h", "+EvalStop", "Waste change", "p", "Precision", "Recall"),
+                   "Wasted GPU-h", "+EvalStop", "Waste change", "p", "Precision", "Recall",
+                   *HARM_HEADER),
                   tuple(rows), caption="Means across seeds [95% CI]; changes are paired "
-                  "against the bare base on the same seeds (Wilcoxon p)")
+                  "against the bare base on the same seeds (Wilcoxon p). " + HARM_NOTE)
     path, rel = ctx.figure("bars")
     bases = [b for b, _ in pairs]
     plots.grouped_bars(

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from evalstop.detbench.bench import shortfall_text, target_on
 from evalstop.detbench.lineup import same_rule
+from evalstop.detbench.report import HARM_TEXT
 from evalstop.experiments.methods import EVALSTOP_SPEC
 from evalstop.report.blocks import Block, Heading, Image, Para, Table
 from evalstop.report.fmt import num
@@ -27,9 +28,10 @@ PART_TITLE = {
 PART_SHORT = {"tuning": "tuning", "held_out": "held-out (not tuned on)",
               "fresh": "fresh held-out (blind)",
               "workload": "workload (report-only)"}
-COLUMNS = ("precision", "recall", "fpr", "delay", "quality", "quality_hacking")
-HEADER = ("Precision", "Recall", "FPR", "Delay (evals)", "Quality kept",
-          "Quality kept, hacking runs")
+COLUMNS = ("precision", "recall", "fpr", "harmful_rate", "regret_healthy", "saved", "delay",
+           "quality", "quality_hacking")
+HEADER = ("Precision", "Recall", "FPR", "Harmful stops", "Regret, healthy", "Compute saved",
+          "Delay (evals)", "Quality kept", "Quality kept, hacking runs")
 
 
 def _find(rows: dict, spec: str) -> str | None:
@@ -118,7 +120,8 @@ def _numbers(t: dict, part: str) -> str:
     m, met, short = target_on(t, part)
     verdict = "met" if met else f"not met ({shortfall_text(short)})"
     return (f"precision {num(m['precision'], 3)}, recall {num(m['recall'], 3)}, quality kept "
-            f"{num(m['quality'], 3)}: **{verdict}**")
+            f"{num(m['quality'], 3)}, harmful stops {num(m.get('harmful_rate'), 3)}, compute "
+            f"saved {num(m.get('saved'), 3)}: **{verdict}**")
 
 
 def _known_noise(summary: dict) -> str:
@@ -158,6 +161,13 @@ def _images(summary: dict, out_dir: Path, rel_dir: str) -> list[Block]:
                 blocks.append(Image(rel, what))
             else:
                 missing.append(f"`{rel}`")
+    for part in summary["parts"]:
+        rel = f"{rel_dir}/harm_{part}.png"
+        if (out_dir / rel).is_file():
+            blocks.append(Image(rel, f"Harmful stops against compute saved, pooled: "
+                                     f"{PART_SHORT[part]} (the default starred)"))
+        else:
+            missing.append(f"`{rel}`")
     if missing:
         blocks.append(Para(f"Plots not found: {', '.join(missing)}."))
     return blocks
@@ -178,8 +188,8 @@ def render(summary: dict, out_dir: Path, *, quick: bool = False, rel_dir: str = 
              f"hacking when its true quality peaks inside the run and falls by at least "
              f"{100 * c['hacking_min_drop']:g}% of the peak gain by the end. Quality kept: true "
              f"gain of the kept checkpoint over the run's peak gain; delay: evals from the true "
-             f"peak to the stop, over caught hacking runs. Full tables, CSV and JSON in "
-             f"`{rel_dir}/`." + quick_note),
+             f"peak to the stop, over caught hacking runs. {HARM_TEXT} Full tables, CSV and "
+             f"JSON in `{rel_dir}/`." + quick_note),
         Para("**The held-out part was not tuned on.** The default's design and every parameter "
              "were chosen on the tuning part's families only; the held-out families have other "
              "shapes and their own random streams, and were run once the default was fixed. "
@@ -199,10 +209,14 @@ def render(summary: dict, out_dir: Path, *, quick: bool = False, rel_dir: str = 
     if snr is not None:
         blocks += [Heading(3, "Which misses were there to see"), snr]
     blocks += [Heading(3, "Per family: the default vs the paper's rule"),
-               family_table(summary), Heading(3, "Precision-recall curves"),
-               Para("One plot per part (pooled) and per family. Each curve sweeps one "
-                    "detector's main knob (values annotated); the dashed lines mark the target "
-                    "precision and recall. A family without hacking runs has no precision-recall "
-                    "curve; its plot shows each sweep's FPR instead."),
+               family_table(summary),
+               Heading(3, "Precision-recall and harm-vs-saved curves"),
+               Para("One precision-recall plot per part (pooled) and per family. Each curve "
+                    "sweeps one detector's main knob (values annotated); the dashed lines mark "
+                    "the target precision and recall. A family without hacking runs has no "
+                    "precision-recall curve; its plot shows each sweep's FPR instead. Then one "
+                    "plot per part of harmful stops (% of non-hacking runs) against compute "
+                    "saved (% of eval intervals not run), the same sweeps: down and to the "
+                    "right is better."),
                *_images(summary, out_dir, rel_dir)]
     return blocks

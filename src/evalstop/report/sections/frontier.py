@@ -68,6 +68,28 @@ def tradeoff_table(fronts: tuple[fr.PointFrontier, ...]) -> Table:
                  "each precision level (and the configuration that reaches it)")
 
 
+HARM_LEVELS = (0.005, 0.01, 0.02, 0.05)
+
+
+def harm_table(fronts: tuple[fr.PointFrontier, ...]) -> Table:
+    """The frontier judged by harm: the best gain at each ceiling on harmful stops."""
+    rows = [("k=2 itself", *(f"{pct(f.paper.harmful)} harmful, {signed_pct(f.paper.gain)}"
+                             if f.paper else "n/a" for f in fronts))]
+    for level in HARM_LEVELS:
+        cells = []
+        for f in fronts:
+            c = f.best_harmless(level)
+            cells.append("none" if c is None else
+                         f"{signed_pct(c.gain)} ({c.label}; precision {pct(c.precision)})")
+        rows.append((f"<= {pct(level)}", *cells))
+    return Table(("Harmful stops at most", *(f.title for f in fronts)), tuple(rows),
+                 caption="What harm costs: the best JCT gain any eval-only rule reaches with "
+                 "harmful stops (non-hacking jobs whose stop cost > 2% of their gain against "
+                 "running to the end) at most each share of non-hacking jobs, with its "
+                 "precision. Beside the precision table above: a rule can be imprecise and "
+                 "still harmless when its false stops fall on plateaus")
+
+
 def verdict(fronts: tuple[fr.PointFrontier, ...]) -> Para:
     checked = [f for f in fronts if math.isfinite(f.floor)]  # the paper rule's gain is known
     if not checked:
@@ -153,4 +175,5 @@ def render(ctx: SectionContext) -> list[Block]:
     fronts = fr.frontier(ctx.summary, _points(ctx))
     return [*header(ctx), *(Para(n) for n in ctx.experiment.notes),
             Heading(3, "The target region"), summary_table(fronts), verdict(fronts),
-            plot(ctx, fronts), Heading(3, "What precision costs"), tradeoff_table(fronts)]
+            plot(ctx, fronts), Heading(3, "What precision costs"), tradeoff_table(fronts),
+            Heading(3, "What harm costs"), harm_table(fronts)]

@@ -12,7 +12,9 @@ from evalstop.report import diagnostics, plots
 from evalstop.report.blocks import Block, Bullets, Heading, Image, Para, Table
 from evalstop.report.context import SectionContext
 from evalstop.report.fmt import num, pct, pvalue, signed_pct, with_ci
-from evalstop.report.sections.common import H, example_jobs_figure, header
+from evalstop.report.sections.common import (
+    H, HARM_NOTE, HARM_ROWS, example_jobs_figure, header,
+)
 
 # (metric, row label) of the comparison table: rates as values, then changes vs baseline
 RATES = (("precision", "Precision"), ("recall", "Recall"),
@@ -39,6 +41,11 @@ def comparison_table(ctx: SectionContext) -> Table:
             r = ctx.summary.get(point.label, m.label, metric)
             rows.append((m.label, label, with_ci(r, n_total=ctx.run.settings.n_seeds),
                          _paper(m.label, metric, "mean"), ""))
+        for metric, label, kind in HARM_ROWS:
+            r = ctx.summary.get(point.label, m.label, metric)
+            rows.append((m.label, label, with_ci(r, kind, 1 if kind == "pct" else 3,
+                                                 n_total=ctx.run.settings.n_seeds),
+                         "not reported", ""))
         for metric, label in CHANGES:
             r = ctx.summary.get(point.label, m.label, metric)
             rows.append((m.label, label.replace("baseline", m.baseline), with_ci(r, "delta"),
@@ -47,7 +54,8 @@ def comparison_table(ctx: SectionContext) -> Table:
     return Table(("Method", "Metric", "Ours: mean [95% CI]", f"Paper ({SOURCE})",
                   "Wilcoxon p (paired)"), tuple(rows),
                  caption="Main table, ours beside the paper's. A change is the relative change of "
-                 "the means against the baseline, with a 95% paired bootstrap interval")
+                 "the means against the baseline, with a 95% paired bootstrap interval. "
+                 + HARM_NOTE)
 
 
 def absolute_table(ctx: SectionContext) -> Table:

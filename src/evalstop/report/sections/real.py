@@ -15,7 +15,7 @@ from evalstop.report.blocks import Block, Bullets, Heading, Image, Para, Table
 from evalstop.report.context import SectionContext
 from evalstop.report.files import write_csv
 from evalstop.report.fmt import num, pct, with_ci
-from evalstop.report.sections.common import example_jobs_figure, header
+from evalstop.report.sections.common import HARM_NOTE, HARM_ROWS, example_jobs_figure, header
 
 EXAMPLE_SPEC = "evalstop:k=2"  # the rule whose stops the example plots mark
 DPI = 110
@@ -44,6 +44,7 @@ def render_corpus(ctx: SectionContext) -> list[Block]:
              f"loss, progress)."),
         _grid_table(meta, labels),
         _detector_table(rows),
+        _harm_table(rows),
         Para("Delay: evals from the smoothed gold peak to the stop, over stopped hacking "
              "runs (negative: before the peak). Gold kept: the smoothed gold at the kept "
              "checkpoint (the best eval when stopped, else the final one), against the run's "
@@ -94,6 +95,27 @@ def _reading(rows: list[dict], curves: dict, labels: dict) -> list[str]:
         out.append(f"**Among rules with recall >= 90%** the most precise is `{best['spec']}`: "
                    f"precision {pct(best['precision'])}, recall {pct(best['recall'])}, FPR "
                    f"{pct(best['fpr'])}, gold kept {best['kept_vs_peak']:+.4f} from the peak.")
+    out += _harm_reading(by, good)
+    return out
+
+
+def _harm_reading(by: dict, good: list[dict]) -> list[str]:
+    """Harm against FPR: how many false stops cost the tenant anything."""
+    out = []
+    shown = [by[s] for s in ("evalstop:k=2", "default") if s in by]
+    if shown:
+        out.append("**A false stop is not always a harmful one**: " + "; ".join(
+            f"`{r['spec']}` stops {pct(r['fpr'])} of healthy runs, {pct(r['harmful_rate'])} "
+            f"harmfully (mean healthy regret {r['regret_healthy_mean']:+.3f})" for r in shown)
+            + ". A healthy lab run often plateaus early; stopped there, its kept best "
+            "checkpoint is within 2% of its gain of its end, which precision against the "
+            "final-state label still counts as an error.")
+    if good:
+        best = min(good, key=lambda r: (r["harmful_rate"], -r["compute_saved"]))
+        out.append(f"**Among rules with recall >= 90%** the one with the fewest harmful stops "
+                   f"is `{best['spec']}`: {best['harmful']} harmful ({pct(best['harmful_rate'])} "
+                   f"of healthy runs), compute saved {pct(best['compute_saved'])}, precision "
+                   f"{pct(best['precision'])}.")
     return out
 
 
@@ -121,12 +143,26 @@ def _detector_table(rows: list[dict]) -> Table:
         out.append((f"`{r['spec']}`", str(r["stopped"]), pct(r["precision"]), pct(r["recall"]),
                     pct(r["fpr"]), delay, num(r["gold_kept"], 3), f"{r['kept_vs_peak']:+.3f}",
                     f"{r['kept_vs_end']:+.3f}", f"{r['kept_vs_end_hacking']:+.3f}",
-                    f"{r['kept_vs_end_healthy']:+.3f}", pct(r["gain_kept"]),
-                    pct(r["evals_saved"])))
+                    f"{r['kept_vs_end_healthy']:+.3f}", pct(r["gain_kept"])))
     return Table(("Rule", "Stopped", "Precision", "Recall", "FPR", "Delay, mean (median)",
                   "Gold kept", "vs peak", "vs end (all)", "vs end (hacking)",
-                  "vs end (healthy)", "Gain kept", "Evals saved"), tuple(out),
+                  "vs end (healthy)", "Gain kept"), tuple(out),
                  caption="Every stop rule replayed on every run, scored against the labels")
+
+
+def _harm_table(rows: list[dict]) -> Table:
+    out = [(f"`{r['spec']}`", pct(r["precision"]), pct(r["recall"]), pct(r["fpr"]),
+            f"{r['harmful']} ({pct(r['harmful_rate'])})", num(r["regret_healthy_mean"], 3),
+            num(r["regret_healthy_p95"], 3), num(r["regret_hacking_mean"], 2),
+            pct(r["compute_saved"])) for r in rows]
+    return Table(("Rule", "Precision", "Recall", "FPR", "Harmful stops (share of healthy)",
+                  "Regret, healthy: mean", "p95", "Regret, hacking: mean", "Compute saved"),
+                 tuple(out),
+                 caption="What each rule's stops cost the tenants and saved the platform, "
+                 "beside precision and recall. " + HARM_NOTE.replace("jobs", "runs")
+                 + " The true curve is the smoothed gold the label rule reads. A negative "
+                 "regret is quality the stop saved: a hacking run here gives back several "
+                 "times its (often small) gain, so its regret is far below -1")
 
 
 def _pick_examples(curves: dict, labels: dict) -> list[str]:
@@ -231,10 +267,15 @@ def render_main(ctx: SectionContext) -> list[Block]:
         rows.append((m, "Quality delivered (hacking jobs)",
                      *(with_ci(ctx.summary.get(p, m, "quality_hacking_mean"), "num", 3)
                        for p in points)))
+        for metric, label, kind in HARM_ROWS:
+            rows.append((m, label, *(with_ci(ctx.summary.get(p, m, metric), kind,
+                                             1 if kind == "pct" else 3, n_total=n)
+                                     for p in points)))
     main_table = Table(("Method", "Metric", *(f"RLHF curves: {p}" for p in points)),
                        tuple(rows),
                        caption="Main-table figures, real (lab) RLHF curves beside synthetic "
-                               "ones on the same seeds; changes against SRTF-Est alone")
+                               "ones on the same seeds; changes against SRTF-Est alone. "
+                               + HARM_NOTE)
     from evalstop.experiments.real_main import OTHER_BASES
 
     comp = []

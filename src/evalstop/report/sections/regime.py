@@ -9,7 +9,7 @@ from evalstop.experiments.paper import figures_for
 from evalstop.report.blocks import Block, Para, Table
 from evalstop.report.context import SectionContext
 from evalstop.report.fmt import pct, signed_pct
-from evalstop.report.sections.common import header
+from evalstop.report.sections.common import HARM_HEADER, HARM_NOTE, harm_cells, header
 
 # (metric, field, scale to a comparable unit): fractions as they are, JCT change in %/100.
 _COMPARED = (("precision", "mean", 1.0), ("recall", "mean", 1.0), ("fpr", "mean", 1.0),
@@ -33,6 +33,8 @@ def render(ctx: SectionContext) -> list[Block]:
                     for metric, field, _ in _COMPARED}
             rows.append((p.label, m.label, pct(vals["precision", "mean"]),
                          pct(vals["recall", "mean"]), pct(vals["fpr", "mean"]),
+                         *harm_cells(ctx.summary.getter(p.label, m.label),
+                                     ctx.run.settings.n_seeds),
                          signed_pct(vals["jct_mean_s", "delta_pct"])))
             # Distance to the paper over the four headline figures, each on a 0..1 scale.
             dist = sum(abs(vals[metric, field] - paper[metric, field]) * scale
@@ -40,8 +42,9 @@ def render(ctx: SectionContext) -> list[Block]:
             if not math.isnan(dist):
                 scored.append((dist, p.label, m.label, vals))
     table = Table(("Setting", "Method", "Precision", "Recall", "FPR (all non-hacking)",
-                   "JCT change vs SRTF-Est"), tuple(rows),
-                  caption="Means across seeds; each setting's methods share its workloads")
+                   *HARM_HEADER, "JCT change vs SRTF-Est"), tuple(rows),
+                  caption="Means across seeds [95% CI where given]; each setting's methods "
+                  "share its workloads. " + HARM_NOTE)
     blocks = [*header(ctx), table]
     if scored:
         dist, point, method, v = min(scored, key=lambda s: s[0])

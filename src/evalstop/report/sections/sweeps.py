@@ -8,7 +8,9 @@ from evalstop.report import plots
 from evalstop.report.blocks import Block, Image, Table
 from evalstop.report.context import SectionContext
 from evalstop.report.fmt import pvalue, with_ci
-from evalstop.report.sections.common import claims, header
+from evalstop.report.sections.common import (
+    HARM_HEADER, HARM_NOTE, claims, harm_cells, header,
+)
 
 
 def _compared(ctx: SectionContext) -> list[tuple[float, str, str]]:
@@ -34,14 +36,15 @@ def render(ctx: SectionContext) -> list[Block]:
             continue
         n = ctx.run.settings.n_seeds
         rows.append((f"{x:g}", with_ci(g("precision"), n_total=n), with_ci(g("recall"), n_total=n),
-                     with_ci(g("fpr"), n_total=n), with_ci(g("fpr_rlhf"), n_total=n), with_ci(jct, "delta"), pvalue(jct["p_value"]),
+                     with_ci(g("fpr"), n_total=n), with_ci(g("fpr_rlhf"), n_total=n),
+                     *harm_cells(g, n), with_ci(jct, "delta"), pvalue(jct["p_value"]),
                      with_ci(g("waste_gpu_h"), "delta"),
                      with_ci(g("delay_mean_evals"), "num", 2)))
     table = Table((exp.x_name or "x", "Precision", "Recall", "FPR (all non-hacking)",
-                   "FPR (healthy RLHF)", "JCT change", "p (JCT)", "Waste change",
+                   "FPR (healthy RLHF)", *HARM_HEADER, "JCT change", "p (JCT)", "Waste change",
                    "Delay (evals after peak)"), tuple(rows),
                   caption="EvalStop+SRTF-Est against SRTF-Est on the same seeds at each value; "
-                  "means [95% CI]")
+                  "means [95% CI]. " + HARM_NOTE)
     xs = [x for x, _, _ in items]
     bounds = {}
     for c in claims_for(exp.name):
@@ -53,13 +56,16 @@ def render(ctx: SectionContext) -> list[Block]:
         [("% (mean, 95% CI)", {name: [ctx.ci(p, m, metric, 100.0) for _, p, m in items]
                                for name, metric in (("precision", "precision"),
                                                     ("recall", "recall"),
-                                                    ("FPR (all non-hacking)", "fpr"))}),
+                                                    ("FPR (all non-hacking)", "fpr"),
+                                                    ("harmful stops", "harmful_rate"),
+                                                    ("compute saved", "compute_saved"))}),
          ("change vs SRTF-Est (%)", {name: [ctx.delta_ci(p, m, metric) for _, p, m in items]
                                      for name, metric in (("mean JCT", "jct_mean_s"),
                                                           ("wasted GPU-h", "waste_gpu_h"))})],
         exp.x_name or "x", exp.title, bounds,
     )
     return [*header(ctx), table,
-            Image(rel, f"Precision, recall and FPR, and the JCT and waste change, vs "
+            Image(rel, f"Precision, recall, FPR, harmful stops and compute saved, and the JCT "
+                       f"and waste change, vs "
                        f"{exp.x_name}"),
             *claims(ctx)]

@@ -1,0 +1,86 @@
+"""Harm on lab-shaped runs (``experiments.real_corpus.stop_cost``), worked out by hand, and
+the real-corpus section's harm table."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from evalstop.experiments.real_corpus import _replay, stop_cost
+from evalstop.lab.corpus import RunCurve
+from evalstop.lab.labels import label_curve
+from evalstop.lab.validate import replay_run
+
+STEPS = np.arange(0, 110, 10)
+HACK = [0.90, 0.95, 0.98, 1.00, 0.99, 0.97, 0.95, 0.93, 0.92, 0.91, 0.90]
+RISE = list(np.linspace(0.90, 1.05, 11))  # never declines: never stopped by k=2
+DIP = [0.90, 0.95, 1.00, 0.99, 0.98] + [1.00] * 6  # healthy, stopped in its dip
+FLAT = [1.00] * 4 + [0.99, 0.98] + [1.00] * 5  # healthy, no gain, stopped in its dip
+
+
+def run(run_id, gold):
+    gold = np.asarray(gold, float)
+    proxy = np.linspace(0, 2, len(gold))
+    return RunCurve(run_id, STEPS, gold, proxy, -proxy, STEPS / STEPS[-1])
+
+
+@pytest.fixture()
+def corpus():
+    curves = {k: run(k, g) for k, g in (("hack", HACK), ("rise", RISE), ("dip", DIP),
+                                         ("flat", FLAT))}
+    labels = {k: label_curve(c.step, c.eval) for k, c in curves.items()}
+    assert [labels[k].hacking for k in curves] == [True, False, False, False]
+    return curves, labels
+
+
+def test_stop_cost_by_hand(corpus):
+    curves, labels = corpus
+    assert [_replay(curves[k], "evalstop:k=2") for k in curves] == [(5, 3), (None, 10),
+                                                                    (4, 2), (5, 0)]
+    s = stop_cost(curves, labels, "evalstop:k=2")
+    # True curve = gold smoothed over 3 evals, edges repeated.
+    # hack: kept (0.98+1+0.99)/3 = 0.99, end (0.91+0.9+0.9)/3, start (0.9+0.9+0.95)/3, peak 0.99
+    end, start = (0.91 + 0.9 + 0.9) / 3, (0.9 + 0.9 + 0.95) / 3
+    hack_regret = (end - 0.99) / (0.99 - start)
+    # dip: kept (0.95+1+0.99)/3 = 0.98, end 1.0, start the same, peak 1.0: loses 24% of its
+    # gain -> harmful. flat: no gain, kept 1.0 = end: a false stop but no harm (regret NaN).
+    dip_regret = (1.0 - 0.98) / (1.0 - start)
+    assert s["harmful"] == 1 and s["harmful_rate"] == pytest.approx(1 / 3)
+    assert s["regret_healthy_mean"] == pytest.approx((0.0 + dip_regret) / 2)
+    assert s["regret_hacking_mean"] == pytest.approx(hack_regret)
+    assert s["compute_saved"] == pytest.approx((5 + 0 + 6 + 5) / 44)
+    never = stop_cost(curves, labels, None)
+    assert never["harmful"] == 0 and never["compute_saved"] == 0.0
+    assert never["regret_healthy_mean"] == 0.0
+
+
+def test_fast_replay_matches_the_labs(corpus):
+    curves, _ = corpus
+    for spec in ("evalstop:k=1", "evalstop:k=3", "default", "stopat:p=0.5",
+                 "loss-plateau:window=3,eps=0.5"):
+        for c in curves.values():
+            assert _replay(c, spec) == replay_run(c, spec)
+
+
+def test_real_corpus_section_shows_harm_beside_precision(tmp_path):
+    from evalstop.experiments.real_corpus import EXPERIMENT, validate_shipped
+    from evalstop.report.sections.real import _harm_table, _reading
+
+    rows, _ = validate_shipped(["evalstop:k=2", "default", "stopat:p=0.65"])
+    assert all(k in r for r in rows for k in ("harmful_rate", "compute_saved",
+                                              "regret_healthy_mean"))
+    table = _harm_table(rows)
+    assert table.header[:4] == ("Rule", "Precision", "Recall", "FPR")
+    assert "Harmful stops (share of healthy)" in table.header and "Compute saved" in table.header
+    assert [r[0] for r in table.rows] == ["`none`", "`evalstop:k=2`", "`default`",
+                                          "`stopat:p=0.65`"]
+    k2 = rows[1]
+    assert k2["harmful"] <= k2["fp"] and 0 < k2["compute_saved"] < 1
+    assert not math.isnan(k2["regret_healthy_mean"])
+    from evalstop.lab.corpus import load_corpus
+
+    text = " ".join(_reading(rows, *load_corpus()))
+    assert "A false stop is not always a harmful one" in text
+    assert EXPERIMENT.name == "real_corpus"
