@@ -32,7 +32,7 @@ def test_uses_the_given_sigma_not_the_jobs_own_scatter():
     # Early evals zig-zag (a large own-noise estimate); a later clear decline of 0.3.
     values = [0.0, 1.0, 0.2, 1.2, 0.4] + [1.0] * 10 + [0.7] * 4
     assert sigma_hat(values) > 0.15
-    assert run(make_detector("default"), values)[0] is None  # the estimate hides the fall
+    assert run(make_detector("cusum-drop"), values)[0] is None  # the estimate hides the fall
     stop, best = run(make_detector("cusum-known:sigma=0.05"), values)
     assert stop == 17 and best == 4  # two evals 6 sigmas below the level
 
@@ -42,7 +42,7 @@ def test_flat_noisy_plateaus_stop_rarely_and_less_than_with_an_estimate():
     rng = np.random.default_rng(11)
     runs = [1.0 + 0.05 * rng.standard_normal(20) for _ in range(400)]
     known = sum(run(CusumKnown(sigma=0.05), x)[0] is not None for x in runs)
-    estimated = sum(run(make_detector("default"), x)[0] is not None for x in runs)
+    estimated = sum(run(make_detector("cusum-drop"), x)[0] is not None for x in runs)
     assert known <= 40  # about 5%
     assert estimated > 2 * known  # about 15%: low noise estimates stop plateaus
 

@@ -4,7 +4,6 @@ default on short runs."""
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import pytest
@@ -212,16 +211,17 @@ def test_fleet_is_refused_by_rules_that_read_no_noise_and_shared_by_a_factory():
 
 
 def test_the_default_is_the_new_rule_everywhere():
+    """replay, watch and the simulator name the alias; the callback and Tune the spec."""
     import inspect
 
-    from evalstop.integrations import ray_tune  # noqa: F401  (imports cleanly without Tune?)
+    from evalstop.cli import replay, watch
     from evalstop.schedulers.overlay import EvalStop
 
-    assert canonical("default") == DEFAULT_SPEC
-    assert "smooth_min=3" in DEFAULT_SPEC
-    sig = inspect.signature(EvalStop.__init__)
-    assert canonical(sig.parameters["detector"].default) == DEFAULT_SPEC
-    assert not math.isnan(0.0)
+    assert canonical("default") == DEFAULT_SPEC and "smooth_min=3" in DEFAULT_SPEC
+    assert canonical(inspect.signature(EvalStop.__init__).parameters["detector"].default) \
+        == DEFAULT_SPEC
+    for mod in (replay, watch):
+        assert "default=\"default\"" in inspect.getsource(mod).replace(" ", "")
 
 
 # ---- wiring: simulator, Tune, callback ------------------------------------------------

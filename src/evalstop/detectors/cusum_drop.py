@@ -100,10 +100,23 @@ class CusumDrop(NoiseAware):
     def _regrow(self, values: list[float], width: int) -> None:
         """The window widened: find the best level over the history at the new width."""
         self._width, self._level, self._since = width, None, 0
-        for end in range(width, len(values) + 1):
-            level = self._smoothed(values[end - width: end])
-            if self._level is None or level > self._level:
-                self._level, self._since = level, len(values) - end
+        n = len(values)
+        if self.trim < 0:
+            for end in range(width, n + 1):
+                level = median(values[end - width: end])
+                if self._level is None or level > self._level:
+                    self._level, self._since = level, n - end
+            return
+        # _smoothed inlined: this loop is most of the rule's cost while the window grows
+        trim = self.trim if width == self.smooth else min(self.trim, (width - 1) // 3)
+        stop, best, best_end = width - trim, None, 0
+        for end in range(width, n + 1):
+            kept = sorted(values[end - width: end])[trim: stop]
+            level = min(max(sum(kept) / len(kept), kept[0]), kept[-1])
+            if best is None or level > best:
+                best, best_end = level, end
+        if best is not None:
+            self._level, self._since = best, n - best_end
 
     def _observe(self, step, value, loss, proxy, progress):
         values = self._values
