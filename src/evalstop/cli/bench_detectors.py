@@ -67,11 +67,8 @@ def run(args) -> int:
             m = summary["parts"][part]["pooled"][d["main_spec"]]
             out.write(f"  {d['main_spec']:36s} P {f(m['precision'])}  R {f(m['recall'])}  "
                       f"FPR {f(m['fpr'])}  harm {f(m.get('harmful_rate'))}  "
-                      f"saved {f(m.get('saved'))}  Q {f(m['quality'])}
-")
+                      f"saved {f(m.get('saved'))}  Q {f(m['quality'])}\n")
     if ray_engine is not None:
-        out.write(ray_engine.summary() + "
-")
-    out.write(f"wrote {args.out}/detectors.md, .json, .csv, pr_*.png and harm_*.png
-")
+        out.write(ray_engine.summary() + "\n")
+    out.write(f"wrote {args.out}/detectors.md, .json, .csv, pr_*.png and harm_*.png\n")
     return 0
