@@ -210,18 +210,28 @@ def test_fleet_is_refused_by_rules_that_read_no_noise_and_shared_by_a_factory():
     assert a.fleet is fleet and b.fleet is fleet and a is not b
 
 
-def test_the_default_is_the_new_rule_everywhere():
-    """replay, watch and the simulator name the alias; the callback and Tune the spec."""
+def test_the_default_is_the_new_rule_everywhere(tmp_path):
+    """replay names the alias, the simulator the spec, and a watch run with no --detector
+    keeps its jobs' state under the default spec."""
     import inspect
+    import json
 
-    from evalstop.cli import replay, watch
+    from evalstop.cli import replay
+    from evalstop.cli.main import main
+    from evalstop.integrations.watch import StateStore
     from evalstop.schedulers.overlay import EvalStop
 
     assert canonical("default") == DEFAULT_SPEC and "smooth_min=3" in DEFAULT_SPEC
     assert canonical(inspect.signature(EvalStop.__init__).parameters["detector"].default) \
         == DEFAULT_SPEC
-    for mod in (replay, watch):
-        assert "default=\"default\"" in inspect.getsource(mod).replace(" ", "")
+    assert "default=\"default\"" in inspect.getsource(replay).replace(" ", "")
+    (tmp_path / "logs" / "t").mkdir(parents=True)
+    (tmp_path / "logs" / "t" / "a.jsonl").write_text(
+        json.dumps({"job": "j", "step": 1, "eval": 0.5}) + "\n")
+    db = str(tmp_path / "s.db")
+    assert main(["watch", "--jsonl", str(tmp_path / "logs"), "--db", db, "--once"]) == 0
+    (row,) = StateStore(db, readonly=True).jobs().values()
+    assert row.detector["spec"] == DEFAULT_SPEC
 
 
 # ---- wiring: simulator, Tune, callback ------------------------------------------------
