@@ -69,7 +69,8 @@ def make_workload(point: Point, seed: int, settings: Settings, n_gpus: int):
     from evalstop.workload import synthetic_workload
 
     rng = np.random.default_rng([settings.base_seed, seed])
-    return synthetic_workload(rng, n_jobs=settings.n_jobs, n_gpus=n_gpus, **point.workload)
+    return synthetic_workload(rng, n_jobs=point.jobs(settings.n_jobs), n_gpus=n_gpus,
+                              **point.workload)
 
 
 def hacking_jobs(workload) -> frozenset[int]:
@@ -105,7 +106,7 @@ def plan(experiments: list[Experiment], settings: Settings) -> list[Task]:
     for exp in experiments:
         n_gpus = exp.n_gpus if exp.n_gpus is not None else settings.n_gpus
         for pi, point in enumerate(exp.points):
-            for seed in range(settings.n_seeds):
+            for seed in range(exp.seeds(settings.n_seeds)):
                 keep = exp.keep if (pi == 0 and seed == 0) else ()
                 tasks.append(Task(exp.name, point, seed, settings, n_gpus, keep))
     return tasks

@@ -65,6 +65,12 @@ class Point:
     workload: dict[str, Any]  # keyword arguments for ``synthetic_workload`` (not n_jobs/n_gpus)
     methods: tuple[Method, ...]
     x: float | None = None  # sweep value of the point, for plots
+    # Jobs per workload if the point fixes its own (the paper's main setting: 200); a
+    # smaller run setting (--quick) still wins, see ``jobs``.
+    n_jobs: int | None = None
+
+    def jobs(self, settings_n_jobs: int) -> int:
+        return settings_n_jobs if self.n_jobs is None else min(self.n_jobs, settings_n_jobs)
 
     def __post_init__(self):
         labels = [m.label for m in self.methods]
@@ -90,6 +96,12 @@ class Experiment:
     keep: tuple[str, ...] = ()  # method labels whose first-seed runs are kept for plots
     n_gpus: int | None = None  # cluster size if the study fixes one (else the run settings')
     notes: tuple[str, ...] = field(default_factory=tuple)  # setup details for the report
+    # Share of the run's seeds this study uses (at least one): a wide grid of cheap cells
+    # (the claim map) runs on fewer seeds than the main studies, and says so.
+    seed_fraction: float = 1.0
+
+    def seeds(self, n_seeds: int) -> int:
+        return max(1, round(n_seeds * self.seed_fraction))
 
     def method_labels(self) -> list[str]:
         """Every method label, in first-appearance order across points."""
