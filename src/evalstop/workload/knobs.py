@@ -20,7 +20,9 @@ the curves, never the noise:
   shrunk);
 * hacking RLHF quality after its peak about the peak: ``top - c_decline * (top -
   eval_true)``. Every post-peak loss scales by ``c_decline``; the rise, the peak's place and
-  height, and so the labels and the wasted-compute accounting, are unchanged.
+  height, and so the labels and the wasted-compute accounting, are unchanged. Up to
+  c_decline 5.9 quality stays positive; steeper, the worst runs end below 0 (harmless to
+  an eval-based rule, but their "quality kept" ratio then means little).
 
 ``c = target / expected`` where ``expected`` is the SNR today's curves have *in
 expectation* on this eval grid and noise (computed by quadrature over the documented
