@@ -103,7 +103,8 @@ def write_report(runs: dict[str, ExperimentRun], out_dir: str | Path, info: RunI
         "evalstop_version": __version__, "paper": SOURCE, "settings": asdict(st),
         "run": asdict(info), "experiments": results})
 
-    blocks = _intro(runs, info) + claim_map.first_page(summaries) + _at_a_glance(summaries)
+    preset = next(iter(runs.values())).settings.preset
+    blocks = _intro(runs, info) + claim_map.first_page(summaries, preset) + _at_a_glance(summaries)
     for name, run in runs.items():
         blocks += section_for(name)(SectionContext(run, summaries[name], out, summaries))
     if detectors is not None:

@@ -72,9 +72,11 @@ def _expected(grid_key: tuple[float, ...]) -> tuple[float, float]:
     mean_gain = float(np.mean(RLHF_GAIN))  # gain is drawn independently of the peak
     lo, hi = RLHF_HEALTHY_PEAK
     peaks = lo + (np.arange(_QUAD) + 0.5) * (hi - lo) / _QUAD
-    shape = gao_shape(grid[None, :] / peaks[:, None]) / gao_shape(np.minimum(1.0 / peaks, 1.0))[:, None]
+    norm = gao_shape(np.minimum(1.0 / peaks, 1.0))[:, None]
+    shape = gao_shape(grid[None, :] / peaks[:, None]) / norm
     late = _late_index(grid)
-    late_gain = mean_gain * float(np.diff(shape, axis=1)[:, late - 1].mean()) if late.size else math.nan
+    late_gain = (mean_gain * float(np.diff(shape, axis=1)[:, late - 1].mean()) if late.size
+                 else math.nan)
     lo, hi = RLHF_HACK_PEAK
     peaks = lo + (np.arange(_QUAD) + 0.5) * (hi - lo) / _QUAD
     drop = 1.0 - gao_shape(1.0 / peaks)  # from the peak (1) to the end, per unit gain

@@ -30,8 +30,8 @@ def header(ctx: SectionContext) -> list[Block]:
     return [
         Heading(2, f"{exp.title} (`{exp.name}`)"),
         Para(f"**Question.** {exp.question}"),
-        Para(f"**Setup.** {exp.seeds(st.n_seeds)} seeds (base seed {st.base_seed}), {jobs} jobs per "
-             f"workload, {ctx.run.n_gpus} GPUs, restart overhead {st.restart_overhead_s:g} s; "
+        Para(f"**Setup.** {exp.seeds(st.n_seeds)} seeds (base seed {st.base_seed}), {jobs} jobs "
+             f"per workload, {ctx.run.n_gpus} GPUs, restart overhead {st.restart_overhead_s:g} s; "
              f"workload points: {points}. {ctx.run.n_sims} simulations, "
              f"{ctx.run.sim_s:.1f} CPU-s simulating "
              f"({1000 * ctx.run.sim_s / max(1, ctx.run.n_sims):.0f} ms per run)."),
