@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from evalstop.experiments import FULL, QUICK, names, run_experiments, select
+from evalstop.experiments.registry import with_preset
 from evalstop.experiments.runner import default_workers, plan
 from evalstop.ray_engine import add_ray_option, check_ray_option, engine_for
 from evalstop.staging import MARKER, check_replaceable, staged_folder
@@ -62,6 +63,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--no-detectors", action="store_true",
                    help="skip the detector benchmark (by default it runs, also with --only, "
                         "seeded with --seed; --quick runs its quick version)")
+    p.add_argument("--preset", default=None, metavar="NAME",
+                   help="run every study on a workload knob preset (known: "
+                        "paper-assumptions: the knobs under which the paper's main table "
+                        "holds; see README, Workloads)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_ray_option(p)
     return p
@@ -78,6 +83,8 @@ def _command(args) -> str:
     parts += ["--seed", str(args.seed)]
     if args.only is not None:
         parts += ["--only", args.only]
+    if args.preset is not None:
+        parts += ["--preset", args.preset]
     if args.no_detectors:
         parts.append("--no-detectors")
     return " ".join(shlex.quote(p) for p in parts)
@@ -100,7 +107,11 @@ def run(args) -> int:
     settings = QUICK if args.quick else FULL
     settings = replace(settings, base_seed=args.seed,
                        n_seeds=args.seeds if args.seeds is not None else settings.n_seeds)
-    experiments = select(args.only)  # ValueError on an unknown name, before any work
+    # ValueError on an unknown study or preset name, before any work
+    experiments = with_preset(select(args.only), args.preset)
+    if not experiments:
+        raise ValueError(f"--only {args.only!r} names only studies that --preset skips")
+    settings = replace(settings, preset=args.preset)
     # Checked now, so a file or a symlink in its place fails before the studies run.
     out = check_replaceable(args.out, lambda name: OWNED.fullmatch(name) is not None)
     n_tasks = len(plan(experiments, settings))

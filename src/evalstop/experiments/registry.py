@@ -17,6 +17,8 @@ _MODULES = (
     ("sigma", "sweep_sigma"),
     ("hacking", "sweep_hacking"),
     ("k", "sweep_k"),
+    ("assumptions", "paper_assumptions"),
+    ("claim_map", "claim_map"),
     ("regime", "regime"),
     ("default_rule", "default_rule"),
     ("frontier", "frontier"),
@@ -53,3 +55,21 @@ def select(only: str | None) -> list[Experiment]:
     for w in wanted:
         get(w)  # raises on an unknown name
     return [get(n) for n in names() if n in wanted]
+
+
+# Studies a knob preset (``--preset``) leaves alone: ``assumptions`` already is the default
+# run's view of a preset (under one it would repeat the others), and the claim map sets
+# every knob itself, cell by cell.
+PRESET_EXEMPT = ("assumptions", "claim_map")
+
+
+def with_preset(experiments: list[Experiment], preset: str | None) -> list[Experiment]:
+    """The studies laid under a knob preset (``experiments.assumptions``); unchanged for
+    None. An unknown preset is a ValueError naming the known ones."""
+    if preset is None:
+        return experiments
+    from evalstop.experiments import assumptions
+
+    knobs = assumptions.get(preset)
+    return [e if e.name in PRESET_EXEMPT else assumptions.apply(e, knobs)
+            for e in experiments if e.name != "assumptions"]

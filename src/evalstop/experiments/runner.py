@@ -71,7 +71,7 @@ def make_workload(point: Point, seed: int, settings: Settings, n_gpus: int):
     rng = np.random.default_rng([settings.base_seed, seed])
     if point.trace == "philly":  # the trace's jobs; the seed draws types, labels, curves
         return trace_workload(load_philly(point.n_jobs), rng, **point.workload)
-    return synthetic_workload(rng, n_jobs=point.n_jobs or settings.n_jobs, n_gpus=n_gpus,
+    return synthetic_workload(rng, n_jobs=point.jobs(settings.n_jobs), n_gpus=n_gpus,
                               **point.workload)
 
 
@@ -108,7 +108,7 @@ def plan(experiments: list[Experiment], settings: Settings) -> list[Task]:
     for exp in experiments:
         n_gpus = exp.n_gpus if exp.n_gpus is not None else settings.n_gpus
         for pi, point in enumerate(exp.points):
-            for seed in range(settings.n_seeds):
+            for seed in range(exp.seeds(settings.n_seeds)):
                 keep = exp.keep if (pi == 0 and seed == 0) else ()
                 tasks.append(Task(exp.name, point, seed, settings, point.n_gpus or n_gpus,
                                   keep))

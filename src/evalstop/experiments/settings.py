@@ -14,6 +14,7 @@ class Settings:
     n_jobs: int = 300  # per workload; ~300 jobs keeps one simulation well under a second
     n_gpus: int = 64  # cluster size, unless an experiment fixes its own
     restart_overhead_s: float = 120.0  # paper: 2 minutes per preemption
+    preset: str | None = None  # workload knob preset the studies ran under (--preset)
 
     def __post_init__(self):
         for name in ("n_seeds", "n_jobs", "n_gpus"):

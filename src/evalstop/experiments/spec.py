@@ -65,11 +65,20 @@ class Point:
     workload: dict[str, Any]  # keyword arguments for ``synthetic_workload`` (not n_jobs/n_gpus)
     methods: tuple[Method, ...]
     x: float | None = None  # sweep value of the point, for plots
-    # A point may fix its own size (the run settings' otherwise) or take a shipped trace's
-    # jobs ("philly"; n_jobs then keeps only the first n_jobs of it, None all).
+    # A point may fix its own size (the run settings' otherwise: the paper's main setting
+    # is 200 jobs) or take a shipped trace's jobs ("philly"; n_jobs then keeps only the
+    # first n_jobs of it, None all). See ``jobs`` for how --quick's size combines.
     n_jobs: int | None = None
     n_gpus: int | None = None
     trace: str | None = None
+
+    def jobs(self, settings_n_jobs: int) -> int:
+        """Jobs in this point's workload: a point that fixes its GPUs too is a study of its
+        own scale (``scale``) and keeps its size; otherwise a smaller run setting
+        (--quick) still wins."""
+        if self.n_jobs is None:
+            return settings_n_jobs
+        return self.n_jobs if self.n_gpus is not None else min(self.n_jobs, settings_n_jobs)
 
     def __post_init__(self):
         if self.trace not in (None, "philly"):
@@ -97,6 +106,12 @@ class Experiment:
     keep: tuple[str, ...] = ()  # method labels whose first-seed runs are kept for plots
     n_gpus: int | None = None  # cluster size if the study fixes one (else the run settings')
     notes: tuple[str, ...] = field(default_factory=tuple)  # setup details for the report
+    # Share of the run's seeds this study uses (at least one): a wide grid of cheap cells
+    # (the claim map) runs on fewer seeds than the main studies, and says so.
+    seed_fraction: float = 1.0
+
+    def seeds(self, n_seeds: int) -> int:
+        return max(1, round(n_seeds * self.seed_fraction))
 
     def method_labels(self) -> list[str]:
         """Every method label, in first-appearance order across points."""

@@ -17,7 +17,7 @@ from evalstop.report.context import SectionContext
 from evalstop.report.files import write_experiment, write_json, write_text
 from evalstop.report.html import to_html
 from evalstop.report.markdown import to_markdown
-from evalstop.report.sections import detbench, section_for
+from evalstop.report.sections import claim_map, detbench, section_for
 
 TITLE = "EvalStop: the paper's studies, reproduced in simulation"
 
@@ -57,7 +57,9 @@ def _intro(runs: dict[str, ExperimentRun], info: RunInfo) -> list[Block]:
              f"{st.base_seed}), {st.n_jobs} jobs per workload; {n_sims} simulations "
              f"({sim_s:.1f} CPU-s simulating); {info.workers} worker process(es) on "
              f"{os.cpu_count()} CPU(s); {info.wall_s:.1f} s wall time to run them."
-             + (f" Command: `{info.command}`." if info.command else "")),
+             + (f" Command: `{info.command}`." if info.command else "")
+             + (f" Every study ran on the workload knob preset `{st.preset}` (see the "
+                "claim map section)." if st.preset else "")),
         Para("**How to read.** Values are means across seeds with a 95% Student-t interval in "
              "brackets. A change is the relative change of the means against the method's "
              "baseline on the same seeds (same workloads), with a 95% paired bootstrap "
@@ -101,9 +103,10 @@ def write_report(runs: dict[str, ExperimentRun], out_dir: str | Path, info: RunI
         "evalstop_version": __version__, "paper": SOURCE, "settings": asdict(st),
         "run": asdict(info), "experiments": results})
 
-    blocks = _intro(runs, info) + _at_a_glance(summaries)
+    preset = next(iter(runs.values())).settings.preset
+    blocks = _intro(runs, info) + claim_map.first_page(summaries, preset) + _at_a_glance(summaries)
     for name, run in runs.items():
-        blocks += section_for(name)(SectionContext(run, summaries[name], out))
+        blocks += section_for(name)(SectionContext(run, summaries[name], out, summaries))
     if detectors is not None:
         blocks += detbench.render(detectors, out, quick=info.quick, seconds=info.detectors_s)
     bench_files = ((f"`{detbench.DIR}/`: the detector benchmark's detectors.json, .csv, "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalstop.experiments.aggregate import Summary
@@ -16,6 +16,9 @@ class SectionContext:
     run: ExperimentRun
     summary: Summary
     out_dir: Path
+    # Every study's summary in this report, by name: for sections that set one study beside
+    # another (the paper-assumptions columns beside our calibration's).
+    others: dict[str, Summary] = field(default_factory=dict)
 
     @property
     def experiment(self):

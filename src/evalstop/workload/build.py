@@ -12,6 +12,7 @@ import numpy as np
 
 from evalstop.workload._checks import real
 from evalstop.workload.curves import add_eval_noise, eval_grid, job_curves
+from evalstop.workload.knobs import scales
 from evalstop.workload.model import Workload
 from evalstop.workload.presets import (
     EST_SIGMA,
@@ -41,7 +42,9 @@ MAX_EVAL_POINTS = 20_000_000
 def workload_from_table(table: JobTable, rng: np.random.Generator, *, preset: str = "paper",
                         sigma: float = DEFAULT_SIGMA, hacking_frac: float | None = None,
                         eval_interval: float = DEFAULT_EVAL_INTERVAL,
-                        meta: dict | None = None, rlhf_curves: str = "synthetic") -> Workload:
+                        meta: dict | None = None, rlhf_curves: str = "synthetic",
+                        late_snr: float | None = None,
+                        decline_snr: float | None = None) -> Workload:
     """A ``Workload`` of the table's jobs, sorted stably by arrival.
 
     Keeps the table's arrivals, durations, GPU demands, and its types, tenants and
@@ -50,6 +53,8 @@ def workload_from_table(table: JobTable, rng: np.random.Generator, *, preset: st
     RLHF jobs' synthetic curves by runs of the lab corpus with the same drawn label
     (``evalstop.workload.real_curves``; drawn after everything else, so every other
     column, LoRA/DPO curves included, is the same as with ``"synthetic"``).
+    ``late_snr`` / ``decline_snr`` (None: today's curves) set the synthetic RLHF curves'
+    signal-to-noise ratios (``evalstop.workload.knobs``); they draw nothing extra.
     """
     check_generator(rng)
     spec = get_preset(preset)
@@ -57,6 +62,10 @@ def workload_from_table(table: JobTable, rng: np.random.Generator, *, preset: st
     sigma = real("sigma", sigma, low=0.0)
     grid = eval_grid(eval_interval)
     check_choice(rlhf_curves)
+    if rlhf_curves != "synthetic" and (late_snr is not None or decline_snr is not None):
+        raise ValueError("late_snr and decline_snr set synthetic RLHF curves; lab curves "
+                         "are real runs and keep their own")
+    c_late, c_decline = scales(grid, sigma, late_snr, decline_snr)
 
     t = table.take(table.arrival_order())
     n = len(t)
@@ -69,7 +78,7 @@ def workload_from_table(table: JobTable, rng: np.random.Generator, *, preset: st
     hacking = draw_hacking(rng, types, frac)
     est = (t.est_duration_s if t.est_duration_s is not None
            else estimate_durations(rng, t.duration_s, EST_SIGMA))
-    curves = job_curves(types, hacking, grid, rng)
+    curves = job_curves(types, hacking, grid, rng, late_scale=c_late, decline_scale=c_decline)
     eval_obs = add_eval_noise(curves.eval_true, sigma, rng)
     lab_runs = (apply_lab_curves(curves, eval_obs, types, grid, rng)
                 if rlhf_curves == "lab" else None)
@@ -86,6 +95,9 @@ def workload_from_table(table: JobTable, rng: np.random.Generator, *, preset: st
         "est_duration_from": ("table" if t.est_duration_s is not None
                               else f"lognormal error, sigma {EST_SIGMA}, mean-unbiased"),
         "rlhf_curves": rlhf_curves,
+        **({"late_snr": late_snr, "decline_snr": decline_snr, "late_scale": c_late,
+            "decline_scale": c_decline}
+           if (late_snr is not None or decline_snr is not None) else {}),
         **({"lab_runs": lab_runs} if lab_runs is not None else {}),
         **t.meta,
         **(meta or {}),

@@ -128,7 +128,8 @@ def _exp_loss(p, loss0, loss_inf, tau):
     return loss_inf + (loss0 - loss_inf) * np.exp(-p / tau)
 
 
-def rlhf_curves(progress: np.ndarray, hacking: np.ndarray, rng: np.random.Generator) -> Curves:
+def rlhf_curves(progress: np.ndarray, hacking: np.ndarray, rng: np.random.Generator, *,
+                late_scale: float = 1.0, decline_scale: float = 1.0) -> Curves:
     """RLHF runs; ``hacking`` (bool per job) is the drawn label.
 
     eval_true = q0 + gain * f(x) / f(min(x_end, 1)) with f = gao_shape, x = d / d*,
@@ -136,6 +137,11 @@ def rlhf_curves(progress: np.ndarray, hacking: np.ndarray, rng: np.random.Genera
     peak's progress. This is an affine map of R(d) per job, scaled so that the best
     quality reached within the run is q0 + gain. proxy = proxy_gain * d / d_end (the
     proxy keeps rising with the distance travelled).
+
+    ``late_scale`` stretches healthy runs about their start (every gain x late_scale) and
+    ``decline_scale`` hacking runs' post-peak part about the peak (every loss x
+    decline_scale); 1.0 is today's curves. ``evalstop.workload.knobs`` turns SNR targets
+    into these stretches. They draw nothing, so the random stream is the same.
     """
     hacking = np.asarray(hacking, dtype=bool)
     n, p = len(hacking), np.asarray(progress, dtype=float)[None, :]
@@ -151,6 +157,13 @@ def rlhf_curves(progress: np.ndarray, hacking: np.ndarray, rng: np.random.Genera
     x = (p / peak) ** half
     x_end = (1.0 / peak) ** half
     eval_true = q0 + gain * gao_shape(x) / gao_shape(np.minimum(x_end, 1.0))
+    if late_scale != 1.0:
+        healthy = ~hacking[:, None]
+        eval_true = np.where(healthy, q0 + late_scale * (eval_true - q0), eval_true)
+    if decline_scale != 1.0:
+        top = q0 + gain  # a hacking run's peak quality (the normaliser is f(1) = 1)
+        falling = hacking[:, None] & (p > peak)
+        eval_true = np.where(falling, top - decline_scale * (top - eval_true), eval_true)
     return Curves(eval_true=eval_true,
                   proxy=proxy_gain * p ** half,
                   loss=_exp_loss(p, loss0, loss_inf, tau),
@@ -197,10 +210,12 @@ def dpo_curves(progress: np.ndarray, n: int, rng: np.random.Generator) -> Curves
 
 
 def job_curves(types: np.ndarray, hacking: np.ndarray, progress: np.ndarray,
-               rng: np.random.Generator) -> Curves:
+               rng: np.random.Generator, *, late_scale: float = 1.0,
+               decline_scale: float = 1.0) -> Curves:
     """Curves for a mixed set of jobs: each row gets its type's family.
 
-    ``hacking`` is only read for RLHF rows (other families never hack).
+    ``hacking`` is only read for RLHF rows (other families never hack); the scales go to
+    ``rlhf_curves``.
     """
     types = np.asarray(types)
     unknown = sorted(set(np.unique(types).tolist()) - set(JOB_TYPES))
@@ -210,7 +225,8 @@ def job_curves(types: np.ndarray, hacking: np.ndarray, progress: np.ndarray,
     for name in JOB_TYPES:  # fixed order: the draws do not depend on how rows interleave
         rows = np.flatnonzero(types == name)
         if name == "rlhf":
-            part = rlhf_curves(progress, np.asarray(hacking, dtype=bool)[rows], rng)
+            part = rlhf_curves(progress, np.asarray(hacking, dtype=bool)[rows], rng,
+                               late_scale=late_scale, decline_scale=decline_scale)
         elif name == "lora":
             part = lora_curves(progress, len(rows), rng)
         else:

@@ -13,6 +13,7 @@ from evalstop.workload.build import (
     workload_from_table,
 )
 from evalstop.workload.curves import eval_grid
+from evalstop.workload.knobs import scales
 from evalstop.workload.model import Workload
 from evalstop.workload.presets import (
     draw_durations,
@@ -36,11 +37,14 @@ def synthetic_workload(rng: np.random.Generator, *, n_jobs: int = DEFAULT_N_JOBS
                        load: float = DEFAULT_LOAD, sigma: float = DEFAULT_SIGMA,
                        hacking_frac: float | None = None,
                        eval_interval: float = DEFAULT_EVAL_INTERVAL,
-                       rlhf_curves: str = "synthetic") -> Workload:
+                       rlhf_curves: str = "synthetic", late_snr: float | None = None,
+                       decline_snr: float | None = None) -> Workload:
     """``n_jobs`` jobs of ``preset``'s mix offering ``load`` to ``n_gpus`` GPUs.
 
     ``hacking_frac`` None takes the preset's. ``rlhf_curves="lab"`` gives RLHF jobs the
-    curves of real lab runs (``evalstop.workload.real_curves``). Deterministic for one
+    curves of real lab runs (``evalstop.workload.real_curves``). ``late_snr`` and
+    ``decline_snr`` (None: today's curves) are the RLHF curves' signal-to-noise knobs
+    (``evalstop.workload.knobs``). Deterministic for one
     generator state: every draw goes through ``rng``, in a fixed order (types, GPU demands,
     durations, arrivals, tenants, then workload_from_table's draws).
     """
@@ -54,6 +58,10 @@ def synthetic_workload(rng: np.random.Generator, *, n_jobs: int = DEFAULT_N_JOBS
     real("sigma", sigma, low=0.0)
     eval_grid(eval_interval)
     check_choice(rlhf_curves)
+    if rlhf_curves != "synthetic" and (late_snr is not None or decline_snr is not None):
+        raise ValueError("late_snr and decline_snr set synthetic RLHF curves; lab curves "
+                         "are real runs and keep their own")
+    scales(eval_grid(eval_interval), sigma, late_snr, decline_snr)
     if max_gpus(spec) > n_gpus:
         raise ValueError(f"n_gpus={n_gpus} is smaller than the largest GPU demand of preset "
                          f"{preset!r} ({max_gpus(spec)} GPUs); such jobs could never run")
@@ -71,7 +79,8 @@ def synthetic_workload(rng: np.random.Generator, *, n_jobs: int = DEFAULT_N_JOBS
                      tenant=tenants, source="synthetic")
     return workload_from_table(table, rng, preset=preset, sigma=sigma,
                                hacking_frac=hacking_frac, eval_interval=eval_interval,
-                               rlhf_curves=rlhf_curves, meta={"load": load, "n_gpus": n_gpus,
+                               rlhf_curves=rlhf_curves, late_snr=late_snr,
+                               decline_snr=decline_snr, meta={"load": load, "n_gpus": n_gpus,
                                      "arrival_rate_per_h": rate * 3600.0,
                                      # drawn above from the mix, handed over as a column
                                      "types_from": "preset mix"})

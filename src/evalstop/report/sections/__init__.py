@@ -9,6 +9,8 @@ from collections.abc import Callable
 from evalstop.report.blocks import Block
 from evalstop.report.context import SectionContext
 from evalstop.report.sections import (
+    assumptions,
+    claim_map,
     common,
     composability,
     default_rule,
@@ -27,6 +29,8 @@ SECTIONS: dict[str, Renderer] = {
     "sigma": sweeps.render,
     "hacking": sweeps.render,
     "k": sweeps.render,
+    "assumptions": assumptions.render,
+    "claim_map": claim_map.render,
     "regime": regime.render,
     "default_rule": default_rule.render,
     "frontier": frontier.render,

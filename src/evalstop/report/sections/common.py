@@ -46,11 +46,12 @@ def header(ctx: SectionContext) -> list[Block]:
             if spec not in specs:  # a label may run a different spec per point
                 specs.append(spec)
     points = ", ".join(f"`{p.label}`" for p in exp.points)
+    jobs = "/".join(str(j) for j in sorted({p.jobs(st.n_jobs) for p in exp.points}))
     return [
         Heading(2, f"{exp.title} (`{exp.name}`)"),
         Para(f"**Question.** {exp.question}"),
-        Para(f"**Setup.** {st.n_seeds} seeds (base seed {st.base_seed}), {st.n_jobs} jobs per "
-             f"workload, {ctx.run.n_gpus} GPUs, restart overhead {st.restart_overhead_s:g} s; "
+        Para(f"**Setup.** {exp.seeds(st.n_seeds)} seeds (base seed {st.base_seed}), {jobs} jobs "
+             f"per workload, {ctx.run.n_gpus} GPUs, restart overhead {st.restart_overhead_s:g} s; "
              f"workload points: {points}. {ctx.run.n_sims} simulations, "
              f"{ctx.run.sim_s:.1f} CPU-s simulating "
              f"({1000 * ctx.run.sim_s / max(1, ctx.run.n_sims):.0f} ms per run)."),
@@ -78,7 +79,7 @@ def generic_table(ctx: SectionContext) -> Table:
             jct, waste = g("jct_mean_s"), g("waste_gpu_h")
             if jct is None:
                 continue
-            n = ctx.run.settings.n_seeds
+            n = ctx.experiment.seeds(ctx.run.settings.n_seeds)
             rows.append((
                 p.label, m.label, with_ci(g("precision"), n_total=n),
                 with_ci(g("recall"), n_total=n), with_ci(g("fpr"), n_total=n),
