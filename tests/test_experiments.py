@@ -123,6 +123,13 @@ def test_summary_has_ci_and_paired_change(main_in_process):
     assert es["delta_pct"] == pytest.approx(100 * (es["mean"] - base["mean"]) / base["mean"])
     assert 0 <= es["p_value"] <= 1
     assert not any(r["metric"] in ID_COLUMNS for r in rows)
+    # Harm and compute saved are levels with a CI (already measured against running to the
+    # end): no relative change against a baseline that never stops, just its mean.
+    harm = get_row[("EvalStop+SRTF-Est", "harmful_rate")]
+    assert 0 <= harm["mean"] <= 1 and harm["n"] == 2
+    assert harm["baseline_mean"] == 0.0 and math.isnan(harm["delta_pct"])
+    assert math.isnan(harm["p_value"])
+    assert get_row[("SRTF-Est", "compute_saved")]["mean"] == 0.0
 
 
 def test_a_new_experiment_is_just_data():

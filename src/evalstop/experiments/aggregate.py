@@ -3,8 +3,8 @@
 Each summary row has the mean and 95% t interval across seeds and, for a method with a
 baseline, the change against that baseline on the same seeds: ``delta_pct`` is the
 relative change of the means (the paper's "JCT -9.4% vs SRTF-Est"), ``delta_lo/hi`` its 95%
-paired bootstrap interval, and ``p_value`` the paired Wilcoxon signed-rank test.
-Undefined values are NaN.
+paired bootstrap interval, and ``p_value`` the paired Wilcoxon signed-rank test (not for
+``LEVEL_ONLY`` metrics, which get the baseline's mean only). Undefined values are NaN.
 """
 
 from __future__ import annotations
@@ -17,6 +17,12 @@ import numpy as np
 from evalstop.experiments.runner import ID_COLUMNS
 from evalstop.experiments.spec import Experiment
 from evalstop.metrics.stats import change_ci, mean_ci, paired_wilcoxon
+from evalstop.metrics.stop_cost import KEYS as STOP_COST_KEYS
+
+# Metrics shown as levels only: a stop's harm and the compute it saved are measured against
+# running to the end, so they are already a comparison; against a baseline that never stops
+# (0) a relative change is undefined, and its bootstrap would cost a tenth of the summary.
+LEVEL_ONLY = frozenset(STOP_COST_KEYS)
 
 SUMMARY_COLUMNS = ("experiment", "point", "method", "x", "metric", "n", "mean", "lo", "hi",
                    "baseline", "baseline_mean", "delta_pct", "delta_lo", "delta_hi", "p_value")
@@ -62,10 +68,11 @@ def summarize(experiment: Experiment, rows: list[dict]) -> list[dict]:
                     base = _by_seed(base_rows, metric)
                     seeds = sorted(set(ours) & set(base))
                     a, b = [ours[s] for s in seeds], [base[s] for s in seeds]
-                    change = change_ci(a, b)
-                    row.update(baseline_mean=mean_ci(b).mean, delta_pct=change.mean,
-                               delta_lo=change.lo, delta_hi=change.hi,
-                               p_value=paired_wilcoxon(a, b))
+                    row.update(baseline_mean=mean_ci(b).mean)
+                    if metric not in LEVEL_ONLY:
+                        change = change_ci(a, b)
+                        row.update(delta_pct=change.mean, delta_lo=change.lo,
+                                   delta_hi=change.hi, p_value=paired_wilcoxon(a, b))
                 out.append(row)
     return out
 
