@@ -38,6 +38,7 @@ from evalstop.detectors.noise import MAX_VALUES, sigma_hat
 
 class CusumDrop(Detector):
     name: ClassVar[str] = "cusum-drop"
+    per_job = True  # see Detector.per_job
     PARAMS: ClassVar[dict[str, tuple[type, Any]]] = {
         "h": (float, 2.0), "k": (float, 0.75), "clip": (float, 2.0), "smooth": (int, 9),
         "min_evals": (int, 6), "trim": (int, 2),

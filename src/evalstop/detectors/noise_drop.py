@@ -27,6 +27,7 @@ from evalstop.detectors.noise import MAX_VALUES, sigma_hat
 
 class NoiseDrop(Detector):
     name: ClassVar[str] = "noise-drop"
+    per_job = True  # see Detector.per_job
     PARAMS: ClassVar[dict[str, tuple[type, Any]]] = {
         "m": (float, 1.4), "n": (int, 2), "smooth": (int, 9),
     }

@@ -19,6 +19,7 @@ from evalstop.detectors.base import Detector
 
 class SlopeTest(Detector):
     name: ClassVar[str] = "slope"
+    per_job = True  # see Detector.per_job
     PARAMS: ClassVar[dict[str, tuple[type, Any]]] = {"window": (int, 8), "alpha": (float, 0.01)}
 
     def __init__(self, *, window: int = 8, alpha: float = 0.01, mode: str = "max") -> None:
