@@ -54,6 +54,14 @@ def paired_wilcoxon(method, baseline) -> float:
     Pairs with a non-finite side are dropped. All differences zero: p = 1.0 (no evidence of a
     difference; scipy would warn and return NaN). No pairs left: NaN. Zero differences are
     dropped (``zero_method="wilcox"``), the textbook convention.
+
+    The p-value is scipy's ``wilcoxon(d, zero_method="wilcox")`` (method "auto"), computed
+    without its permutation test: where scipy enumerates all 2**n sign flips (n <= 13 with
+    ties or zeros) or reads its exact table (n <= 50, no ties or zeros), the exact null
+    distribution of the signed-rank sum is built here by counting (``_exact_p``), which
+    gives the same p-value (to float rounding) in microseconds instead of milliseconds; in
+    every other case (n > 50, or ties with n > 13) scipy's normal approximation with tie
+    and continuity corrections is used, as scipy itself would.
     """
     a = np.asarray(method, dtype=float).ravel()
     b = np.asarray(baseline, dtype=float).ravel()
@@ -65,7 +73,30 @@ def paired_wilcoxon(method, baseline) -> float:
         return math.nan
     if np.all(d == 0):
         return 1.0
-    return float(_st.wilcoxon(d, zero_method="wilcox", alternative="two-sided").pvalue)
+    nz = d[d != 0]
+    ranks = _st.rankdata(np.abs(nz))  # average ranks of the non-zero differences
+    tied = nz.size != np.unique(np.abs(nz)).size
+    if d.size <= 13 or (d.size <= 50 and not tied and nz.size == d.size):
+        return _exact_p(ranks, nz > 0)
+    return float(_st.wilcoxon(d, zero_method="wilcox", alternative="two-sided",
+                              method="asymptotic").pvalue)
+
+
+def _exact_p(ranks: np.ndarray, positive: np.ndarray) -> float:
+    """Two-sided exact p of the signed-rank sum: every sign of every difference equally
+    likely under the null, so the sum of the positive ranks is a subset sum of the ranks.
+    Average ranks are multiples of 1/2, so twice the ranks are integers and the 2**n subset
+    sums are counted by dynamic programming (at most n * (n + 1) + 1 cells)."""
+    w = np.rint(2.0 * ranks).astype(np.int64)
+    counts = np.zeros(int(w.sum()) + 1, dtype=np.int64)
+    counts[0] = 1
+    for x in w.tolist():
+        counts[x:] = counts[x:] + counts[: counts.size - x]
+    t = int(w[positive].sum())
+    total = float(2**w.size)
+    p_low = float(counts[: t + 1].sum()) / total
+    p_high = float(counts[t:].sum()) / total
+    return min(1.0, 2.0 * min(p_low, p_high))
 
 
 def relative_change(method: float, baseline: float) -> float:
