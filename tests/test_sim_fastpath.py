@@ -112,3 +112,32 @@ def test_pooled_rules_and_listening_overlays_keep_the_event_path():
     simulate(w, 2, sched)
     assert sched.heard == 2 * w.n_evals
     assert plan_for(w, build("fifo", "evalstop:k=2")) is not None
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from([
+    "default", "cusum-drop", "cusum-drop:trim=-1,smooth=4", "cusum-drop:smooth=1,trim=0",
+    "cusum-drop:smooth=6,trim=1,min_evals=1", "cusum-known:sigma=0.02"]),
+       st.sampled_from(["max", "min"]), st.sampled_from(["noisy", "steps"]))
+def test_vectorised_cusum_drop_is_the_rule(seed, spec, mode, kind):
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(1, 30))
+    if kind == "noisy":  # rises then falls, with noise
+        peak = rng.uniform(0.2, 1.2, (50, 1))
+        x = np.linspace(0, 1, m)[None, :]
+        obs = np.where(x < peak, x, 2 * peak - x) + rng.normal(0, 0.03, (50, m))
+    else:  # quantised scores: ties, constant stretches, a zero noise scale
+        obs = np.cumsum(rng.integers(-1, 2, (50, m)), axis=1).astype(float)
+    obs[rng.random(50) < 0.05, rng.integers(0, m)] = np.nan
+    z = np.zeros_like(obs)
+    grid = np.arange(1, m + 1) / m
+    fast = stop_index(lambda: make_detector(spec, mode=mode), obs, z, z, grid)
+    for i in range(50):
+        det = make_detector(spec, mode=mode)
+        end, kept, stopped = m - 1, m - 1, False
+        for j in range(m):
+            d = det.update_stop(j + 1, obs[i, j], 0.0, 0.0, grid[j])
+            if d is not None:
+                end, kept, stopped = j, d.best_step - 1, True
+                break
+        assert (fast.end_eval[i], fast.kept_eval[i], fast.stopped[i]) == (end, kept, stopped)

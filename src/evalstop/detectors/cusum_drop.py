@@ -108,6 +108,16 @@ class CusumDrop(Detector):
                     f"(threshold {self.h})")
         return None
 
+    def stop_index(self, obs):
+        """The rule over many fresh jobs at once, for the simulator's planned stops (see
+        ``cusum_drop_array``); None for a subclass that changes the rule's parts."""
+        cls = type(self)
+        if (cls._sigma, cls._observe, cls._smoothed) != (
+                CusumDrop._sigma, CusumDrop._observe, CusumDrop._smoothed):
+            return None
+        from evalstop.detectors.cusum_drop_array import stop_index
+        return stop_index(self, obs)
+
     def _rule_state(self) -> dict[str, Any]:
         return {"values": list(self._values), "level": self._level, "since": self._since}
 
