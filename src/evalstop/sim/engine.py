@@ -29,6 +29,7 @@ import time
 import numpy as np
 
 from evalstop.schedulers.base import Scheduler
+from evalstop.schedulers.overlay import EvalStop
 from evalstop.sim.result import SimResult
 from evalstop.sim.stops import plan_for
 from evalstop.sim.view import JobView
@@ -115,6 +116,7 @@ def _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan,
     views: list[JobView | None] = [None] * n
 
     on_eval, submit, schedule = scheduler.on_eval, scheduler.submit, scheduler.schedule
+    on_end = scheduler.on_end
     if plan is None:  # the event path: ends come from the scheduler's answers
         end_eval, plan_stop, plan_kept = [last] * n, [False] * n, [last] * n
         hears = True
@@ -128,7 +130,12 @@ def _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan,
         on_eval = base.on_eval if type(base).on_eval is not Scheduler.on_eval else None
         if not hears:
             next_eval = end_eval[:]
-    on_end = scheduler.on_end
+        if base is not scheduler and all(
+                getattr(type(scheduler), f) is getattr(EvalStop, f)
+                for f in ("submit", "schedule", "on_end")):
+            # The overlay only forwards these (and drops detectors it never made here):
+            # a call less per job and per instant.
+            submit, schedule, on_end = base.submit, base.schedule, base.on_end
     resched_on_eval = scheduler.reschedule_on_eval
     heap: list = []
     push, pop = heapq.heappush, heapq.heappop
@@ -154,8 +161,8 @@ def _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan,
         v.running = False
         v.progress = grid[j]
         on_end(v, t, was_stopped)
-        # The history is no longer needed by anyone; dropping it keeps big traces in memory.
-        v.steps = v.evals = v.losses = v.proxies = []
+        if hears:  # no one needs the history now; dropping it keeps big traces in memory
+            v.steps = v.evals = v.losses = v.proxies = []
 
     while True:
         t_heap = heap[0][0] if heap else inf
