@@ -10,6 +10,7 @@ it share that workload, so a method and its baseline form pairs. Values that are
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -44,8 +45,24 @@ def mean_ci(values, level: float = 0.95) -> Interval:
     if n == 1:
         return Interval(mean, math.nan, math.nan, 1)
     sem = float(v.std(ddof=1)) / math.sqrt(n)
-    half = float(_st.t.ppf(0.5 + level / 2.0, df=n - 1)) * sem
+    half = _t_quantile(0.5 + level / 2.0, n - 1) * sem
     return Interval(mean, mean - half, mean + half, n)
+
+
+@lru_cache(maxsize=1024)
+def _t_quantile(q: float, df: int) -> float:
+    # A study summarises thousands of cells with a handful of seed counts; scipy's ppf
+    # costs about a millisecond a call.
+    return float(_st.t.ppf(q, df=df))
+
+
+@lru_cache(maxsize=64)
+def _boot_index(seed: int, n_boot: int, n: int) -> np.ndarray:
+    """The bootstrap's resampling indices: the same for every cell with as many pairs, so
+    drawn once (read-only; the same draws as a fresh generator per cell)."""
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    idx.flags.writeable = False
+    return idx
 
 
 def paired_wilcoxon(method, baseline) -> float:
@@ -135,7 +152,7 @@ def change_ci(method, baseline, level: float = 0.95, n_boot: int = 2000,
     point = relative_change(a.mean(), b.mean())
     if n == 1 or not math.isfinite(point):
         return Interval(point, math.nan, math.nan, n)
-    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    idx = _boot_index(int(seed), n_boot, n)
     am, bm = a[idx].mean(axis=1), b[idx].mean(axis=1)
     nz = bm != 0
     ch = 100.0 * (am[nz] - bm[nz]) / np.abs(bm[nz])
