@@ -53,13 +53,14 @@ class KDecline(Detector):
         kept = np.full(n, -1, dtype=np.int64)
         if m == 0:
             return stop_at, kept, done
+        vt = np.ascontiguousarray(v.T)  # (eval, job): one eval of every job is one row
         streak = np.zeros(n, dtype=np.int64)
-        best, best_at = v[:, 0].copy(), np.zeros(n, dtype=np.int64)
+        best, best_at = vt[0].copy(), np.zeros(n, dtype=np.int64)
         zero = np.zeros(n, dtype=np.int64)
         open_ = np.ones(n, dtype=bool)  # not yet stopped
         for j in range(1, m):
-            col = v[:, j]
-            streak = np.where(col < v[:, j - 1], streak + 1, zero)
+            col = vt[j]
+            streak = np.where(col < vt[j - 1], streak + 1, zero)
             better = col > best
             best = np.where(better, col, best)
             best_at[better] = j
