@@ -12,8 +12,8 @@ FIFO alone and FIFO+k=2 <= 2.5x the bare loop, FIFO+default <= 1.5x FIFO+k=2, SR
     python benchmarks/bench_sim.py [--sizes 1,2,4,8] [--repeat 3] [--gpus 512] [--check]
 
 Times are the CPU time of the whole ``simulate`` call (stop planning, loop, result
-arrays; ``--wall`` for wall time), best of ``--repeat`` (the least disturbed by other work on a shared machine); the bare loop is timed
-the same way, its list conversions included. Building the workload (curves) is timed
+arrays; ``--wall`` for wall time), best of ``--repeat`` (the least disturbed by other work
+on a shared machine); the bare loop is timed the same way, its list conversions included. Building the workload (curves) is timed
 apart. ``--check`` also runs the event path (the detector asked at every eval) at 1x and
 asserts that every start, finish and stop is the same. The bare loop's schedule is checked
 against FIFO alone at every size. Memory: peak resident set of the process after each size

@@ -16,7 +16,14 @@ import sys
 
 import numpy as np
 
-from evalstop.detectors.noise import CLIP, CLIPPED_MEAN_ABS, MAD_N01, MAX_VALUES, MEAN_ABS, MIN_DIFFS
+from evalstop.detectors.noise import (
+    CLIP,
+    CLIPPED_MEAN_ABS,
+    MAD_N01,
+    MAX_VALUES,
+    MEAN_ABS,
+    MIN_DIFFS,
+)
 
 
 def _sum_in_order(rows: np.ndarray) -> np.ndarray:

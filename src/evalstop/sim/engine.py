@@ -190,7 +190,8 @@ def _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan,
             v.running = False
             on_end(v, t, was_stopped)
         while ai < n and arrival[ai] == t:
-            v = views[ai] = JobView(ai, ids[ai], types[ai], tenants[ai], gpus[ai], arrival[ai], est[ai])
+            v = views[ai] = JobView(ai, ids[ai], types[ai], tenants[ai], gpus[ai],
+                                    arrival[ai], est[ai])
             submit(v, t)
             ai += 1
         to_start, to_preempt = schedule(t, free)

@@ -48,13 +48,14 @@ def stop_index(new_detector, obs: np.ndarray, loss: np.ndarray, proxy: np.ndarra
     objects otherwise."""
     n, m = obs.shape
     plan = no_stops(n, m)
-    rows = np.arange(n) if rows is None else np.asarray(rows, dtype=np.int64)
+    every = rows is None  # then the tables are read as they are, not copied row by row
+    rows = np.arange(n) if every else np.asarray(rows, dtype=np.int64)
     if rows.size == 0 or m == 0:
         return plan
     proto = new_detector()
     vectorised = getattr(proto, "stop_index", None)
     if vectorised is not None:
-        found = vectorised(obs[rows])
+        found = vectorised(obs if every else obs[rows])
         if found is not None:
             stop_at, kept, done = found
             _apply(plan, rows[done], stop_at[done], kept[done])
@@ -101,7 +102,7 @@ def plan_for(workload: Workload, scheduler) -> StopPlan | None:
         return no_stops(n, m)
     if not scheduler.per_job or type(scheduler).on_eval is not EvalStop.on_eval:
         return None  # pooled rule, or an overlay that wants to hear every eval itself
-    rows = np.arange(n)
+    rows = None if scheduler.job_types is None and scheduler.only_jobs is None else np.arange(n)
     if scheduler.job_types is not None:
         rows = rows[np.isin(workload.type, list(scheduler.job_types))]
     if scheduler.only_jobs is not None:
