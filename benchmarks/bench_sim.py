@@ -1,66 +1,172 @@
-"""Simulator throughput: jobs/s and eval events/s.
+"""Simulator throughput against a bare event loop, from 1x to 8x the Philly trace.
 
-Scenarios: the paper's (RLHF-heavy, 64 GPUs, one seed) and the full Philly trace (82,247
-jobs) under FIFO and SRTF-Est, each with the EvalStop overlay on. Targets on the project's
-2-core machine: Philly FIFO+EvalStop <= 10 s, SRTF-Est+EvalStop <= 30 s.
+For each size (the Philly trace, 82,247 jobs on 512 GPUs, repeated k times at the same
+arrival times on k x 512 GPUs) it prints jobs/s and the time relative to a bare
+strict-FIFO heap event loop carried here (arrivals in order, one finish event per job, a
+deque for the queue: the least a FIFO simulation can do in Python), for FIFO alone,
+FIFO+evalstop:k=2, FIFO+default and SRTF-Est+evalstop:k=2, then the time per job at each
+size relative to 1x, and the peak memory per job. Targets on the project's 2-core machine:
+FIFO alone and FIFO+k=2 <= 2.5x the bare loop, FIFO+default <= 1.5x FIFO+k=2, SRTF-Est+k=2
+<= 5x, time per job at 8x within 1.2x of 1x.
 
-    python benchmarks/bench_sim.py [--gpus 512] [--repeat 3] [--detector evalstop:k=2]
+    python benchmarks/bench_sim.py [--sizes 1,2,4,8] [--repeat 3] [--gpus 512] [--check]
 
-Prints the best of ``--repeat`` runs (the least disturbed by other work on the machine).
-Workload generation is timed apart from simulation.
+Times are the CPU time of the whole ``simulate`` call (stop planning, loop, result
+arrays; ``--wall`` for wall time), best of ``--repeat`` (the least disturbed by other work
+on a shared machine); the bare loop is timed the same way, its list conversions included. Building the workload (curves) is timed
+apart. ``--check`` also runs the event path (the detector asked at every eval) at 1x and
+asserts that every start, finish and stop is the same. The bare loop's schedule is checked
+against FIFO alone at every size. Memory: peak resident set of the process after each size
+(sizes run in increasing order, the previous size freed), divided by the jobs.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import heapq
 import platform
+import resource
 import time
+from collections import deque
+from dataclasses import replace
 
 import numpy as np
 
 from evalstop.schedulers import build
 from evalstop.sim.engine import simulate
-from evalstop.workload import load_philly, synthetic_workload, trace_workload
+from evalstop.workload import load_philly, trace_workload
+
+# CPU time of this process: on a machine shared with other work, wall time mostly
+# measures the others (a run here saw the load average at 14 on 2 cores).
+CLOCK = time.process_time
+
+CONFIGS = (("fifo", None), ("fifo", "evalstop:k=2"), ("fifo", "default"),
+           ("srtf-est", "evalstop:k=2"))
+TARGETS = {("fifo", None): "<= 2.5x bare", ("fifo", "evalstop:k=2"): "<= 2.5x bare",
+           ("fifo", "default"): "<= 1.5x FIFO+k=2", ("srtf-est", "evalstop:k=2"): "<= 5x bare"}
+
+
+def bare_fifo(arrival, duration, gpus, n_gpus):
+    """Strict FIFO on a heap: finishes free GPUs before arrivals join at one instant, the
+    head of the queue blocks the rest. Returns start times."""
+    arrival, duration, gpus = arrival.tolist(), duration.tolist(), gpus.tolist()
+    n = len(arrival)
+    start = [0.0] * n
+    heap, queue = [], deque()
+    push, pop = heapq.heappush, heapq.heappop
+    free, ai, inf = n_gpus, 0, float("inf")
+    while True:
+        t_h = heap[0][0] if heap else inf
+        t_a = arrival[ai] if ai < n else inf
+        t = t_h if t_h <= t_a else t_a
+        if t == inf:
+            break
+        while heap and heap[0][0] == t:
+            free += gpus[pop(heap)[1]]
+        while ai < n and arrival[ai] == t:
+            queue.append(ai)
+            ai += 1
+        while queue and gpus[queue[0]] <= free:
+            i = queue.popleft()
+            free -= gpus[i]
+            start[i] = t
+            push(heap, (t + duration[i], i))
+    return start
 
 
 def best_of(repeat, fn):
     best, out = float("inf"), None
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        gc.collect()
+        t0 = CLOCK()
         out = fn()
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, CLOCK() - t0)
     return best, out
 
 
-def report(label, workload, n_gpus, sched_name, detector, repeat):
-    secs, res = best_of(repeat, lambda: simulate(workload, n_gpus, build(sched_name, detector),
-                                                 record_timeline=False))
-    n = workload.n_jobs
-    print(f"{label:<34} {n:>7} jobs  {secs:7.2f} s  {n / secs:>9,.0f} jobs/s  "
-          f"{res.n_eval_events / secs:>10,.0f} evals/s  stopped {int(res.stopped.sum()):>6}  "
-          f"preemptions {int(res.n_preemptions.sum()):>6}")
+def repeated(table, k):
+    """The trace k times over, at the same arrival times (copy r's ids end in ``#r``)."""
+    if k == 1:
+        return table
+    index = np.tile(np.arange(len(table)), k)
+    out = table.take(index)
+    ids = [f"{j}#{r}" for r in range(k) for j in table.job_id]
+    return replace(out, job_id=ids)
+
+
+def peak_rss_bytes():
+    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return kb * (1 if platform.system() == "Darwin" else 1024)
+
+
+def label(sched, det):
+    return sched.upper().replace("-EST", "-Est") + ("" if det is None else f"+{det}")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--gpus", type=int, default=512, help="GPUs for the Philly runs")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--detector", default="evalstop:k=2")
+    ap.add_argument("--sizes", default="1,2,4,8", help="Philly repeats (default 1,2,4,8)")
+    ap.add_argument("--gpus", type=int, default=512, help="GPUs per copy of the trace")
+    ap.add_argument("--repeat", type=int, default=3, help="best of N runs (default 3)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--check", action="store_true",
+                    help="also run the event path at the first size and compare")
+    ap.add_argument("--wall", action="store_true", help="wall time instead of CPU time")
     args = ap.parse_args()
-    print(f"# {platform.processor() or platform.machine()}, Python {platform.python_version()}, "
-          f"numpy {np.__version__}; best of {args.repeat}")
-
-    w = synthetic_workload(np.random.default_rng(args.seed), n_jobs=300, n_gpus=64)
-    report("paper scenario, SRTF-Est+EvalStop", w, 64, "srtf-est", args.detector, args.repeat)
-
-    t_load, table = best_of(1, load_philly)
-    t_gen, w = best_of(1, lambda: trace_workload(table, np.random.default_rng(args.seed)))
-    print(f"# Philly: load {t_load:.2f} s, curves for {w.n_jobs} jobs {t_gen:.2f} s, "
-          f"{args.gpus} GPUs")
-    for sched in ("fifo", "srtf-est"):
-        report(f"Philly, {sched}+EvalStop", w, args.gpus, sched, args.detector, args.repeat)
-        report(f"Philly, {sched} alone", w, args.gpus, sched, None, 1)
+    if args.wall:
+        global CLOCK
+        CLOCK = time.perf_counter
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print(f"# {platform.processor() or platform.machine()}, Python "
+          f"{platform.python_version()}, numpy {np.__version__}; best of {args.repeat}; "
+          f"{'wall' if args.wall else 'CPU'} time of the whole simulate() call")
+    base_table = load_philly()
+    per_job = {}
+    for k in sizes:
+        table = repeated(base_table, k)
+        n_gpus = args.gpus * k
+        t_gen, w = best_of(1, lambda table=table: trace_workload(
+            table, np.random.default_rng(args.seed)))
+        n = w.n_jobs
+        print(f"\n## {k}x Philly: {n:,} jobs on {n_gpus} GPUs (curves drawn in {t_gen:.2f} s)")
+        t_bare, bare_start = best_of(args.repeat, lambda: bare_fifo(
+            w.arrival_s, w.duration_s, w.gpus, n_gpus))
+        print(f"{'bare strict-FIFO heap loop':<28} {t_bare:7.2f} s  {n / t_bare:>9,.0f} jobs/s")
+        times = {}
+        for sched, det in CONFIGS:
+            secs, res = best_of(args.repeat, lambda s=sched, d=det: simulate(
+                w, n_gpus, build(s, d), record_timeline=False))
+            times[sched, det] = secs
+            if det is None and sched == "fifo":
+                assert np.array_equal(np.array(bare_start), res.start_s), "bare loop differs"
+            ref = (times["fifo", "evalstop:k=2"] if det == "default" else t_bare)
+            ref_name = "FIFO+k=2" if det == "default" else "bare"
+            print(f"{label(sched, det):<28} {secs:7.2f} s  {n / secs:>9,.0f} jobs/s  "
+                  f"{secs / t_bare:5.2f}x bare  ({secs / ref:.2f}x {ref_name}; target "
+                  f"{TARGETS[sched, det]})  stopped {int(res.stopped.sum()):,}, "
+                  f"{res.n_eval_events:,} evals")
+            if args.check and k == sizes[0] and det is not None:
+                slow = simulate(w, n_gpus, build(sched, det), record_timeline=False,
+                                plan_stops=False)
+                for f in ("start_s", "finish_s", "stopped", "stop_eval", "kept_eval",
+                          "gpu_s", "n_preemptions"):
+                    assert np.array_equal(getattr(slow, f), getattr(res, f),
+                                          equal_nan=True), f
+                print(f"{'':<28} identical to the event path ({slow.wall_s:.2f} s there)")
+        per_job[k] = {c: times[c] / n for c in times}
+        per_job[k]["bare"] = t_bare / n
+        print(f"peak RSS {peak_rss_bytes() / 2**20:,.0f} MiB = "
+              f"{peak_rss_bytes() / n / 1024:.2f} KiB per job (workload tables "
+              f"{(w.eval_obs.nbytes * 4) / n / 1024:.2f} KiB per job)")
+        del w, table
+    k0 = sizes[0]
+    print(f"\n## time per job relative to {k0}x (target: within 1.2x at 8x)")
+    print(f"{'':<28} " + "  ".join(f"{k:>5}x" for k in sizes))
+    for c in ["bare", *CONFIGS]:
+        name = "bare loop" if c == "bare" else label(*c)
+        print(f"{name:<28} " + "  ".join(f"{per_job[k][c] / per_job[k0][c]:6.2f}"
+                                           for k in sizes))
 
 
 if __name__ == "__main__":

@@ -50,6 +50,22 @@ def test_wilcoxon_detects_a_known_shift():
     assert paired_wilcoxon(noise, base) > 0.05
 
 
+def test_wilcoxon_matches_scipy_without_its_permutation_test():
+    # Every branch of scipy's "auto": exact table (no ties, n <= 50), its permutation test
+    # (ties or zeros, n <= 13, which the exact count here replaces), and the normal
+    # approximation (ties with n > 13; n > 50).
+    rng = np.random.default_rng(5)
+    cases = [rng.normal(size=9), rng.normal(0.5, 1, 40),
+             rng.integers(-2, 3, 8).astype(float), rng.integers(-2, 4, 13).astype(float),
+             np.round(rng.normal(0.3, 1, 11), 1), rng.integers(-3, 4, 30).astype(float),
+             rng.normal(0.1, 1, 80), np.array([1.0, 1.0, 2.0, -0.5, 0.0])]
+    for d in cases:
+        if np.all(d == 0):
+            continue
+        ref = float(sps.wilcoxon(d, zero_method="wilcox").pvalue)
+        assert paired_wilcoxon(d, np.zeros_like(d)) == pytest.approx(ref, rel=1e-12, abs=1e-15)
+
+
 def test_wilcoxon_edge_cases():
     assert paired_wilcoxon([1, 2, 3], [1, 2, 3]) == 1.0  # all differences zero
     assert math.isnan(paired_wilcoxon([float("nan")], [1.0]))  # no pairs left

@@ -96,15 +96,7 @@ def run(args) -> int:
     with atomic_write(args.out, newline="") as fh:
         out = csv.writer(fh)
         out.writerow(COLUMNS)
-        for r in _file_rows(order):
-            stopped = bool(res.stopped[r])
-            out.writerow([
-                workload.job_id[r], workload.type[r], int(workload.gpus[r]),
-                _num(workload.arrival_s[r]), _num(res.start_s[r]), _num(res.finish_s[r]),
-                _num(jct[r]), int(stopped), int(res.stop_eval[r]) + 1 if stopped else "",
-                int(res.kept_eval[r]) + 1, _num(res.end_progress[r]),
-                _num(res.gpu_s[r] / 3600), int(res.n_preemptions[r]), int(workload.hacking[r]),
-            ])
+        out.writerows(_rows(workload, res, _file_rows(order)))
     n = workload.n_jobs
     print(
         f"{n} jobs on {args.gpus} GPUs under {scheduler.name}: mean JCT "
@@ -120,6 +112,27 @@ def _file_rows(order: np.ndarray):
     inverse = np.empty_like(order)
     inverse[order] = np.arange(len(order))
     return inverse.tolist()
+
+
+def _rows(workload, res, rows: list[int]):
+    """The output rows, column by column: numpy arrays turned into lists once (reading
+    numpy scalars one cell at a time cost more than the writing)."""
+    def col(values):
+        values = values.tolist()
+        return [values[r] for r in rows]
+
+    def nums(values):
+        return [_num(x) for x in col(values)]
+
+    stopped = col(res.stopped)
+    stop_eval, kept_eval = col(res.stop_eval), col(res.kept_eval)
+    ids = [workload.job_id[r] for r in rows]
+    return zip(ids, col(workload.type), col(workload.gpus), nums(workload.arrival_s),
+               nums(res.start_s), nums(res.finish_s), nums(res.jct_s),
+               [int(x) for x in stopped],
+               [e + 1 if x else "" for x, e in zip(stopped, stop_eval)],
+               [k + 1 for k in kept_eval], nums(res.end_progress), nums(res.gpu_s / 3600),
+               col(res.n_preemptions), [int(x) for x in col(workload.hacking)])
 
 
 def _num(x: float) -> str:

@@ -46,6 +46,11 @@ class Detector:
 
     name: ClassVar[str] = ""
     PARAMS: ClassVar[dict[str, tuple[type, Any]]] = {}
+    #: True when a decision depends only on this job's own evals (and their step and
+    #: progress): the simulator may then find the stop point before simulating the job
+    #: (``evalstop.sim.stops``). Off by default, so a rule that pools jobs (a fleet prior)
+    #: keeps the event path unless it says otherwise. Every shipped rule sets it.
+    per_job: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -47,6 +47,7 @@ from evalstop.detectors.stated_noise import NOISE_PARAMS, NoiseAware
 
 class CusumDrop(NoiseAware):
     name: ClassVar[str] = "cusum-drop"
+    per_job = True  # see Detector.per_job
     PARAMS: ClassVar[dict[str, tuple[type, Any]]] = {
         "h": (float, 2.0), "k": (float, 0.75), "clip": (float, 2.0), "smooth": (int, 9),
         "min_evals": (int, 6), "trim": (int, 2), "smooth_min": (int, None), **NOISE_PARAMS,
@@ -155,6 +156,21 @@ class CusumDrop(NoiseAware):
             return (f"CUSUM of drops below the best level reached {w:.2f} noise sigmas "
                     f"(threshold {self.h})")
         return None
+
+    def stop_index(self, obs):
+        """The rule over many fresh jobs at once, for the simulator's planned stops (see
+        ``cusum_drop_array``); None for a subclass that changes the rule's parts."""
+        cls = type(self)
+        if (cls._sigma, cls._observe, cls._smoothed) != (
+                CusumDrop._sigma, CusumDrop._observe, CusumDrop._smoothed):
+            return None
+        # The array version is the rule with its own noise estimate and a fixed window:
+        # a growing window (smooth_min) or a stated/fleet noise is left to the objects.
+        if (self.smooth_min is not None or self.sigma is not None
+                or self.eval_n is not None or self.fleet is not None):
+            return None
+        from evalstop.detectors.cusum_drop_array import stop_index
+        return stop_index(self, obs)
 
     def _rule_state(self) -> dict[str, Any]:
         return {"values": list(self._values), "level": self._level, "since": self._since,

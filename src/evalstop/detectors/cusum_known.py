@@ -31,6 +31,7 @@ from evalstop.detectors.cusum_drop import CusumDrop
 
 class CusumKnown(CusumDrop):
     name: ClassVar[str] = "cusum-known"
+    per_job = True  # see Detector.per_job
     PARAMS: ClassVar[dict[str, tuple[type, Any]]] = {
         "sigma": (float, None), "h": (float, 1.75), "k": (float, 1.25), "clip": (float, 2.5),
         "smooth": (int, 9), "min_evals": (int, 6), "trim": (int, 2), "smooth_min": (int, None),

@@ -16,6 +16,7 @@ from evalstop.detectors.base import Detector
 
 class LossPlateau(Detector):
     name = "loss-plateau"
+    per_job = True  # see Detector.per_job
     PARAMS: ClassVar[dict[str, tuple[type, Any]]] = {"window": (int, 5), "eps": (float, 0.01)}
 
     def __init__(self, *, window: int = 5, eps: float = 0.01, mode: str = "max") -> None:

@@ -28,6 +28,7 @@ from evalstop.detectors.stated_noise import NOISE_PARAMS, NoiseAware
 
 class NoiseDrop(NoiseAware):
     name: ClassVar[str] = "noise-drop"
+    per_job = True  # see Detector.per_job
     PARAMS: ClassVar[dict[str, tuple[type, Any]]] = {
         "m": (float, 1.4), "n": (int, 2), "smooth": (int, 9), **NOISE_PARAMS,
     }

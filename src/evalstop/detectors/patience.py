@@ -18,6 +18,7 @@ from evalstop.detectors.base import Detector
 
 class Patience(Detector):
     name: ClassVar[str] = "patience"
+    per_job = True  # see Detector.per_job
     PARAMS: ClassVar[dict[str, tuple[type, Any]]] = {"n": (int, 3), "min_delta": (float, 0.0)}
 
     def __init__(self, *, n: int = 3, min_delta: float = 0.0, mode: str = "max") -> None:

@@ -23,6 +23,7 @@ class SlopeTest(NoiseAware):
     name: ClassVar[str] = "slope"
     PARAMS: ClassVar[dict[str, tuple[type, Any]]] = {"window": (int, 8), "alpha": (float, 0.01),
                                                      **NOISE_PARAMS}
+    per_job = True  # see Detector.per_job
 
     def __init__(self, *, window: int = 8, alpha: float = 0.01, sigma: float | None = None,
                  eval_n: int | None = None, fleet=None, mode: str = "max") -> None:

@@ -56,6 +56,8 @@ class NoiseAware(Detector):
         self.sigma = None if sigma is None else float(sigma)
         self.eval_n = None if eval_n is None else int(eval_n)
         self.fleet = fleet
+        if fleet is not None:  # its decisions now depend on other jobs' evals too
+            self.per_job = False
         self._fed = 0  # how many of this job's values the fleet has seen (restarts: no repeats)
 
     @property

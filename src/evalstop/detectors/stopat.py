@@ -14,6 +14,7 @@ from evalstop.detectors.base import Detector
 
 class StopAt(Detector):
     name = "stopat"
+    per_job = True  # see Detector.per_job
     PARAMS: ClassVar[dict[str, tuple[type, Any]]] = {"p": (float, 0.65)}
 
     def __init__(self, *, p: float = 0.65, mode: str = "max") -> None:

@@ -22,6 +22,11 @@ class Scheduler:
     #: ask for ``schedule`` after every eval batch (priorities that change at checkpoints)
     reschedule_on_eval: bool = False
 
+    #: Whether it must hear every eval checkpoint of a running job. One that does not (no
+    #: ``on_eval`` of its own, no rescheduling at checkpoints, no preemption) lets the
+    #: simulator skip the checkpoints no one acts on. True unless a scheduler says so.
+    needs_checkpoints: bool = True
+
     def bind(self, *, n_gpus: int, restart_overhead_s: float) -> None:
         """Called once by the simulator before the first event: the cluster size and the
         restart overhead of this run, for policies that depend on them."""

@@ -10,6 +10,7 @@ from evalstop.schedulers.base import Scheduler
 
 class FIFO(Scheduler):
     name = "fifo"
+    needs_checkpoints = False  # no on_eval, no preemption
 
     def __init__(self) -> None:
         self._queue = deque()

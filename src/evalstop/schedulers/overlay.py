@@ -31,7 +31,12 @@ class EvalStop(Scheduler):
         self.fleets: dict[str, FleetNoise] | None = (
             {} if fleet and reads_noise(detector) else None)
         self._group_factories: dict[str, object] = {}
-        self.detector_spec = self._new_detector().spec
+        proto = self._new_detector()
+        self.detector_spec = proto.spec
+        # Its stops depend on each job's own evals only, so the simulator may find them
+        # up front (evalstop.sim.stops) instead of calling the detector at every eval; a
+        # fleet pools noise across jobs, so its stops depend on event order: event path.
+        self.per_job = bool(getattr(proto, "per_job", False)) and self.fleets is None
         self.job_types = None if job_types is None else frozenset(job_types)
         # Job indices (``JobView.index``) the detector may stop (None: all). Only the oracle
         # sets it; its name says so, so no result can pass for a deployable rule's.
@@ -43,6 +48,15 @@ class EvalStop(Scheduler):
         # Most bases ignore evals; not calling them saves a call per eval on big traces.
         self._base_on_eval = (None if type(base).on_eval is Scheduler.on_eval
                               else base.on_eval)
+
+    @property
+    def new_detector(self):
+        """A fresh detector of this overlay's rule (one per job)."""
+        return self._new_detector
+
+    @property
+    def needs_checkpoints(self):
+        return self.base.needs_checkpoints
 
     def bind(self, *, n_gpus, restart_overhead_s):
         self.base.bind(n_gpus=n_gpus, restart_overhead_s=restart_overhead_s)

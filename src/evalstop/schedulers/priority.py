@@ -44,6 +44,12 @@ class PriorityScheduler(Scheduler):
     def key(self, job, now) -> float:
         raise NotImplementedError
 
+    @property
+    def needs_checkpoints(self):
+        # Running keys matter only to a scheduler that preempts; without preemption a
+        # checkpoint changes nothing here (on_eval below does nothing).
+        return self.preempt_on_arrival or self.preempt_at_checkpoint
+
     # ---- events -----------------------------------------------------------------------
     def submit(self, job, now):
         heapq.heappush(self._wait, (self.key(job, now), next(self._seq), job))
