@@ -12,23 +12,13 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 
 import pytest
-from test_watch_page import chromium_or_skip, open_in_browser
+from test_watch_page import chromium_or_skip, get, open_in_browser
 
 from evalstop.cli.main import main
 
 DOWN = [0.1, 0.3, 0.5, 0.4, 0.2]  # k=2 stops at step 5, best step 3
-
-
-def get(url):
-    try:
-        with urllib.request.urlopen(url, timeout=5) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
 
 
 @pytest.fixture
