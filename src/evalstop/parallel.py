@@ -69,14 +69,14 @@ def parallel_map(fn: Callable, items: Sequence, *, workers: int, progress: bool 
                         out[futures[fut]] = fut.result()
                         bar.update()
                 except BaseException:
-                    _stop(pool)
+                    stop_pool(pool)
                     raise
     finally:
         bar.close()
     return out
 
 
-def _stop(pool: ProcessPoolExecutor) -> None:
+def stop_pool(pool: ProcessPoolExecutor) -> None:
     """Cancel the queued tasks and kill the running ones: ``shutdown`` alone waits for
     every running task (a lab run takes minutes) before an interrupted command can exit."""
     procs = list((getattr(pool, "_processes", None) or {}).values())  # gone after shutdown

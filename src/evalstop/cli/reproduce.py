@@ -11,16 +11,20 @@ per-experiment CSVs, PNG figures, ``report.md`` and a self-contained ``report.ht
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shlex
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
 from evalstop.experiments import FULL, QUICK, names, run_experiments, select
 from evalstop.experiments.registry import with_preset
 from evalstop.experiments.runner import default_workers, plan
+from evalstop.parallel import stop_pool
+from evalstop.parent_death import die_with_parent
 from evalstop.ray_engine import add_ray_option, check_ray_option, engine_for
 from evalstop.staging import MARKER, check_replaceable, staged_folder
 
@@ -139,23 +143,45 @@ def _run_into(stage: Path, args, experiments, settings, workers: int,
     studies' and the benchmark's wall times, and what Ray ran (with ``--ray``)."""
     # Imported here: matplotlib is only needed once there is something to draw.
     from evalstop.report import RunInfo, write_report
+    from evalstop.report.sections.detbench import DIR
 
     t0 = time.perf_counter()
+    pool = None
     with engine_for(args) as ray_engine:  # --ray: the same tasks, as Ray tasks
         runs = run_experiments(experiments, settings, workers=workers, progress=progress)
         sim_wall = time.perf_counter() - t0
-        bench, bench_s = None, None
+        bench = None
         if not args.no_detectors:
-            from evalstop.detbench import run_detector_benchmark
-            from evalstop.report.sections.detbench import DIR
-
-            t1 = time.perf_counter()
             # One seed fixes the whole report: the benchmark takes the base seed too.
-            bench = run_detector_benchmark(stage / DIR, seed=args.seed, quick=args.quick,
-                                           progress=progress)
-            bench_s = time.perf_counter() - t1
+            if ray_engine is None and workers > 1:
+                # Its own process, while this one writes the studies' tables and figures:
+                # both are single-threaded, so on 2 cores the report costs no extra time.
+                pool = ProcessPoolExecutor(max_workers=1, initializer=die_with_parent,
+                                           initargs=(os.getpid(),))
+                future = pool.submit(_benchmark, stage / DIR, args.seed, args.quick, False)
+                bench = future.result
+            else:
+                done = _benchmark(stage / DIR, args.seed, args.quick, progress)
+                bench = lambda: done  # noqa: E731 (the same shape as future.result)
         ray_summary = None if ray_engine is None else ray_engine.summary()
-    write_report(runs, stage, RunInfo(wall_s=sim_wall, workers=workers, quick=args.quick,
-                                      command=_command(args), detectors_s=bench_s),
-                 detectors=bench)
+    info = RunInfo(wall_s=sim_wall, workers=workers, quick=args.quick, command=_command(args))
+    try:
+        write_report(runs, stage, info, detectors=bench)
+    except BaseException:
+        if pool is not None:
+            stop_pool(pool)
+        raise
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=False)
+    bench_s = None if bench is None else bench()[1]
     return sim_wall, bench_s, ray_summary
+
+
+def _benchmark(out_dir: Path, seed: int, quick: bool, progress: bool) -> tuple[dict, float]:
+    """The detector benchmark into ``out_dir``: its summary and wall time."""
+    from evalstop.detbench import run_detector_benchmark
+
+    t1 = time.perf_counter()
+    summary = run_detector_benchmark(out_dir, seed=seed, quick=quick, progress=progress)
+    return summary, time.perf_counter() - t1

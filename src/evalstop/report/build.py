@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from evalstop import __version__
@@ -83,9 +84,13 @@ def _at_a_glance(summaries: dict[str, Summary]) -> list[Block]:
 
 
 def write_report(runs: dict[str, ExperimentRun], out_dir: str | Path, info: RunInfo, *,
-                 detectors: dict | None = None) -> ReportFiles:
+                 detectors: dict | Callable[[], tuple[dict, float]] | None = None
+                 ) -> ReportFiles:
     """``detectors``: the summary ``run_detector_benchmark`` returned, run into
-    ``<out_dir>/detectors``; it adds the benchmark's section (None: no section)."""
+    ``<out_dir>/detectors``; it adds the benchmark's section (None: no section). It may
+    also be a zero-argument callable returning (summary, seconds): it is called only after
+    the studies' tables and figures are written, so the benchmark can run in another
+    process meanwhile."""
     if not runs:
         raise ValueError("no experiments to report")
     out = Path(out_dir)
@@ -98,15 +103,20 @@ def write_report(runs: dict[str, ExperimentRun], out_dir: str | Path, info: RunI
         results[name] = {"title": run.experiment.title, "n_gpus": run.n_gpus,
                          "n_sims": run.n_sims, "sim_s": run.sim_s, "rows": run.rows,
                          "summary": rows}
+    preset = next(iter(runs.values())).settings.preset
+    studies = []
+    for name, run in runs.items():
+        studies += section_for(name)(SectionContext(run, summaries[name], out, summaries))
+    if callable(detectors):
+        detectors, seconds = detectors()
+        info = replace(info, detectors_s=seconds)
     st = next(iter(runs.values())).settings
     results_json = write_json(out / "results.json", {
         "evalstop_version": __version__, "paper": SOURCE, "settings": asdict(st),
         "run": asdict(info), "experiments": results})
 
-    preset = next(iter(runs.values())).settings.preset
-    blocks = _intro(runs, info) + claim_map.first_page(summaries, preset) + _at_a_glance(summaries)
-    for name, run in runs.items():
-        blocks += section_for(name)(SectionContext(run, summaries[name], out, summaries))
+    blocks = (_intro(runs, info) + claim_map.first_page(summaries, preset)
+              + _at_a_glance(summaries) + studies)
     if detectors is not None:
         blocks += detbench.render(detectors, out, quick=info.quick, seconds=info.detectors_s)
     bench_files = ((f"`{detbench.DIR}/`: the detector benchmark's detectors.json, .csv, "
