@@ -1,4 +1,4 @@
-"""`evalstop replay`: the DESIGN.md output contract and one-line errors on bad input."""
+"""`evalstop replay`: its documented output contract and one-line errors on bad input."""
 
 import json
 import subprocess

@@ -1,4 +1,4 @@
-"""`evalstop simulate`: the DESIGN.md contract, and one-line errors on bad input."""
+"""`evalstop simulate`: its documented CSV contract, and one-line errors on bad input."""
 
 import csv
 

@@ -1,4 +1,4 @@
-"""The paper's rule, evalstop:k=K, against the contract in DESIGN.md."""
+"""The paper's rule, evalstop:k=K, against its documented contract."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""The simulator: FIFO semantics pinned in DESIGN.md, invariants under every scheduler."""
+"""The simulator: FIFO semantics as the README pins them, invariants under every scheduler."""
 
 import numpy as np
 import pytest

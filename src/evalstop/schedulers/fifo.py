@@ -1,4 +1,4 @@
-"""FIFO, as DESIGN.md pins it: strict arrival order (ties keep input order), no backfill
+"""FIFO, as the README pins it ("The simulator"): strict arrival order (ties keep input order), no backfill
 (a head job that does not fit blocks those behind it), no preemption."""
 
 from __future__ import annotations
