@@ -2,7 +2,7 @@
 
 Shipped files (``evalstop/data``):
 
-- ``lab_corpus.jsonl.gz``: every run's eval records in the eval-log format (README, "The platform controller")
+- ``lab_corpus.jsonl.gz``: every run's eval records in the eval-log format (README, under `evalstop replay`)
   (``job`` = run id; ``eval`` = gold score; ``proxy``, ``loss``, ``progress``);
 - ``lab_labels.csv``: one row per run, the hacking label and the numbers behind it
   (``evalstop.lab.labels``), kept apart from the log so detectors never see it;
