@@ -243,12 +243,9 @@ class Controller:
             job.tenant = items[0].tenant  # the tenant rules may have changed since a restart
             was_stopped = job.detector.stopped
             for item in items:
-                if self._feed(key, job, item, res):
+                if self._feed(key, job, item, res, taken):
                     changed[key] = job
                     job.updated = now
-                    if res.fed and res.fed[-1] is item.rec:
-                        taken.append((key.source, key.name, item.rec.step, item.rec.eval))
-                        res.fed_by_tenant[job.tenant] += 1
             if job.detector.stopped and not was_stopped:
                 res.stops.append(key)
                 new_actions.append(self._decide_action(key, job, now))
@@ -309,7 +306,10 @@ class Controller:
             if s is not None:
                 m.fleet_sigma.labels(group=group).set(s)
 
-    def _feed(self, key: JobKey, job: _Job, item: Item, res: PollResult) -> bool:
+    def _feed(self, key: JobKey, job: _Job, item: Item, res: PollResult,
+              taken: list[tuple[str, str, int, float]]) -> bool:
+        """Feed one record; True when the job's state changed. A record the detector took
+        is added to ``res.fed`` and to ``taken`` (the eval history the poll commits)."""
         det, rec, where = job.detector, item.rec, item.where
         if det.stopped:
             return False
@@ -332,6 +332,8 @@ class Controller:
         if math.isfinite(rec.eval):
             job.last_score = rec.eval
         res.fed.append(rec)
+        res.fed_by_tenant[job.tenant] += 1
+        taken.append((key.source, key.name, rec.step, rec.eval))
         return True
 
     def _decide_action(self, key: JobKey, job: _Job, now: float) -> ActionRow:
