@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 from evalstop.detectors.base import Detector
 from evalstop.detectors.fleet import FleetNoise
+from evalstop.detectors.noise import sigma_hat
 
 NOISE_PARAMS: dict[str, tuple[type, Any]] = {"sigma": (float, None), "eval_n": (int, None)}
 
@@ -56,6 +57,8 @@ class NoiseAware(Detector):
         self.sigma = None if sigma is None else float(sigma)
         self.eval_n = None if eval_n is None else int(eval_n)
         self.fleet = fleet
+        # Only eval_n bounds the scores: without it, no value check on every eval.
+        self._checks_value = self.eval_n is not None
         if fleet is not None:  # its decisions now depend on other jobs' evals too
             self.per_job = False
         self._fed = 0  # how many of this job's values the fleet has seen (restarts: no repeats)
@@ -90,7 +93,6 @@ class NoiseAware(Detector):
         return self._own_sigma(values)
 
     def _own_sigma(self, values: list[float]) -> float | None:
-        from evalstop.detectors.noise import sigma_hat
         return sigma_hat(values)
 
     def _noise_state(self) -> dict[str, Any]:

@@ -128,8 +128,6 @@ def _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan,
         # The detector is not asked (its stops are planned); the base still is, if it
         # listens. No evals heard: each job's one event is its end.
         on_eval = base.on_eval if type(base).on_eval is not Scheduler.on_eval else None
-        if not hears:
-            next_eval = end_eval[:]
         if base is not scheduler and all(
                 getattr(type(scheduler), f) is getattr(EvalStop, f)
                 for f in ("submit", "schedule", "on_end")):
@@ -161,8 +159,9 @@ def _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan,
         v.running = False
         v.progress = grid[j]
         on_end(v, t, was_stopped)
-        if hears:  # no one needs the history now; dropping it keeps big traces in memory
-            v.steps = v.evals = v.losses = v.proxies = []
+        # Only the checkpoint loop calls this; no one needs the history now, and dropping
+        # it keeps big traces in memory.
+        v.steps = v.evals = v.losses = v.proxies = []
 
     while not hears:
         # Ends only (a planned run under a scheduler that needs no checkpoints and never
@@ -237,17 +236,16 @@ def _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan,
                 continue
             j = next_eval[i]
             d = None
-            if hears:
-                v = views[i]
-                v.progress = grid[j]
-                v.attained_gpu_s = gpu_s[i] + gpus[i] * (t - seg_start[i])
-                cell = i * m + j
-                v.steps.append(j + 1)
-                v.evals.append(obs[cell])
-                v.losses.append(loss[cell])
-                v.proxies.append(proxy[cell])
-                if on_eval is not None:
-                    d = on_eval(v, t)
+            v = views[i]
+            v.progress = grid[j]
+            v.attained_gpu_s = gpu_s[i] + gpus[i] * (t - seg_start[i])
+            cell = i * m + j
+            v.steps.append(j + 1)
+            v.evals.append(obs[cell])
+            v.losses.append(loss[cell])
+            v.proxies.append(proxy[cell])
+            if on_eval is not None:
+                d = on_eval(v, t)
             if j == end_eval[i] and plan_stop[i]:  # a planned stop
                 end(i, t, True, j, plan_kept[i])
                 changed = True
