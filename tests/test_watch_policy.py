@@ -96,3 +96,14 @@ def test_unreadable_and_binary_files(tmp_path):
     p.write_bytes(b"\xff\xfe[tenants.a]\n")
     with pytest.raises(PolicyError, match="not UTF-8"):
         load_policy(str(p))
+
+
+def test_checkpoint_root_is_checked_as_the_controller_uses_it(tmp_path):
+    """A template that starts with a placeholder needs checkpoint_root; given it, the
+    policy check accepts what the controller will build."""
+    text = ('[tenants.a]\naction = "echo {best_checkpoint}"\n'
+            'checkpoint_template = "{job}/checkpoint-{best_step}"\n')
+    with pytest.raises(PolicyError, match="tenants.a.action"):
+        load_policy(write(tmp_path, text))
+    pol = load_policy(write(tmp_path, text + 'checkpoint_root = "/ckpt"\n', "ok.toml"))
+    assert pol.rules[0].shell_action().checkpoint_root is not None

@@ -119,6 +119,7 @@ def test_fleet_noise_is_pooled_per_group_and_survives_a_restart(tmp_path):
     from evalstop.integrations.watch.status import fleet_rows, format_fleet
     rows = fleet_rows(ro)
     assert rows[0]["group"] == "math" and rows[0]["jobs"] >= 1 and rows[0]["n"] == n + 3
+    assert rows[0]["jobs"] == 7  # the 6 jobs from before the restart still count
     assert "math: sigma" in format_fleet(rows)
 
 

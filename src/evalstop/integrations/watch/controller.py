@@ -128,10 +128,8 @@ class Controller:
             detector=detector or "default", mode=mode)
         self._actions: dict[str, ShellAction | None] = {}
         for rule in self.policy.rules:
-            self._actions[rule.tenant] = action if policy is None else (
-                None if rule.action is None else ShellAction(
-                    rule.action, checkpoint_template=rule.checkpoint_template,
-                    checkpoint_root=rule.checkpoint_root, timeout=action_timeout))
+            self._actions[rule.tenant] = (action if policy is None
+                                          else rule.shell_action(action_timeout))
         self.fleets: dict[str, FleetNoise] = {}
         self._fleet_jobs: dict[str, set[JobKey]] = {}
         for group, (state, _n) in store.fleet().items():
@@ -149,9 +147,14 @@ class Controller:
                                         thread_name_prefix="evalstop-action")
         self.action_workers = action_workers
         self._inflight: dict[JobKey, Future] = {}
+        self._rule_specs: dict[str, str] = {}  # tenant -> its rule's full spec (restores)
         for row in store.jobs().values():
+            key = JobKey(row.source, row.job)
             det = self._restore_detector(row.tenant, row.detector)
-            self.jobs[JobKey(row.source, row.job)] = _Job(
+            if getattr(det, "fleet", None) is not None:  # counted in its group's jobs
+                group = self.rule_of(row.tenant).eval_group
+                self._fleet_jobs.setdefault(group, set()).add(key)
+            self.jobs[key] = _Job(
                 det, row.tenant, row.last_step, row.last_score, row.skipped, row.updated)
         offsets = store.offsets()
         for src in sources:
@@ -187,9 +190,12 @@ class Controller:
         spec, mode = state["spec"], state["mode"]
         rule = self.rule_of(tenant)
         fleet = None
-        if (rule is not None and rule.mode == mode
-                and make_detector(rule.detector_spec(), mode=mode).spec == spec):
-            fleet = self._fleet(rule)
+        if rule is not None and rule.mode == mode:
+            if rule.tenant not in self._rule_specs:
+                self._rule_specs[rule.tenant] = make_detector(rule.detector_spec(),
+                                                              mode=mode).spec
+            if self._rule_specs[rule.tenant] == spec:
+                fleet = self._fleet(rule)
         det = make_detector(spec, mode=mode, fleet=fleet)
         det.load_state_dict(state)
         return det

@@ -220,6 +220,7 @@ class JsonlDirSource:
             return
         line = off.line
         shown = show(path)
+        metric = self.tenancy.metric(tenant)
         for raw in complete.split(b"\n")[:-1]:
             line += 1
             where = f"{shown}:{line}"
@@ -234,7 +235,7 @@ class JsonlDirSource:
             if not raw.strip():
                 continue
             try:
-                rec = parse_line(raw, where, self.tenancy.metric(tenant))
+                rec = parse_line(raw, where, metric)
                 self.tenancy.admit(tenant, rec.job, where)
             except Refused as exc:
                 batch.refused.append(exc.refusal)

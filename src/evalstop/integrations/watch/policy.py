@@ -76,6 +76,15 @@ class Rule:
     def allows(self, job: str) -> bool:
         return any(fnmatch.fnmatchcase(job, pat) for pat in self.allow)
 
+    def shell_action(self, timeout: float = 120.0):
+        """The tenant's stop action (``actions.ShellAction``), or None without one."""
+        if self.action is None:
+            return None
+        from evalstop.integrations.watch.actions import ShellAction
+
+        return ShellAction(self.action, checkpoint_template=self.checkpoint_template,
+                           checkpoint_root=self.checkpoint_root, timeout=timeout)
+
     def detector_spec(self) -> str:
         """The detector spec with the stated noise (``eval_n``/``sigma``) folded in."""
         extra = []
@@ -212,14 +221,10 @@ def _checked(rule: Rule, values: dict[str, Any], path: str, prefix: str) -> Rule
             make_detector(rule.detector_spec(), mode=rule.mode, fleet=FleetNoise())
         except ValueError as exc:
             raise PolicyError(f"{path}: {prefix}eval_group: {exc}") from None
-    if rule.action is not None or rule.checkpoint_template is not None:
-        from evalstop.integrations.watch.actions import ShellAction
-
-        if rule.action is not None:
-            try:
-                ShellAction(rule.action, checkpoint_template=rule.checkpoint_template)
-            except ValueError as exc:
-                raise PolicyError(f"{path}: {prefix}action: {exc}") from None
+    try:
+        rule.shell_action()  # checked exactly as the controller will build it
+    except ValueError as exc:
+        raise PolicyError(f"{path}: {prefix}action: {exc}") from None
     return rule
 
 
