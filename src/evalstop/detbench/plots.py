@@ -96,7 +96,8 @@ def write_harm_plots(out: Path, cfg: BenchConfig, summary: dict) -> list[str]:
         # Fixed margins: tight_layout took about a third of these plots' time.
         fig.subplots_adjust(left=0.06, right=0.99, bottom=0.11, top=0.93, wspace=0.15)
         name = f"harm_{part}.png"
-        fig.savefig(out / name, dpi=100)
+        with atomic_write(out / name, "wb") as fh:
+            fig.savefig(fh, format="png", dpi=100)
         plt.close(fig)
         files.append(name)
     return files

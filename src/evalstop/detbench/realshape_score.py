@@ -65,7 +65,7 @@ def score(spec: str, cells: list[Cell], mode: str = "own") -> dict:
     """Pooled figures over the cells (runs of different eval counts pool by counts)."""
     tp = fp = pos = neg = 0
     delays: list[int] = []
-    harmful = n_neg_h = 0
+    harmful = 0
     saved = total = 0
     reg_h: list[float] = []
     reg_pos: list[float] = []
@@ -82,7 +82,6 @@ def score(spec: str, cells: list[Cell], mode: str = "own") -> dict:
         h = harm(cell.true, stopped, np.maximum(stop_idx, 0), np.where(stopped, kept_idx, 0),
                  hack)
         harmful += int(h.harmful.sum())
-        n_neg_h += int((~hack).sum())
         saved += int(h.saved_intervals.sum())
         total += int(h.n_evals.sum())
         reg_h += h.regret[~hack & np.isfinite(h.regret)].tolist()
@@ -100,7 +99,7 @@ def score(spec: str, cells: list[Cell], mode: str = "own") -> dict:
     out = {
         "runs": pos + neg, "hacking": pos,
         "precision": ratio(tp, tp + fp), "recall": ratio(tp, pos), "fpr": ratio(fp, neg),
-        "harmful_rate": ratio(harmful, n_neg_h),
+        "harmful_rate": ratio(harmful, neg),
         "regret_healthy": float(np.mean(reg_h)) if reg_h else None,
         "regret_hacking": float(np.mean(reg_pos)) if reg_pos else None,
         "compute_saved": ratio(saved, total),

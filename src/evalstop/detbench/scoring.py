@@ -116,8 +116,7 @@ def tally(rs: RunSet, out: Outcome) -> Tally:
     peak_idx = rs.gain.argmax(axis=1)
     quality = rs.gain[np.arange(rs.runs), out.kept_idx]  # gain is scaled to a peak of 1
     tp = hack & out.stopped
-    h = harm(rs.gain, out.stopped, out.stop_idx, out.kept_idx, hack,
-             n_evals=getattr(rs, "n_evals", None))
+    h = harm(rs.gain, out.stopped, out.stop_idx, out.kept_idx, hack)
     ok = np.isfinite(h.regret)
     return Tally(
         pos=int(hack.sum()),

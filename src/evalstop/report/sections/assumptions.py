@@ -63,7 +63,7 @@ def _claims_table(ctx: SectionContext) -> Table:
                  "both workloads' means")
 
 
-def _sweep_table(ctx: SectionContext, study: str, method_of, n: int) -> Table | None:
+def _sweep_table(ctx: SectionContext, study: str, n: int) -> Table | None:
     from evalstop.experiments import registry
 
     exp = registry.get(study)
@@ -71,7 +71,7 @@ def _sweep_table(ctx: SectionContext, study: str, method_of, n: int) -> Table | 
     rows = []
     for p in exp.points:
         for m in p.methods:
-            if m.detector is None or not method_of(m):
+            if m.detector is None:
                 continue
             lbl = pa.label(study, p.label)
             row = [p.label if len(exp.points) > 1 else m.label]
@@ -99,10 +99,8 @@ def render(ctx: SectionContext) -> list[Block]:
              f"{ctx.run.n_sims} simulations, {ctx.run.sim_s:.1f} CPU-s."),
         _main_table(ctx, n), _claims_table(ctx),
     ]
-    for study, pick in (("composability", lambda m: True),
-                        ("sigma", lambda m: True), ("hacking", lambda m: True),
-                        ("k", lambda m: True)):
-        t = _sweep_table(ctx, study, pick, n)
+    for study in ("composability", "sigma", "hacking", "k"):
+        t = _sweep_table(ctx, study, n)
         if t is not None:
             blocks.append(t)
     return blocks
