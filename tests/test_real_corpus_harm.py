@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from evalstop.experiments.real_corpus import _replay, stop_cost
+from evalstop.experiments.real_corpus import stop_cost
 from evalstop.lab.corpus import RunCurve
 from evalstop.lab.labels import label_curve
 from evalstop.lab.validate import replay_run
@@ -37,7 +37,7 @@ def corpus():
 
 def test_stop_cost_by_hand(corpus):
     curves, labels = corpus
-    assert [_replay(curves[k], "evalstop:k=2") for k in curves] == [(5, 3), (None, 10),
+    assert [replay_run(curves[k], "evalstop:k=2") for k in curves] == [(5, 3), (None, 10),
                                                                     (4, 2), (5, 0)]
     s = stop_cost(curves, labels, "evalstop:k=2")
     # True curve = gold smoothed over 3 evals, edges repeated.
@@ -56,12 +56,25 @@ def test_stop_cost_by_hand(corpus):
     assert never["regret_healthy_mean"] == 0.0
 
 
-def test_fast_replay_matches_the_labs(corpus):
+def _replay_by_update(curve, spec):
+    """The run replayed through ``Detector.update`` (what a callback calls)."""
+    from evalstop.detectors import make_detector
+
+    det, steps = make_detector(spec), [int(s) for s in curve.step]
+    for i, step in enumerate(steps):
+        d = det.update(step, float(curve.eval[i]), loss=float(curve.loss[i]),
+                       proxy=float(curve.proxy[i]), progress=float(curve.progress[i]))
+        if d.stop:
+            return i, (steps.index(d.best_step) if d.best_step is not None else i)
+    return None, len(steps) - 1
+
+
+def test_stop_only_replay_matches_update(corpus):
     curves, _ = corpus
     for spec in ("evalstop:k=1", "evalstop:k=3", "default", "stopat:p=0.5",
                  "loss-plateau:window=3,eps=0.5"):
         for c in curves.values():
-            assert _replay(c, spec) == replay_run(c, spec)
+            assert replay_run(c, spec) == _replay_by_update(c, spec)
 
 
 def test_real_corpus_section_shows_harm_beside_precision(tmp_path):

@@ -65,6 +65,7 @@ HARM_KEYS = ("harmful", "harmful_rate", "regret_healthy_mean", "regret_healthy_p
 def stop_cost(curves: dict, labels: dict, spec: str | None) -> dict:
     """Harmful stops, regret and compute saved of ``spec`` (None: never stop) on the runs."""
     from evalstop.lab.labels import smooth
+    from evalstop.lab.validate import replay_run
     from evalstop.metrics.harm import harm
 
     ids = list(curves)
@@ -76,27 +77,9 @@ def stop_cost(curves: dict, labels: dict, spec: str | None) -> dict:
     for i, r in enumerate(ids):
         true[i, : n[i]] = smooth(curves[r].eval)
         if spec is not None:
-            stop, kept = _replay(curves[r], spec)
+            stop, kept = replay_run(curves[r], spec)
             if stop is not None:
                 stopped[i], stop_idx[i], kept_idx[i] = True, stop, kept
     hacking = np.array([labels[r].hacking for r in ids])
     s = harm(true, stopped, stop_idx, kept_idx, hacking, n_evals=n).summary()
     return {k: s[k] for k in HARM_KEYS}
-
-
-def _replay(curve, spec: str) -> tuple[int | None, int]:
-    """``lab.validate.replay_run`` on the detectors' stop-only path (``update_stop``, the
-    simulator's): the same decisions, in about half the time."""
-    import math
-
-    from evalstop.detectors import make_detector
-
-    det = make_detector(spec)
-    steps = curve.step.tolist()
-    loss, proxy, prog = curve.loss.tolist(), curve.proxy.tolist(), curve.progress.tolist()
-    for i, (step, score) in enumerate(zip(steps, curve.eval.tolist())):
-        d = det.update_stop(step, score, *(v if math.isfinite(v) else None
-                                           for v in (loss[i], proxy[i], prog[i])))
-        if d is not None:
-            return i, (steps.index(d.best_step) if d.best_step is not None else i)
-    return None, len(steps) - 1

@@ -57,19 +57,19 @@ def runs_on_defaults(name: str) -> bool:
 
 
 def replay_run(curve, spec: str) -> tuple[int | None, int]:
-    """``(stop_index or None, kept_index)`` of one run under a fresh detector."""
+    """``(stop_index or None, kept_index)`` of one run under a fresh detector, on the
+    detectors' stop-only path (``update_stop``, the simulator's): the same decisions as
+    ``update``, in about half the time."""
     from evalstop.detectors import make_detector
 
     det = make_detector(spec)
-    steps = [int(s) for s in curve.step]
-    for i, step in enumerate(steps):
-        extras = {k: (None if not math.isfinite(v) else float(v)) for k, v in
-                  (("loss", curve.loss[i]), ("proxy", curve.proxy[i]),
-                   ("progress", curve.progress[i]))}
-        d = det.update(step, float(curve.eval[i]), **extras)
-        if d.stop:
-            kept = steps.index(d.best_step) if d.best_step is not None else i
-            return i, kept
+    steps = curve.step.tolist()
+    loss, proxy, prog = curve.loss.tolist(), curve.proxy.tolist(), curve.progress.tolist()
+    for i, (step, score) in enumerate(zip(steps, curve.eval.tolist())):
+        d = det.update_stop(step, score, *(v if math.isfinite(v) else None
+                                           for v in (loss[i], proxy[i], prog[i])))
+        if d is not None:
+            return i, (steps.index(d.best_step) if d.best_step is not None else i)
     return None, len(steps) - 1
 
 
