@@ -51,8 +51,10 @@ def _fixed_terminal() -> Iterator[None]:
                 os.environ[key] = value
 
 
-def commands(parser: argparse.ArgumentParser,
-             path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+Command = tuple[tuple[str, ...], argparse.ArgumentParser]
+
+
+def commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> Iterator[Command]:
     """``(words after evalstop, parser)`` for the parser and every subcommand below it,
     depth first, in the order the parser lists them."""
     yield path, parser
