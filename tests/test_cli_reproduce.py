@@ -32,6 +32,9 @@ def test_quick_reproduce_writes_the_report(tmp_path):
     assert "(`frontier`)" in md and "What precision costs" in md
     assert "**With the eval noise measured** from these logs" in md  # real_corpus
     assert "The noise measured from finished runs" in md  # the benchmark's section
+    # stderr is a pipe here, as in CI: progress as lines, the benchmark's (another process) too
+    assert "simulating: 0/" in proc.stderr and "bench-detectors: " in proc.stderr
+    assert "\r" not in proc.stderr
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -55,7 +58,8 @@ def test_only_one_experiment_in_process(tmp_path, capsys):
     assert (tmp_path / "main_runs.csv").is_file() and not (tmp_path / "k_runs.csv").exists()
     assert not (tmp_path / "detectors").exists()
     assert "Detector benchmark" not in (tmp_path / "report.md").read_text()
-    assert "report:" in capsys.readouterr().out
+    cap = capsys.readouterr()
+    assert "report:" in cap.out and cap.err == ""  # --no-progress: no progress lines either
 
 
 def test_huge_seeds_is_refused_not_a_hang(tmp_path, capsys):

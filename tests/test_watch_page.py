@@ -3,12 +3,11 @@ served; the page checked in a real headless browser (Debian's chromium via Playw
 
 from __future__ import annotations
 
-import os
-import shutil
 import urllib.error
 import urllib.request
 
 import pytest
+from headless_browser import chromium_or_skip
 
 from evalstop.integrations.watch.observe import Health, StatusServer, WatchMetrics
 from evalstop.integrations.watch.page import render_page
@@ -81,17 +80,6 @@ def test_port_in_use_is_one_line(server):
     host, port = srv.address
     with pytest.raises(ValueError, match="cannot listen"):
         StatusServer(host, port, metrics=metrics, health=health, page=lambda: "")
-
-
-def chromium_or_skip() -> str:
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    pw = pytest.importorskip("playwright.sync_api") if not os.environ.get("CI") else None
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI must have Debian's chromium (.ci/run installs it)")
-        pytest.skip("no chromium (apt-get install -y chromium)")
-    del pw
-    return path
 
 
 def open_in_browser(url: str, shot: str | None = None):

@@ -14,7 +14,8 @@ import threading
 import time
 
 import pytest
-from test_watch_page import chromium_or_skip, get, open_in_browser
+from headless_browser import chromium_or_skip
+from test_watch_page import get, open_in_browser
 
 from evalstop.cli.main import main
 

@@ -1,4 +1,4 @@
-"""Run independent pieces of work in worker processes, with a progress bar.
+"""Run independent pieces of work in worker processes, showing their progress.
 
 One place for what the experiments and the lab corpus both need: results in input order,
 ``workers=1`` in this process (no pickling, easiest to debug), and a failure (or Ctrl-C)
@@ -15,9 +15,8 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from evalstop.parent_death import die_with_parent
+from evalstop.progress import progress_bar
 
 
 # Another engine for every parallel_map call (evalstop.ray_engine sets Ray's for a run);
@@ -52,8 +51,8 @@ def parallel_map(fn: Callable, items: Sequence, *, workers: int, progress: bool 
         return _ENGINE(fn, items, progress=progress, desc=desc, unit=unit,
                        done_before=done_before)
     out: list = [None] * len(items)
-    bar = tqdm(total=done_before + len(items), initial=done_before, desc=desc, unit=unit,
-               disable=not progress, leave=False)
+    bar = progress_bar(total=done_before + len(items), initial=done_before, desc=desc,
+                       unit=unit, enabled=progress)
     try:
         if workers == 1 or len(items) <= 1:
             for i, item in enumerate(items):

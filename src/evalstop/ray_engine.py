@@ -21,10 +21,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 import evalstop
 from evalstop import parallel
+from evalstop.progress import progress_bar
 
 LOCAL_CPUS = 2
 LOCAL_OBJECT_STORE = 100 * 1024 * 1024
@@ -72,8 +71,8 @@ class RayEngine:
         # instead of queueing on the first one's free CPUs.
         pending = {self.remote.options(scheduling_strategy="SPREAD").remote(fn_ref, item): i
                    for i, item in enumerate(items)}
-        bar = tqdm(total=done_before + len(items), initial=done_before, desc=desc, unit=unit,
-                   disable=not progress, leave=False)
+        bar = progress_bar(total=done_before + len(items), initial=done_before, desc=desc,
+                           unit=unit, enabled=progress)
         try:
             while pending:
                 done, _ = ray.wait(list(pending), num_returns=len(pending), timeout=WAIT_S,

@@ -29,7 +29,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="a few runs per cell and thinned sweeps (seconds; for smoke tests)")
     p.add_argument("--runs", type=int, default=None,
                    help="runs per cell (family x sigma x noise kind); default 50, quick 4")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (on a terminal) or progress lines (elsewhere)")
     add_ray_option(p)  # one Ray task per cell
     return p
 

@@ -63,7 +63,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help=f"seeds 0..N-1 per (pairs, beta) (default {N_SEEDS})")
     c.add_argument("--steps", type=int, default=None, metavar="N",
                    help="RL steps per run (default 250)")
-    c.add_argument("--no-progress", action="store_true", help="no progress bar")
+    c.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (on a terminal) or progress lines (elsewhere)")
     return p
 
 

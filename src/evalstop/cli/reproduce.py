@@ -25,6 +25,7 @@ from evalstop.experiments.registry import with_preset
 from evalstop.experiments.runner import default_workers, plan
 from evalstop.parallel import stop_pool
 from evalstop.parent_death import die_with_parent
+from evalstop.progress import is_terminal, note
 from evalstop.ray_engine import add_ray_option, check_ray_option, engine_for
 from evalstop.staging import MARKER, check_replaceable, staged_folder
 
@@ -71,7 +72,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="run every study on a workload knob preset (known: "
                         "paper-assumptions: the knobs under which the paper's main table "
                         "holds; see README, Workloads)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (on a terminal) or progress lines (elsewhere)")
     add_ray_option(p)
     return p
 
@@ -120,7 +122,8 @@ def run(args) -> int:
     out = check_replaceable(args.out, lambda name: OWNED.fullmatch(name) is not None)
     n_tasks = len(plan(experiments, settings))
     workers = args.workers if args.workers is not None else default_workers(n_tasks)
-    progress = not args.no_progress and sys.stderr.isatty()
+    # On a terminal a bar; elsewhere (a CI log) progress lines (evalstop.progress).
+    progress = not args.no_progress
     t0 = time.perf_counter()
     with staged_folder(out, "evalstop reproduce") as stage:
         sim_wall, bench_s, ray_summary = _run_into(stage, args, experiments, settings,
@@ -152,19 +155,24 @@ def _run_into(stage: Path, args, experiments, settings, workers: int,
         sim_wall = time.perf_counter() - t0
         bench = None
         if not args.no_detectors:
+            note("detector benchmark: started", enabled=progress)
             # One seed fixes the whole report: the benchmark takes the base seed too.
             if ray_engine is None and workers > 1:
                 # Its own process, while this one writes the studies' tables and figures:
                 # both are single-threaded, so on 2 cores the report costs no extra time.
                 pool = ProcessPoolExecutor(max_workers=1, initializer=die_with_parent,
                                            initargs=(os.getpid(),))
-                future = pool.submit(_benchmark, stage / DIR, args.seed, args.quick, False)
+                # No bar from the other process (as before); progress lines, in a log,
+                # show where the run is while this one writes the report.
+                future = pool.submit(_benchmark, stage / DIR, args.seed, args.quick,
+                                     progress and not is_terminal(sys.stderr))
                 bench = future.result
             else:
                 done = _benchmark(stage / DIR, args.seed, args.quick, progress)
                 bench = lambda: done  # noqa: E731 (the same shape as future.result)
         ray_summary = None if ray_engine is None else ray_engine.summary()
     info = RunInfo(wall_s=sim_wall, workers=workers, quick=args.quick, command=_command(args))
+    note("report: writing tables and figures", enabled=progress)
     try:
         write_report(runs, stage, info, detectors=bench)
     except BaseException:
