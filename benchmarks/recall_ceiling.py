@@ -11,9 +11,10 @@ runs whose true quality, after the true peak, is at least K sigmas below it at o
 or more (``ever``), at two evals or more (``2 evals``: a rule robust to one bad eval needs
 two) and at three (``3 evals``), for K = 2, 3, 4; and the median number of evals from the
 peak to the first eval K sigmas below it. On the short part also: how many of a drop's
-first 3 evals (the window of the recall-within-3 target) sit K sigmas below the peak. The noise sigma: the cell's sigma on additive
-cells (the scale of the t3 noise matched to the Gaussian's), the binomial sigma at the
-peak rate on pass-rate cells. It reads the true curves only (no rule, no noise draw);
+first 3 evals (the window of the recall-within-3 target) sit K sigmas below the peak.
+The noise sigma: the cell's sigma on additive cells (the scale of the t3 noise matched to
+the Gaussian's), the binomial sigma at the peak rate on pass-rate cells. The shares read
+the true curves only (no rule, no noise draw);
 ``--runs`` and ``--short-runs`` should match the judged material (judge_default.py's
 defaults) so the shares describe the same runs. With ``--spec``, the rule (noise stated)
 is also run, and its recall is given among the runs within reach (K sigmas at 2 evals or

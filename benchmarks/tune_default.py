@@ -1,6 +1,8 @@
 """Choose the default stop rule (issue 11) on TUNING material only, then stop.
 
-    python benchmarks/tune_default.py [--seed 0] [--runs 8] [--out DIR]
+    python benchmarks/tune_default.py [--seed 0] [--runs 8] [--short-runs 50] [--out FILE]
+
+(benchmarks/results/issue11/tune.txt: ``--runs 4``, the other options at their defaults.)
 
 Material: ``realshape.synthetic(held_out=False)`` (the benchmark's tuning families plus the
 new tuning shapes, 5-60 evals, additive noise at sigma 0.01-0.12 and pass rates over
