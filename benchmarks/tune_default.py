@@ -1,29 +1,40 @@
 """Choose the default stop rule (issue 11) on TUNING material only, then stop.
 
-    python benchmarks/tune_default.py [--seed 0] [--runs 8] [--out DIR]
+    python benchmarks/tune_default.py [--seed 0] [--runs 8] [--short-runs 50] [--out FILE]
+
+(benchmarks/results/issue11/tune.txt: ``--runs 4``, the other options at their defaults.)
 
 Material: ``realshape.synthetic(held_out=False)`` (the benchmark's tuning families plus the
 new tuning shapes, 5-60 evals, additive noise at sigma 0.01-0.12 and pass rates over
 N = 30..1000) and ``realshape.short_cells(held_out=False)`` (6-12-eval pass-rate runs, flat
 or with a sustained drop of 4-8 sigmas). The held-out material is never built here.
 
-Candidates: ``cusum-drop`` with a growing level window (``smooth_min=3``) over
-smooth in {9, 15}, k in {1, 1.25, 1.5}, clip in {2.5, 3}, h in {2, 2.5, 3, 3.5, 4,
-5}, min_evals in {4, 5}; and the current default for reference. One pass per (smooth, k,
-clip, noise mode) records each run's CUSUM at every eval, from which every (h, min_evals)
-is read off (a run stops at the first eval n >= min_evals with CUSUM >= h; it keeps its
-best eval so far).
+Candidates (second round, with the shift test): ``cusum-drop`` with a growing level
+window (``smooth_min=3``, ``smooth=15, trim=3``) over k in {1.25, 1.5}, clip in {2.5, 3},
+h in {2.5, 3, 3.5, 4, 5, 6}, min_evals in {4, 5}, and the shift test (``shift=J,shift_m=M``,
+see ``detectors.shift_test``) off or with M in {2, 3} and J in {2.25, 2.5, 2.75, 3, 3.25,
+3.5, 4} (720 candidates; the first round's pick, the CUSUM alone, is among them). One
+pass per (k, clip, M) records each run's CUSUM and shift statistic at every eval, from
+which every (h, min_evals, J) is read off (a run stops at the first eval n >= min_evals
+with CUSUM >= h or statistic >= J; it keeps its best eval so far).
 
-Criterion, fixed before the first run: with the noise *stated* (eval_n=N on pass rates,
-sigma=S on additive cells; the issue's premise that real evals are pass rates over N known
-prompts), keep the candidates with tuning precision >= 0.97, harmful stops <= 1% of
-non-hacking runs, and on the short part recall within 3 evals >= 0.90 with <= 2% of flat
-runs stopped; among them take the highest recall (ties: more compute saved). If none
-passes, take the one with the smallest summed shortfall against those four bars and say
-so. The fleet and own-noise figures of the pick come from ``benchmarks/judge_default.py``
-(tuning part too), not used to choose. (A first, wider pass over k = 0.75 and smooth = 25
-at 2 runs per cell found no candidate passing every bar either; it took 7 min, so the grid
-was narrowed to the region its best candidates came from.)
+Criterion, the first round's unchanged, fixed before the first run: with the noise
+*stated* (eval_n=N on pass rates, sigma=S on additive cells; the issue's premise that
+real evals are pass rates over N known prompts), keep the candidates with tuning
+precision >= 0.97, harmful stops <= 1% of non-hacking runs, and on the short part recall
+within 3 evals >= 0.90 with <= 2% of flat runs stopped; among them take the highest recall
+(ties: more compute saved). If none passes, take the one with the smallest summed
+shortfall against those four bars (ties: higher recall) and say so. The fleet and
+own-noise figures of the pick come from ``benchmarks/judge_default.py`` (tuning part too),
+not used to choose.
+
+First round (issue 11, before the shift test): smooth in {9, 15}, k in {1, 1.25, 1.5},
+clip in {2.5, 3}, h in {2, 2.5, 3, 3.5, 4, 5}, min_evals in {4, 5}, 144 candidates, none
+passing; its pick (h=3, k=1.5, clip=2.5, smooth=15, min_evals=4) became the default. (A
+wider pass over k = 0.75 and smooth = 25 at 2 runs per cell found none passing either.)
+The second round was run after that default's held-out figures at seed 0 were known; the
+held-out material is still never built here. Its outcome (``--runs 4``, seed 0): no
+candidate passes; the smallest shortfall is the first round's pick, the CUSUM alone.
 """
 
 from __future__ import annotations
@@ -38,50 +49,61 @@ import numpy as np
 
 from evalstop.detbench import realshape
 from evalstop.detbench.realshape_score import cell_spec
-from evalstop.detectors import FleetNoise, make_detector
+from evalstop.detectors import FleetNoise, canonical, make_detector
 from evalstop.metrics.harm import harm
 
-SMOOTH = (9, 15)
-KS = (1.0, 1.25, 1.5)
+SMOOTH = (15,)
+KS = (1.25, 1.5)
 CLIPS = (2.5, 3.0)
-HS = (2.0, 2.5, 3.0, 3.5, 4.0, 5.0)
+HS = (2.5, 3.0, 3.5, 4.0, 5.0, 6.0)
 MIN_EVALS = (4, 5)
+SHIFT_MS = (2, 3)
+SHIFTS = (2.25, 2.5, 2.75, 3.0, 3.25, 3.5, 4.0)  # and off
+FIRST_ROUND_PICK = "cusum-drop:h=3,k=1.5,clip=2.5,smooth=15,min_evals=4,trim=3,smooth_min=3"
 BARS = {"precision": 0.97, "harmful_rate": 0.01, "recall_within3": 0.90, "flat_stopped": 0.02}
 
 
-def base_spec(smooth, k, clip):
+def base_spec(smooth, k, clip, m):
     trim = 2 if smooth == 9 else (3 if smooth == 15 else 5)
     return (f"cusum-drop:h=1e300,k={k},clip={clip},smooth={smooth},min_evals=1,trim={trim},"
-            f"smooth_min=3")
+            f"smooth_min=3,shift=1e300,shift_m={m}")
+
+
+def final_spec(spec, h, min_evals, shift):
+    spec = spec.replace("h=1e300", f"h={h:g}").replace("min_evals=1", f"min_evals={min_evals}")
+    if shift is None:
+        return spec.split(",shift=")[0]
+    return spec.replace("shift=1e300", f"shift={shift:g}")
 
 
 def traces(spec, cells, mode):
-    """Per cell: (runs, evals) CUSUM values, and the best-eval index so far."""
+    """Per cell: (runs, evals) CUSUM and shift statistics, and the best-eval index so far."""
     out = []
     for cell in cells:
         s = cell_spec(spec, cell, mode)
         fleet = FleetNoise(name=cell.group) if mode == "fleet" else None
         dets = [make_detector(s, fleet=fleet) for _ in range(cell.runs)]
         w = np.zeros((cell.runs, cell.evals))
+        z = np.zeros((cell.runs, cell.evals))
         for j, row in enumerate(cell.eval.T.tolist()):
             for i, v in enumerate(row):
                 dets[i].update_stop(j + 1, v)
-                w[i, j] = dets[i].last_w
+                w[i, j], z[i, j] = dets[i].last_w, dets[i].last_z
         # earliest index of the running max (the detector keeps the earliest best)
         first = np.zeros((cell.runs, cell.evals), int)
         for j in range(1, cell.evals):
             better = cell.eval[:, j] > cell.eval[np.arange(cell.runs), first[:, j - 1]]
             first[:, j] = np.where(better, j, first[:, j - 1])
-        out.append((w, first))
+        out.append((w, z, first))
     return out
 
 
-def figures(cells, trace, h, min_evals):
+def figures(cells, trace, h, min_evals, shift=None):
     tp = fp = pos = neg = harmful = saved = total = 0
     w3 = drops = fs = flats = 0
     delays = []
-    for cell, (w, first) in zip(cells, trace):
-        hit = (w >= h)
+    for cell, (w, z, first) in zip(cells, trace):
+        hit = (w >= h) if shift is None else (w >= h) | (z >= shift)
         hit[:, : min_evals - 1] = False
         stopped = hit.any(axis=1)
         idx = np.where(stopped, hit.argmax(axis=1), 0)
@@ -118,6 +140,15 @@ def shortfall(syn, short):
             + max(0.0, short["flat_stopped"] - BARS["flat_stopped"]))
 
 
+def line(row):
+    s, sh = row["stated"]["synthetic"], row["stated"]["short"]
+    print(f"    stated synthetic P {s['precision']:.3f} R {s['recall']:.3f} "
+          f"FPR {s['fpr']:.3f} harmful {s['harmful_rate']:.3f} saved "
+          f"{s['compute_saved']:.3f} delay {s['median_delay']:.1f} | short R3 "
+          f"{sh['recall_within3']:.3f} flat {sh['flat_stopped']:.3f} | shortfall "
+          f"{shortfall(s, sh):.3f}")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=0)
@@ -132,19 +163,19 @@ def main(argv=None):
     print(f"tuning material: {sum(c.runs for c in syn)} synthetic runs in {len(syn)} cells, "
           f"{sum(c.runs for c in short)} short runs", flush=True)
     rows = []
-    for smooth, k, clip in itertools.product(SMOOTH, KS, CLIPS):
-        spec = base_spec(smooth, k, clip)
+    for smooth, k, clip, sm in itertools.product(SMOOTH, KS, CLIPS, SHIFT_MS):
+        spec = base_spec(smooth, k, clip, sm)
         tr = {m: (traces(spec, syn, m), traces(spec, short, m)) for m in ("stated",)}
-        for h, me in itertools.product(HS, MIN_EVALS):
-            final = spec.replace("h=1e300", f"h={h:g}").replace("min_evals=1",
-                                                                  f"min_evals={me}")
-            row = {"spec": final}
+        # the CUSUM alone once per (k, clip), not once per shift_m
+        shifts = SHIFTS if sm != SHIFT_MS[0] else (None, *SHIFTS)
+        for h, me, j in itertools.product(HS, MIN_EVALS, shifts):
+            row = {"spec": final_spec(spec, h, me, j)}
             for m, (ts, tsh) in tr.items():
-                row[m] = {"synthetic": figures(syn, ts, h, me),
-                          "short": figures(short, tsh, h, me)}
+                row[m] = {"synthetic": figures(syn, ts, h, me, j),
+                          "short": figures(short, tsh, h, me, j)}
             rows.append(row)
-        print(f"  smooth={smooth} k={k} clip={clip}: {time.perf_counter() - t0:.0f}s",
-              flush=True)
+        print(f"  smooth={smooth} k={k} clip={clip} shift_m={sm}: "
+              f"{time.perf_counter() - t0:.0f}s", flush=True)
 
     def ok(row):
         s, sh = row["stated"]["synthetic"], row["stated"]["short"]
@@ -163,12 +194,18 @@ def main(argv=None):
                                          -r["stated"]["synthetic"]["recall"]))
         how = f"no candidate of {len(rows)} passes every bar; smallest summed shortfall"
     print(f"\npicked ({how}):\n  {pick['spec']}")
-    for m in ("stated",):
-        s, sh = pick[m]["synthetic"], pick[m]["short"]
-        print(f"  {m:6s} synthetic P {s['precision']:.3f} R {s['recall']:.3f} "
-              f"FPR {s['fpr']:.3f} harmful {s['harmful_rate']:.3f} saved "
-              f"{s['compute_saved']:.3f} delay {s['median_delay']:.1f} | short R3 "
-              f"{sh['recall_within3']:.3f} flat {sh['flat_stopped']:.3f}")
+    line(pick)
+    ranked = sorted(rows, key=lambda r: (shortfall(r["stated"]["synthetic"],
+                                                   r["stated"]["short"]),
+                                         -r["stated"]["synthetic"]["recall"]))
+    print("\nthe ten smallest shortfalls:")
+    for r in ranked[:10]:
+        print(f"  {r['spec']}")
+        line(r)
+    first = [r for r in rows if canonical(r["spec"]) == canonical(FIRST_ROUND_PICK)]
+    if first:
+        print(f"\nfirst round's pick (the CUSUM alone):\n  {FIRST_ROUND_PICK}")
+        line(first[0])
     if args.out:
         Path(args.out).write_text(json.dumps({"picked": pick["spec"], "how": how,
                                               "rows": rows}, indent=1))

@@ -86,10 +86,16 @@ finite = st.floats(-1e3, 1e3, allow_nan=False)
 def params(draw):
     smooth = draw(st.integers(1, 9))
     k = draw(st.sampled_from([0.0, 0.75, 1.5]))
-    return {"h": draw(st.sampled_from([0.5, 2.0, 4.0])), "k": k,
-            "clip": k + draw(st.sampled_from([0.5, 1.25, 3.0])), "smooth": smooth,
-            "min_evals": draw(st.integers(1, 8)),
-            "trim": draw(st.integers(-1, (smooth - 1) // 2))}
+    out = {"h": draw(st.sampled_from([0.5, 2.0, 4.0])), "k": k,
+           "clip": k + draw(st.sampled_from([0.5, 1.25, 3.0])), "smooth": smooth,
+           "min_evals": draw(st.integers(1, 8)),
+           "trim": draw(st.integers(-1, (smooth - 1) // 2))}
+    if smooth >= 2 and draw(st.booleans()):  # the growing level window
+        out["smooth_min"] = draw(st.integers(2, smooth))
+    if draw(st.booleans()):  # the shift test
+        out["shift"] = draw(st.sampled_from([0.5, 2.0, 3.0]))
+        out["shift_m"] = draw(st.integers(2, 4))
+    return out
 
 
 @given(st.lists(finite, min_size=1, max_size=40), params())
