@@ -42,7 +42,8 @@ def test_once_then_status(tmp_path, capsys):
         f"stop other at step 5: 2 consecutive declines; best step 3 (score 0.5); tenant evals, "
         f"source {src}",
     ]
-    assert marker.read_text().splitlines() == ["peak 3", "other 3"]
+    # actions run in a pool, so their order in the file is not fixed
+    assert sorted(marker.read_text().splitlines()) == ["other 3", "peak 3"]
     assert main(["watch", "--status", "--db", str(db)]) == 0
     table = capsys.readouterr().out.splitlines()
     assert table[0].split()[:2] == ["tenant", "job"] and table[-1] == "2 jobs, 2 stopped"
