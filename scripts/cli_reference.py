@@ -99,18 +99,26 @@ def render() -> str:
     return "\n".join(out) + "\n"
 
 
-def _contents(page: str) -> list[tuple[str, list[str]]]:
-    """Each section's heading and the option names its help mentions: what the help says,
-    whatever layout this Python's argparse gives it (a word wrapped at a hyphen is joined
-    back, as the wrap point moves with the layout)."""
-    sections: list[tuple[str, list[str]]] = []
-    for line in page.splitlines():
-        if line.startswith("#") and "`evalstop" in line:
-            sections.append((line.lstrip("# "), []))
-        elif sections:
-            sections[-1][1].append(line.strip())
-    return [(head, sorted(set(OPTION.findall(re.sub(r"-\n", "-", "\n".join(lines))))))
-            for head, lines in sections]
+def _sections(page: str) -> dict[str, str]:
+    """Each section's heading (`` `evalstop X` ``) and its text, in page order."""
+    parts = re.split(r"^#+ (`evalstop[^`]*`)$", page, flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2]))
+
+
+def _options(text: str) -> list[str]:
+    """The option names a section's help mentions: what it says, whatever layout this
+    Python's argparse gives it (a word wrapped at a hyphen is joined back, as the wrap
+    point moves with the layout)."""
+    joined = re.sub(r"-\n\s*", "-", text)
+    return sorted(set(OPTION.findall(joined)))
+
+
+def _first_difference(old: dict[str, str], new: dict[str, str]) -> str | None:
+    """The first command whose section differs (one only the CLI has comes first)."""
+    for head in list(new) + list(old):
+        if old.get(head) != new.get(head):
+            return head
+    return None
 
 
 def stale(committed: str | None, fresh: str) -> str | None:
@@ -119,15 +127,20 @@ def stale(committed: str | None, fresh: str) -> str | None:
         return "is missing"
     if committed == fresh:
         return None
+    old, new = _sections(committed), _sections(fresh)
     made_on = VERSION_LINE.search(committed)
     here = VERSION_LINE.search(fresh)
     if made_on and here and made_on.group(1) != here.group(1):
         # Another argparse layout: only a change in commands or options counts.
-        if _contents(committed) == _contents(fresh):
+        head = _first_difference({h: _options(t) for h, t in old.items()},
+                                 {h: _options(t) for h, t in new.items()})
+        if head is None and list(old) == list(new):
             return None
-        return (f"lists other commands or options than the CLI has (page made on Python "
-                f"{made_on.group(1)}, compared by content on {here.group(1)})")
-    return "differs from the CLI's --help"
+        where = head or "the order of its sections"
+        return (f"lists other commands or options than the CLI has (in {where}; page made "
+                f"on Python {made_on.group(1)}, compared by content on {here.group(1)})")
+    head = _first_difference(old, new)
+    return "differs from the CLI's --help" + (f" (in {head})" if head else "")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -63,6 +63,7 @@ def test_check_passes_a_fresh_page_and_catches_a_stale_one(ref, tmp_path, capsys
     assert res.returncode == 1 and res.stdout == ""
     lines = res.stderr.splitlines()
     assert len(lines) == 1 and "python scripts/cli_reference.py" in lines[0]
+    assert "(in `evalstop reproduce`)" in lines[0]  # names the command to look at
 
 
 def test_other_python_layout_is_compared_by_content(ref):
@@ -72,5 +73,7 @@ def test_other_python_layout_is_compared_by_content(ref):
     other = page.replace(f"on Python {here};", "on Python 9.99;").replace(
         "  --out DIR           output folder", "  --out DIR\n      output folder")
     assert other != page and ref.stale(other, page) is None
-    assert "other commands or options" in ref.stale(other.replace("--quick", "--fast"), page)
-    assert ref.stale(page.replace("--quick", "--fast"), page) == "differs from the CLI's --help"
+    why = ref.stale(other.replace("--quick", "--fast"), page)
+    assert "other commands or options" in why and "(in `evalstop reproduce`;" in why
+    assert (ref.stale(page.replace("--quick", "--fast"), page)
+            == "differs from the CLI's --help (in `evalstop reproduce`)")
