@@ -15,6 +15,10 @@ Parts, reported separately:
   before, not a second one (none was built in time). The true curve for harm is the label
   rule's smoothed gold; the stated noise is the corpus' median gold standard error.
 
+Rules: the default (noise stated, fleet, own), the pre-issue-11 default and the paper's
+``evalstop:k=2`` (own), and issue 11's first-round default (stated, own), which the third
+round replaced.
+
 Noise modes (``realshape_score``): own (nothing stated), stated (eval_n=N / sigma=S), fleet
 (one FleetNoise per cell, empty at the start). Writes ``judge.json``, ``judge.md``,
 ``pr.png`` (precision against recall along the default's ``h``) and ``harm_saved.png``
@@ -33,7 +37,7 @@ import numpy as np
 from evalstop.detbench import realshape
 from evalstop.detbench.realshape import Cell
 from evalstop.detbench.realshape_score import score
-from evalstop.detectors import DEFAULT_SPEC, PREVIOUS_DEFAULT_SPEC
+from evalstop.detectors import DEFAULT_SPEC, PREVIOUS_DEFAULT_SPEC, ROUND1_DEFAULT_SPEC
 
 H_SWEEP = (2.0, 2.5, 3.0, 4.0, 5.0)
 TARGETS = {
@@ -86,6 +90,8 @@ def main(argv=None):
     rules = [("default", DEFAULT_SPEC, m) for m in ("stated", "fleet", "own")]
     rules += [("previous default", PREVIOUS_DEFAULT_SPEC, "own"),
               ("evalstop:k=2 (paper)", "evalstop:k=2", "own")]
+    # issue 11's first-round default (h=3, clip=2.5), so the third round's change shows
+    rules += [("round-1 default", ROUND1_DEFAULT_SPEC, m) for m in ("stated", "own")]
     result: dict = {"default": DEFAULT_SPEC, "seed": args.seed, "parts": {}}
     for part, cells in parts.items():
         rows = []
@@ -144,10 +150,15 @@ def plots(result, out: Path) -> None:
                 if pts:
                     xs, ys = zip(*pts)
                     ax.plot(xs, ys, "o-", color=colour, label=f"default, h sweep ({mode})")
-            for r, m in zip(d["rows"][3:], ("s", "^")):
-                if r[xkey] is not None and r[ykey] is not None:
-                    ax.plot([r[xkey]], [r[ykey]], m, color="C3" if m == "^" else "C2",
-                            label=r["rule"])
+            marks = {("previous default", "own"): ("s", "C2"),
+                     ("evalstop:k=2 (paper)", "own"): ("^", "C3"),
+                     ("round-1 default", "stated"): ("D", "C4"),
+                     ("round-1 default", "own"): ("d", "C5")}
+            for r in d["rows"]:
+                mark = marks.get((r["rule"], r["noise"]))
+                if mark and r[xkey] is not None and r[ykey] is not None:
+                    ax.plot([r[xkey]], [r[ykey]], mark[0], color=mark[1],
+                            label=f"{r['rule']} ({r['noise']})")
             ax.set_title(part, fontsize=9)
             ax.set_xlabel(xl, fontsize=8)
             ax.set_ylabel(yl, fontsize=8)

@@ -10,7 +10,8 @@ The variants were fixed before this script first ran: the default plus ``shift=J
 for J in {2.75, 3} and M in {2, 3}, the candidates of the tuning grid that keep the short
 tuning bars (flat runs stopped <= 2%, recall within 3 evals >= 0.90) with the lowest J;
 and the default with ``h=2`` (the CUSUM made faster instead) for comparison. Noise
-stated only (the criterion's mode). Nothing here changes the default.
+stated only (the criterion's mode). Nothing here changes the default. "default" here is
+the second round's default, ``ROUND1_DEFAULT_SPEC`` (the third round replaced it).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from evalstop.detbench import realshape
 from evalstop.detbench.realshape_score import score
-from evalstop.detectors import DEFAULT_SPEC
+from evalstop.detectors import ROUND1_DEFAULT_SPEC as DEFAULT_SPEC
 
 VARIANTS = [("default", DEFAULT_SPEC)]
 VARIANTS += [(f"default + shift={j:g},shift_m={m}", f"{DEFAULT_SPEC},shift={j:g},shift_m={m}")

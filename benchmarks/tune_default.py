@@ -7,13 +7,15 @@
 Material: ``realshape.synthetic(held_out=False)`` (the benchmark's tuning families plus the
 new tuning shapes, 5-60 evals, additive noise at sigma 0.01-0.12 and pass rates over
 N = 30..1000) and ``realshape.short_cells(held_out=False)`` (6-12-eval pass-rate runs, flat
-or with a sustained drop of 4-8 sigmas). The held-out material is never built here.
+or with a sustained drop of 4-8 sigmas that falls over one or two evals, after a flat or
+rising start). The held-out material is never built here.
 
-Candidates (second round, with the shift test): ``cusum-drop`` with a growing level
-window (``smooth_min=3``, ``smooth=15, trim=3``) over k in {1.25, 1.5}, clip in {2.5, 3},
-h in {2.5, 3, 3.5, 4, 5, 6}, min_evals in {4, 5}, and the shift test (``shift=J,shift_m=M``,
-see ``detectors.shift_test``) off or with M in {2, 3} and J in {2.25, 2.5, 2.75, 3, 3.25,
-3.5, 4} (720 candidates; the first round's pick, the CUSUM alone, is among them). One
+Candidates (third round): ``cusum-drop`` with a growing level window (``smooth_min=3``,
+``smooth=15, trim=3``) over k in {1.25, 1.5}, clip in {2.5, 3}, h in {2, 2.25, 2.5, 3, 3.5,
+4, 5, 6}, min_evals in {4, 5}, and the shift test (``shift=J,shift_m=M``, see
+``detectors.shift_test``) off or with M in {2, 3} and J in {2.25, 2.5, 2.75, 3, 3.25, 3.5,
+4} (960 candidates: the second round's 720 plus h in {2, 2.25}; the first round's pick,
+the CUSUM alone at h=3, is among them). One
 pass per (k, clip, M) records each run's CUSUM and shift statistic at every eval, from
 which every (h, min_evals, J) is read off (a run stops at the first eval n >= min_evals
 with CUSUM >= h or statistic >= J; it keeps its best eval so far).
@@ -35,6 +37,20 @@ wider pass over k = 0.75 and smooth = 25 at 2 runs per cell found none passing e
 The second round was run after that default's held-out figures at seed 0 were known; the
 held-out material is still never built here. Its outcome (``--runs 4``, seed 0): no
 candidate passes; the smallest shortfall is the first round's pick, the CUSUM alone.
+
+Third round: the tuning MATERIAL changed, not the criterion. Until then every tuning
+short drop fell within one eval from a flat start, while half the held-out short drops
+fall over two evals and half start from a rise (the lagging level makes such a drop look
+1-3 sigmas smaller). So h=3 needed about three full-size evals and scored recall within 3
+evals of 0.97 on tuning against 0.59-0.62 held out (seeds 0 and 1). The tuning short part
+now has the same two shapes, drawn from its own streams (the held-out arrays are
+unchanged). A leak to be honest about: the idea for the new tuning shapes came from those
+held-out results, so seeds 0 and 1 no longer judge the pick; it was judged on a fresh
+held-out seed 2. The grid gained h in {2, 2.25} (the first round's grid had h=2). Its
+outcome (``--runs 4``, seed 0): no candidate passes; the smallest shortfall (0.112) is the
+CUSUM alone at h=2.5, k=1.5, clip=3, min_evals=4 (P 0.874, R 0.638, harmful 2.4%, short
+recall within 3 evals 0.897, flat runs stopped 0.3%), which became the default; the
+first round's pick scores 0.384 on this material (short recall within 3 evals 0.585).
 """
 
 from __future__ import annotations
@@ -55,7 +71,7 @@ from evalstop.metrics.harm import harm
 SMOOTH = (15,)
 KS = (1.25, 1.5)
 CLIPS = (2.5, 3.0)
-HS = (2.5, 3.0, 3.5, 4.0, 5.0, 6.0)
+HS = (2.0, 2.25, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0)
 MIN_EVALS = (4, 5)
 SHIFT_MS = (2, 3)
 SHIFTS = (2.25, 2.5, 2.75, 3.0, 3.25, 3.5, 4.0)  # and off

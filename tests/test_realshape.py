@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pytest
 
@@ -65,3 +67,34 @@ def test_score_counts_short_drops_within_3_evals_and_flat_stops():
         ((d >= 0) & stopped & (stop_idx <= d + 2)).sum() / (d >= 0).sum())
     assert m["flat_stopped"] == pytest.approx(((d < 0) & stopped).sum() / (d < 0).sum())
     assert m["flat_stopped"] > 0.5  # k=1 stops nearly every noisy flat run
+
+
+def _short_pin(cells):
+    m = hashlib.sha256()
+    for c in cells:
+        m.update(np.round(c.eval * c.items).astype(np.int64).tobytes())
+        m.update(c.drop_idx.astype(np.int64).tobytes())
+    return m.hexdigest()
+
+
+def test_held_out_short_part_is_the_material_issue_11_was_judged_on():
+    # Round 3 changed only the tuning short part; seeds 0 and 1 were judged on these draws
+    # (pinned from the code before that change; numpy 2.4's PCG64 and binomial streams).
+    pins = {0: "26d5c6fe23ffbf972eea04cb62189e8ea07cb0b700f10da78bb64103b8257158",
+            1: "c08cb70cc2add00723ba00b7320d189b1138e92544a95704341de72310421a70"}
+    for seed, pin in pins.items():
+        assert _short_pin(realshape.short_cells(seed, 50, held_out=True)) == pin
+
+
+def test_tuning_short_part_has_two_eval_falls_and_rising_starts_like_held_out():
+    for held in (False, True):
+        two_eval = rising = drops = 0
+        for c in realshape.short_cells(0, 40, held_out=held):
+            for i in np.flatnonzero(c.drop_idx >= 0):
+                d = c.drop_idx[i]
+                drops += 1
+                # halfway down at the drop's first eval (unless clipped at a rate of 0)
+                two_eval += bool(c.true[i, d + 1] < c.true[i, d] < c.true[i, d - 1])
+                rising += bool(c.true[i, 0] < c.true[i, d - 1])
+        assert 0.35 < two_eval / drops < 0.6 and 0.35 < rising / drops < 0.6, (held, two_eval,
+                                                                             rising, drops)
