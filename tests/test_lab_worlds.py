@@ -126,3 +126,13 @@ def test_trigram_corpus_packs_under_its_own_names(tmp_path):
     with pytest.raises(ValueError, match="one world"):
         pack([*configs, *grid((50,), (0.0,), range(1), **TINY)], tmp_path / "runs",
              tmp_path / "mixed")
+
+
+def test_real_corpus_validates_the_held_out_world():
+    from evalstop.experiments.real_corpus import validate_shipped
+
+    rows, meta = validate_shipped(["evalstop:k=2"], world="trigram")
+    n_hack = sum(lab.hacking for lab in load_corpus(world="trigram")[1].values())
+    assert [r["spec"] for r in rows] == ["none", "evalstop:k=2"]
+    assert rows[1]["n_runs"] == len(meta["runs"]) and rows[1]["n_hacking"] == n_hack
+    assert "harmful_rate" in rows[1]
