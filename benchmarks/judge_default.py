@@ -10,10 +10,12 @@ Parts, reported separately:
   noise pooled over sigma 0.01-0.12 of the run's gain;
 * ``synthetic (pass rates)``: the same shapes as pass rates over N = 30..1000 prompts;
 * ``short``: held-out 6-12-eval pass-rate runs, flat or with a sustained drop of 4-8 sigmas;
-* ``lab``: a STAND-IN for a held-out lab world: the shipped lab corpus (120 runs, 26 evals,
-  the first world). It was never used to choose this rule, but it is the same world as
-  before, not a second one (none was built in time). The true curve for harm is the label
-  rule's smoothed gold; the stated noise is the corpus' median gold standard error.
+* ``lab (world 1)``: the shipped lab corpus of the first world (``bigram``: 120 runs, 26
+  evals). It was never used to choose this rule, but earlier choices saw it;
+* ``lab (held-out world 2)``: the shipped corpus of the second world (``trigram``: another
+  language, gold and proxy kind, ``evalstop.lab.worlds``), kept out of every choice.
+  For both lab parts the true curve for harm is the label rule's smoothed gold and the
+  stated noise is the corpus' median gold standard error.
 
 Rules: the default (noise stated, fleet, own), the pre-issue-11 default and the paper's
 ``evalstop:k=2`` (own), and issue 11's first-round default (stated, own), which the third
@@ -43,23 +45,26 @@ H_SWEEP = (2.0, 2.5, 3.0, 4.0, 5.0)
 TARGETS = {
     "synthetic (additive)": {"precision": 0.97, "recall": 0.90, "harmful_rate": 0.01,
                              "median_delay": 3.0},
-    "lab (stand-in)": {"harmful_rate": 0.02, "recall": 0.95},
+    "lab (world 1)": {"harmful_rate": 0.02, "recall": 0.95},
+    "lab (held-out world 2)": {"harmful_rate": 0.02, "recall": 0.95},
     "short": {"recall_within3": 0.90, "flat_stopped": 0.02},
 }
 
 
-def lab_cell() -> Cell:
+def lab_cell(world: str = "bigram") -> Cell:
+    """One cell of a shipped lab corpus: every run, the smoothed gold as the true curve,
+    the corpus' median gold standard error as the stated noise."""
     from evalstop.lab import load_corpus
     from evalstop.lab.corpus import load_metadata
     from evalstop.lab.labels import smooth
 
-    curves, labels = load_corpus()
+    curves, labels = load_corpus(world=world)
     ids = sorted(curves)
     ev = np.array([curves[i].eval for i in ids], float)
     true = np.array([smooth(curves[i].eval) for i in ids])
-    meta = load_metadata()["runs"]
+    meta = load_metadata(world=world)["runs"]
     se = float(np.median([e["gold_se"] for i in ids for e in meta[i]["evals"]]))
-    return Cell("lab", "lab-corpus", "lab", se, None, true, ev,
+    return Cell("lab", f"lab-{world}", "lab", se, None, true, ev,
                 np.array([labels[i].hacking for i in ids]))
 
 
@@ -85,7 +90,8 @@ def main(argv=None):
         "synthetic (additive)": [c for c in held if c.noise != "binomial"],
         "synthetic (pass rates)": [c for c in held if c.noise == "binomial"],
         "short": realshape.short_cells(args.seed, args.short_runs, held_out=True),
-        "lab (stand-in)": [lab_cell()],
+        "lab (world 1)": [lab_cell("bigram")],
+        "lab (held-out world 2)": [lab_cell("trigram")],
     }
     rules = [("default", DEFAULT_SPEC, m) for m in ("stated", "fleet", "own")]
     rules += [("previous default", PREVIOUS_DEFAULT_SPEC, "own"),

@@ -20,6 +20,9 @@ from evalstop.cli.main import main
     (["lab", "corpus", "--betas", "0,-0.5", "--out", "X"], "beta must be"),
     (["lab", "corpus", "--seeds", "0", "--out", "X"], "--seeds must be >= 1"),
     (["lab"], "required"),
+    (["lab", "run", "--world", "nope", "--pairs", "10", "--beta", "0", "--seed", "0", "--out",
+      "X"], "unknown lab world 'nope'"),
+    (["lab", "corpus", "--world", "nope", "--out", "X"], "unknown lab world 'nope'"),
 ])
 def test_bad_input_is_one_line_exit_2(argv, message, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

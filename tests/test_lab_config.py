@@ -10,7 +10,7 @@ def test_run_id_and_round_trip():
     cfg = RunConfig(pairs=300, beta=0.05, seed=3)
     assert cfg.run_id == "p300-b0.05-s3"
     assert RunConfig.from_dict(cfg.to_dict()) == cfg
-    assert cfg.world == 3 and RunConfig(pairs=1, beta=0, seed=3, world_seed=7).world == 7
+    assert cfg.world_draw == 3 and RunConfig(pairs=1, beta=0, seed=3, world_seed=7).world_draw == 7
 
 
 @pytest.mark.parametrize("kwargs, match", [

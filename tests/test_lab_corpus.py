@@ -16,6 +16,8 @@ from evalstop.lab.corpus import load_corpus
 from evalstop.lab.validate import validate_detectors
 curves, labels = load_corpus()
 rows = validate_detectors((curves, labels), ["evalstop:k=2"])
+held_out, _ = load_corpus(world="trigram")
+assert len(held_out) > 0
 assert "torch" not in sys.modules or sys.modules["torch"] is None
 print(len(curves), sum(lab.hacking for lab in labels.values()), rows[1]["stopped"])
 """

@@ -18,6 +18,11 @@ MAX_SEEDS = 10_000
 
 def add_parser(sub) -> argparse.ArgumentParser:
     from evalstop.lab.generate import BETAS, DEFAULT_WORKERS, N_SEEDS, PAIRS
+    from evalstop.lab.worlds import DEFAULT_WORLD, WORLDS
+
+    world_help = (f"which lab world: {', '.join(WORLDS)} (default {DEFAULT_WORLD}; "
+                  "trigram: the held-out second world, a trigram language, gold = fluency + "
+                  "variety, a linear proxy)")
 
     p = sub.add_parser(
         "lab",
@@ -39,10 +44,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
     r.add_argument("--beta", type=float, required=True, metavar="B",
                    help="KL penalty to the initial policy (0 = none)")
     r.add_argument("--seed", type=int, required=True, metavar="S", help="seed (>= 0)")
+    r.add_argument("--world", default=DEFAULT_WORLD, metavar="NAME", help=world_help)
     r.add_argument("--steps", type=int, default=None, metavar="N",
-                   help="RL steps (default 250)")
+                   help="RL steps (default 250; trigram world 150)")
     r.add_argument("--eval-every", type=int, default=None, metavar="E",
-                   help="evaluate every E steps (default 10; steps must be a multiple)")
+                   help="evaluate every E steps (default 10; trigram world 6; steps must be "
+                        "a multiple)")
     r.add_argument("--out", required=True, metavar="DIR",
                    help="folder for ID.jsonl (eval log), ID.label.json, ID.meta.json")
 
@@ -53,16 +60,21 @@ def add_parser(sub) -> argparse.ArgumentParser:
     c.add_argument("--pack-dir", default=None, metavar="DIR",
                    help="where to write lab_corpus.jsonl.gz, lab_labels.csv and "
                         "lab_corpus.json (default: --out)")
+    c.add_argument("--world", default=DEFAULT_WORLD, metavar="NAME", help=world_help)
     c.add_argument("--workers", type=int, default=DEFAULT_WORKERS, metavar="N",
                    help=f"worker processes, one run each (default {DEFAULT_WORKERS})")
-    c.add_argument("--pairs", default=",".join(map(str, PAIRS)), metavar="N[,N]",
-                   help=f"pair counts (default {','.join(map(str, PAIRS))})")
-    c.add_argument("--betas", default=",".join(f"{b:g}" for b in BETAS), metavar="B[,B]",
-                   help=f"KL penalties (default {','.join(f'{b:g}' for b in BETAS)})")
-    c.add_argument("--seeds", type=int, default=N_SEEDS, metavar="N",
-                   help=f"seeds 0..N-1 per (pairs, beta) (default {N_SEEDS})")
+    tri = WORLDS["trigram"]
+    c.add_argument("--pairs", default=None, metavar="N[,N]",
+                   help=f"pair counts (default {','.join(map(str, PAIRS))}; trigram world "
+                        f"{','.join(map(str, tri.pairs))})")
+    c.add_argument("--betas", default=None, metavar="B[,B]",
+                   help=f"KL penalties (default {','.join(f'{b:g}' for b in BETAS)}; trigram "
+                        f"world {','.join(f'{b:g}' for b in tri.betas)})")
+    c.add_argument("--seeds", type=int, default=None, metavar="N",
+                   help=f"seeds 0..N-1 per (pairs, beta) (default {N_SEEDS}; trigram world "
+                        f"{tri.n_seeds})")
     c.add_argument("--steps", type=int, default=None, metavar="N",
-                   help="RL steps per run (default 250)")
+                   help="RL steps per run (default 250; trigram world 150)")
     c.add_argument("--no-progress", action="store_true",
                    help="no progress bar (on a terminal) or progress lines (elsewhere)")
     return p
@@ -106,7 +118,8 @@ def _run_one(args) -> int:
     from evalstop.lab.config import RunConfig
 
     # Build (and so check) the config before importing torch or touching the disk.
-    cfg = RunConfig(pairs=args.pairs, beta=args.beta, seed=args.seed, **_overrides(args))
+    cfg = RunConfig.for_world(args.world, pairs=args.pairs, beta=args.beta, seed=args.seed,
+                              **_overrides(args))
     out = prepare_out_dir(args.out)
     from evalstop.lab.output import paths, write_run
     from evalstop.lab.run import run_lab
@@ -124,23 +137,34 @@ def _run_one(args) -> int:
 def _run_corpus(args) -> int:
 
     from evalstop.lab.generate import generate, grid, pack
+    from evalstop.lab.worlds import world_spec
 
+    spec = world_spec(args.world)
     if args.workers < 1:
         raise ValueError(f"--workers must be >= 1, got {args.workers}")
+    if args.pairs is None:
+        args.pairs = ",".join(map(str, spec.pairs))
+    if args.betas is None:
+        args.betas = ",".join(f"{b:g}" for b in spec.betas)
+    if args.seeds is None:
+        args.seeds = spec.n_seeds
     if args.seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
     if args.seeds > MAX_SEEDS:  # the grid is built up front: 99999999999 was a MemoryError
         raise ValueError(f"--seeds must be <= {MAX_SEEDS}, got {args.seeds}")
     pairs, betas = _ints("--pairs", args.pairs), _floats("--betas", args.betas)
-    configs = grid(pairs, betas, range(args.seeds), **_overrides(args))  # checks every value
+    configs = grid(pairs, betas, range(args.seeds), world=args.world,
+                   **_overrides(args))  # checks every value
     # Both folders made now: a file in the --pack-dir's place used to fail after every run.
     pack_dir = prepare_out_dir(args.pack_dir, "--pack-dir") if args.pack_dir is not None else None
     out = prepare_out_dir(args.out)
     pack_dir = pack_dir or out
     command = " ".join(shlex.quote(x) for x in
-                       ["evalstop", "lab", "corpus", "--out", args.out, "--pack-dir",
+                       ["evalstop", "lab", "corpus"]
+                       + (["--world", args.world] if args.world != "bigram" else [])
+                       + ["--out", args.out, "--pack-dir",
                         str(pack_dir), "--pairs", args.pairs, "--betas", args.betas,
-                        "--seeds", str(args.seeds)]
+                        "--seeds", str(args.seeds), "--workers", str(args.workers)]
                        + (["--steps", str(args.steps)] if args.steps is not None else []))
     t0 = time.perf_counter()
     done = generate(configs, out, workers=args.workers, progress=not args.no_progress)

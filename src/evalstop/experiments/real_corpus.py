@@ -42,20 +42,21 @@ def measured_known_spec(curves) -> str:
     return f"cusum-known:sigma={measure_noise([c.eval for c in curves.values()]).sigma:.4g}"
 
 
-def validate_shipped(specs=None) -> tuple[list[dict], dict]:
-    """``(rows, metadata)``: ``validate_detectors`` on the shipped corpus, and the corpus'
-    metadata (label rule, grid, command). With no ``specs``: the lab's default list, then
+def validate_shipped(specs=None, *, world: str = "bigram") -> tuple[list[dict], dict]:
+    """``(rows, metadata)``: ``validate_detectors`` on the shipped corpus of ``world`` (the
+    first by default; ``"trigram"``: the held-out second world), and the corpus' metadata
+    (label rule, grid, command). With no ``specs``: the lab's default list, then
     ``cusum-known`` with the noise measured from the corpus (``measured_known_spec``)."""
     from evalstop.lab.corpus import load_corpus, load_metadata
     from evalstop.lab.validate import default_specs, validate_detectors
 
-    corpus = load_corpus()
+    corpus = load_corpus(world=world)
     if specs is None:
         specs = [*default_specs(), measured_known_spec(corpus[0])]
     rows = validate_detectors(corpus, specs)
     for row in rows:
         row.update(stop_cost(*corpus, None if row["spec"] == "none" else row["spec"]))
-    return rows, load_metadata()
+    return rows, load_metadata(world=world)
 
 
 HARM_KEYS = ("harmful", "harmful_rate", "regret_healthy_mean", "regret_healthy_p95",

@@ -4,6 +4,10 @@ Importing this package is light (no torch). Training lives in ``run`` (and ``pol
 ``proxy``, ``rl``), which import torch when used (``pip install 'evalstop[lab]'``); the
 corpus loader (``corpus.load_corpus``), the labels and the detector validation
 (``validate``) need only numpy.
+
+Two worlds (``worlds``): ``bigram``, the first and default, and ``trigram``, a second task
+with another gold and another kind of proxy whose shipped corpus is held out for judging
+stop rules (``load_corpus(world="trigram")``).
 """
 
 from evalstop.lab.corpus import load_corpus

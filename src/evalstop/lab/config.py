@@ -36,15 +36,19 @@ class RunConfig:
     n_layers: int = 1
     n_heads: int = 2
     world_seed: int | None = None  # None: the world is drawn from ``seed`` too
+    world: str = "bigram"  # which world (``evalstop.lab.worlds``): task, gold and proxy kind
 
     def __post_init__(self):
         ints = {"pairs": 1, "seed": 0, "steps": 1, "eval_every": 1, "n_eval": 2,
                 "n_prompts": 1, "group": 2, "sft_steps": 0, "sft_batch": 1, "proxy_steps": 1,
-                "proxy_batch": 1, "proxy_hidden": 1, "d_model": 1, "n_layers": 1, "n_heads": 1}
+                "proxy_batch": 1, "proxy_hidden": 0, "d_model": 1, "n_layers": 1, "n_heads": 1}
         for name, low in ints.items():
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < low:
                 raise ValueError(f"{name} must be an integer >= {low}, got {v!r}")
+        from evalstop.lab.worlds import world_spec
+
+        world_spec(self.world)  # an unknown world fails here, before any work
         if self.world_seed is not None and (isinstance(self.world_seed, bool)
                                             or not isinstance(self.world_seed, int)
                                             or self.world_seed < 0):
@@ -76,13 +80,25 @@ class RunConfig:
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
 
-    @property
-    def run_id(self) -> str:
-        """Names the run by what a corpus varies, e.g. ``p300-b0.05-s3``."""
-        return f"p{self.pairs}-b{self.beta:g}-s{self.seed}"
+    @classmethod
+    def for_world(cls, world: str = "bigram", **kwargs) -> RunConfig:
+        """A config of ``world`` with the settings that world differs in (e.g. the trigram
+        world's linear proxy, ``proxy_hidden=0``), unless ``kwargs`` set them."""
+        from evalstop.lab.worlds import world_spec
+
+        return cls(**{**world_spec(world).config, **kwargs, "world": world})
 
     @property
-    def world(self) -> int:
+    def run_id(self) -> str:
+        """Names the run by what a corpus varies, e.g. ``p300-b0.05-s3``; a world other
+        than the first is named in front (``trigram-p300-b0-s3``), so runs of two worlds
+        never share a file name."""
+        base = f"p{self.pairs}-b{self.beta:g}-s{self.seed}"
+        return base if self.world == "bigram" else f"{self.world}-{base}"
+
+    @property
+    def world_draw(self) -> int:
+        """The seed the world (chain, bonus tokens) is drawn from."""
         return self.seed if self.world_seed is None else self.world_seed
 
     def to_dict(self) -> dict:

@@ -1,6 +1,6 @@
 """The lab corpus on disk: runs' eval logs, their labels, their metadata. numpy only.
 
-Shipped files (``evalstop/data``):
+Shipped files (``evalstop/data``; the trigram world's are named ``lab2_*``):
 
 - ``lab_corpus.jsonl.gz``: every run's eval records in the eval-log format (README, under `evalstop replay`)
   (``job`` = run id; ``eval`` = gold score; ``proxy``, ``loss``, ``progress``);
@@ -30,6 +30,15 @@ from evalstop.lines import bounded_lines
 CORPUS_FILE = "lab_corpus.jsonl.gz"
 LABELS_FILE = "lab_labels.csv"
 META_FILE = "lab_corpus.json"
+
+
+def corpus_files(world: str = "bigram") -> tuple[str, str, str]:
+    """``(corpus, labels, metadata)`` file names of ``world``'s corpus: ``lab_*`` for the
+    first world, ``lab2_*`` for the trigram world (``evalstop.lab.worlds``)."""
+    from evalstop.lab.worlds import world_spec
+
+    prefix = world_spec(world).file_prefix
+    return f"{prefix}_corpus.jsonl.gz", f"{prefix}_labels.csv", f"{prefix}_corpus.json"
 
 
 @dataclass(frozen=True)
@@ -127,24 +136,29 @@ def _data_file(name: str):
     return resources.files("evalstop") / "data" / name
 
 
-def load_corpus(path: str | Path | None = None) -> tuple[dict[str, RunCurve], dict[str, Label]]:
-    """``(curves, labels)`` of a packed corpus folder, or of the shipped corpus when
-    ``path`` is None. Both dicts are keyed by run id, in the same order. No torch."""
+def load_corpus(path: str | Path | None = None, *, world: str = "bigram",
+                ) -> tuple[dict[str, RunCurve], dict[str, Label]]:
+    """``(curves, labels)`` of ``world``'s corpus in a packed folder, or the shipped one
+    when ``path`` is None (``world="trigram"``: the held-out second world). Both dicts are
+    keyed by run id, in the same order. No torch."""
+    corpus_file, labels_file, _ = corpus_files(world)
     if path is None:
-        with resources.as_file(_data_file(CORPUS_FILE)) as p:
+        with resources.as_file(_data_file(corpus_file)) as p:
             curves = read_curves(p)
-        labels = parse_labels(_data_file(LABELS_FILE).read_text(encoding="utf-8"))
+        labels = parse_labels(_data_file(labels_file).read_text(encoding="utf-8"))
     else:
         path = Path(path)
-        curves = read_curves(path / CORPUS_FILE)
-        labels = read_labels(path / LABELS_FILE)
+        curves = read_curves(path / corpus_file)
+        labels = read_labels(path / labels_file)
     missing = sorted(set(curves) ^ set(labels))
     if missing:
         raise ValueError(f"corpus and labels disagree on run(s) {missing[:5]}")
     return curves, {k: labels[k] for k in curves}
 
 
-def load_metadata(path: str | Path | None = None) -> dict:
-    """The corpus' ``lab_corpus.json`` (rule, grid, command, per-run metadata)."""
-    src = _data_file(META_FILE) if path is None else Path(path) / META_FILE
+def load_metadata(path: str | Path | None = None, *, world: str = "bigram") -> dict:
+    """The corpus' ``lab_corpus.json`` (``lab2_corpus.json`` for the trigram world): rule,
+    grid, command, per-run metadata."""
+    meta_file = corpus_files(world)[2]
+    src = _data_file(meta_file) if path is None else Path(path) / meta_file
     return json.loads(src.read_text(encoding="utf-8"))

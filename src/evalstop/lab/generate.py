@@ -17,23 +17,31 @@ from pathlib import Path
 from evalstop.fileio import atomic_write
 from evalstop.lab import labels as label_rule
 from evalstop.lab.config import RunConfig
-from evalstop.lab.corpus import CORPUS_FILE, LABELS_FILE, META_FILE, write_labels
+from evalstop.lab.corpus import corpus_files, write_labels
 from evalstop.lab.output import is_complete, paths, read_run_label
+from evalstop.lab.worlds import DEFAULT_WORLD, WORLDS, world_spec
 from evalstop.parallel import check_workers, parallel_map
 
-# The shipped grid (README.md, the lab section: how it was calibrated). Few pairs and no KL
-# penalty hack; many pairs or a strong penalty stay healthy; the middle is mixed.
-PAIRS = (100, 300, 1000, 3000, 10000)
-BETAS = (0.0, 0.1, 0.3)
-N_SEEDS = 8
+# The first world's shipped grid (README.md, the lab section: how it was calibrated). Few
+# pairs and no KL penalty hack; many pairs or a strong penalty stay healthy; the middle is
+# mixed. Each world's grid is in ``evalstop.lab.worlds``.
+PAIRS = WORLDS[DEFAULT_WORLD].pairs
+BETAS = WORLDS[DEFAULT_WORLD].betas
+N_SEEDS = WORLDS[DEFAULT_WORLD].n_seeds
 DEFAULT_WORKERS = 2
-COMMAND = "evalstop lab corpus --out lab_runs --pack-dir src/evalstop/data --workers 1"
+COMMAND = WORLDS[DEFAULT_WORLD].command
 
 
-def grid(pairs=PAIRS, betas=BETAS, seeds=range(N_SEEDS), **overrides) -> list[RunConfig]:
-    """Configs in grid order (pairs, then beta, then seed); ``overrides`` set the other
-    RunConfig fields (e.g. ``steps``) for every run."""
-    return [RunConfig(pairs=p, beta=float(b), seed=s, **overrides)
+def grid(pairs=None, betas=None, seeds=None, *, world: str = DEFAULT_WORLD,
+         **overrides) -> list[RunConfig]:
+    """Configs in grid order (pairs, then beta, then seed); the world's own grid where
+    an axis is None; ``overrides`` set the other RunConfig fields (e.g. ``steps``) for
+    every run, over the world's own settings."""
+    spec = world_spec(world)
+    pairs = spec.pairs if pairs is None else pairs
+    betas = spec.betas if betas is None else betas
+    seeds = range(spec.n_seeds) if seeds is None else seeds
+    return [RunConfig.for_world(world, pairs=p, beta=float(b), seed=s, **overrides)
             for p, b, s in itertools.product(pairs, betas, seeds)]
 
 
@@ -67,8 +75,15 @@ def generate(configs: list[RunConfig], run_dir: str | Path, *, workers: int = DE
 
 
 def pack(configs: list[RunConfig], run_dir: str | Path, pack_dir: str | Path, *,
-         command: str = COMMAND, grid_info: dict | None = None) -> dict:
-    """Pack complete runs into the corpus files in ``pack_dir``; returns a summary."""
+         command: str | None = None, grid_info: dict | None = None) -> dict:
+    """Pack complete runs (all of one world) into that world's corpus files in
+    ``pack_dir``; returns a summary. ``command`` defaults to the world's own."""
+    worlds = {c.world for c in configs} or {DEFAULT_WORLD}
+    if len(worlds) > 1:
+        raise ValueError(f"one corpus holds one world, got {sorted(worlds)}")
+    world = worlds.pop()
+    corpus_file, labels_file, meta_file = corpus_files(world)
+    command = world_spec(world).command if command is None else command
     run_dir, pack_dir = Path(run_dir), Path(pack_dir)
     missing = [c.run_id for c in configs if not is_complete(run_dir, c.run_id)]
     if missing:
@@ -76,13 +91,13 @@ def pack(configs: list[RunConfig], run_dir: str | Path, pack_dir: str | Path, *,
     pack_dir.mkdir(parents=True, exist_ok=True)
     labels, metas = {}, {}
     # mtime=0 and no file name: the same runs pack to the same bytes.
-    with atomic_write(pack_dir / CORPUS_FILE, "wb") as raw, \
+    with atomic_write(pack_dir / corpus_file, "wb") as raw, \
             gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
         for c in configs:
             gz.write(paths(run_dir, c.run_id)["log"].read_bytes())
             labels[c.run_id] = read_run_label(run_dir, c.run_id)
             metas[c.run_id] = _round(json.loads(paths(run_dir, c.run_id)["meta"].read_text()))
-    write_labels(pack_dir / LABELS_FILE, labels)
+    write_labels(pack_dir / labels_file, labels)
     n_hack = sum(lab.hacking for lab in labels.values())
     summary = {
         "n_runs": len(configs),
@@ -93,13 +108,14 @@ def pack(configs: list[RunConfig], run_dir: str | Path, pack_dir: str | Path, *,
     doc = {
         "description": "EvalStop lab corpus: toy RLHF runs over-optimizing a proxy reward "
                        "(evalstop.lab); eval = gold reward of fresh samples.",
+        **({} if world == DEFAULT_WORLD else {"world": world}),
         "command": command,
         "label_rule": label_rule.RULE,
         "grid": grid_info or {},
         "summary": summary,
         "runs": metas,
     }
-    with atomic_write(pack_dir / META_FILE) as fh:
+    with atomic_write(pack_dir / meta_file) as fh:
         json.dump(doc, fh, indent=1)
     return summary
 

@@ -24,13 +24,17 @@ LABEL_TEMP = 0.05  # P(a preferred) = sigmoid((gold(a) - gold(b)) / LABEL_TEMP)
 
 
 class ProxyRM(nn.Module):
+    """``hidden`` tanh units, or with ``hidden=0`` a linear model of the counts (the
+    trigram world's proxy: it cannot even express saturation or interactions)."""
+
     def __init__(self, vocab: int, hidden: int = 32):
         super().__init__()
-        if isinstance(hidden, bool) or not isinstance(hidden, int) or hidden < 1:
-            raise ValueError(f"hidden must be an integer >= 1, got {hidden!r}")
+        if isinstance(hidden, bool) or not isinstance(hidden, int) or hidden < 0:
+            raise ValueError(f"hidden must be an integer >= 0, got {hidden!r}")
         self.vocab = vocab
-        self.net = nn.Sequential(nn.Linear(vocab + vocab * vocab, hidden), nn.Tanh(),
-                                 nn.Linear(hidden, 1))
+        n_features = vocab + vocab * vocab
+        self.net = nn.Sequential(nn.Linear(n_features, 1)) if hidden == 0 else \
+            nn.Sequential(nn.Linear(n_features, hidden), nn.Tanh(), nn.Linear(hidden, 1))
 
     def features(self, seqs):
         v = self.vocab
@@ -42,19 +46,21 @@ class ProxyRM(nn.Module):
         return self.net(self.features(seqs)).squeeze(-1)
 
 
-def preference_pairs(world: World, rng: np.random.Generator, n_pairs: int):
+def preference_pairs(world: World, rng: np.random.Generator, n_pairs: int, *,
+                     noise: tuple[float, float] = PAIR_NOISE):
     """``(chosen, rejected)`` arrays, each ``(n_pairs, SEQ_LEN)``, labelled by the gold
-    reward with Bradley-Terry noise."""
+    reward with Bradley-Terry noise; the first half of each side sampled with token noise
+    ``noise[0]``, the second with ``noise[1]``."""
     if isinstance(n_pairs, bool) or not isinstance(n_pairs, (int, np.integer)) or n_pairs < 1:
         raise ValueError(f"n_pairs must be an integer >= 1, got {n_pairs!r}")
     n_pairs = int(n_pairs)
     half = n_pairs // 2
-    a = np.concatenate([world.sample(rng, n_pairs - half, noise=PAIR_NOISE[0]),
-                        world.sample(rng, half, noise=PAIR_NOISE[1])]) if half else \
-        world.sample(rng, n_pairs, noise=PAIR_NOISE[0])
-    b = np.concatenate([world.sample(rng, n_pairs - half, noise=PAIR_NOISE[0]),
-                        world.sample(rng, half, noise=PAIR_NOISE[1])]) if half else \
-        world.sample(rng, n_pairs, noise=PAIR_NOISE[0])
+    a = np.concatenate([world.sample(rng, n_pairs - half, noise=noise[0]),
+                        world.sample(rng, half, noise=noise[1])]) if half else \
+        world.sample(rng, n_pairs, noise=noise[0])
+    b = np.concatenate([world.sample(rng, n_pairs - half, noise=noise[0]),
+                        world.sample(rng, half, noise=noise[1])]) if half else \
+        world.sample(rng, n_pairs, noise=noise[0])
     margin = (world.gold(a) - world.gold(b)) / LABEL_TEMP
     a_wins = rng.random(n_pairs) < 1.0 / (1.0 + np.exp(-margin))
     chosen = np.where(a_wins[:, None], a, b)

@@ -39,7 +39,7 @@ def run_lab(cfg: RunConfig, *, progress=None) -> RunResult:
     from evalstop.lab.policy import Policy, PolicyConfig, frozen_copy, pretrain
     from evalstop.lab.proxy import ProxyRM, preference_pairs, train_proxy
     from evalstop.lab.rl import evaluate, grpo_step
-    from evalstop.lab.world import make_world
+    from evalstop.lab.worlds import world_spec
 
     t0 = time.perf_counter()
     configure_determinism(cfg.seed)
@@ -50,7 +50,8 @@ def run_lab(cfg: RunConfig, *, progress=None) -> RunResult:
     train_gen = torch.Generator().manual_seed(int(seeds[_TRAIN].generate_state(1)[0]))
     eval_gen = torch.Generator().manual_seed(int(seeds[_EVAL_SAMPLES].generate_state(1)[0]))
 
-    world = make_world(cfg.world)
+    spec = world_spec(cfg.world)
+    world = spec.make(cfg.world_draw)
     policy = Policy(world.vocab, PolicyConfig(cfg.d_model, cfg.n_heads, cfg.n_layers))
     sft_loss = pretrain(policy, world, data_rng, steps=cfg.sft_steps, batch=cfg.sft_batch,
                         lr=cfg.sft_lr)
@@ -58,7 +59,7 @@ def run_lab(cfg: RunConfig, *, progress=None) -> RunResult:
     t_sft = time.perf_counter()
 
     proxy = ProxyRM(world.vocab, cfg.proxy_hidden)
-    chosen, rejected = preference_pairs(world, data_rng, cfg.pairs)
+    chosen, rejected = preference_pairs(world, data_rng, cfg.pairs, noise=spec.pair_noise)
     proxy_loss = train_proxy(proxy, chosen, rejected, steps=cfg.proxy_steps, lr=cfg.proxy_lr,
                              weight_decay=cfg.proxy_weight_decay, batch=cfg.proxy_batch,
                              gen=train_gen)
@@ -106,7 +107,7 @@ def run_lab(cfg: RunConfig, *, progress=None) -> RunResult:
         "sft_final_loss": sft_loss[-1] if sft_loss else None,
         "proxy_final_loss": float(np.mean(proxy_loss[-20:])),
         "proxy_pair_accuracy": proxy_accuracy,
-        "bonus_tokens": world.bonus.tolist(),
+        **({"bonus_tokens": world.bonus.tolist()} if hasattr(world, "bonus") else {}),
         "evals": [{k: e[k] for k in ("step", "gold_se", "kl", "entropy")} for e in evals],
     }
     return RunResult(cfg, records, evals, meta)
