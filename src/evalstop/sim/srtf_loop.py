@@ -24,6 +24,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
+from bisect import insort
 
 import numpy as np
 
@@ -49,28 +50,37 @@ def fits(scheduler) -> bool:
     return type(base) is SRTFEst and not any(h in vars(base) for h in _HOOKS)
 
 
+def _round(seg, j):
+    """How many scheduling calls at its time came before eval ``j`` of ``seg`` was
+    processed. An eval due when its predecessor (the previous eval, or the segment's
+    start) is processed, at the same time, is processed in the same batch as that
+    predecessor; and an eval due at once at its segment's start (no overhead, restarted
+    at that eval's progress) comes after that scheduling call."""
+    s, oh, p0, d, j0, call, _, grid = seg
+    b = s + oh
+    t = b + (grid[j] - p0) * d
+    while j > j0 and b + (grid[j - 1] - p0) * d == t:
+        j -= 1
+    return call + 1 if j == j0 and s == t else 0
+
+
 def _chain(seg, j):
-    """The order in which the checkpoint loop processed what set a job's key: its eval
-    ``j`` of segment ``seg`` (``j < j0``: the segment's start), as a sequence compared
-    lexicographically. An eval's event was pushed when its predecessor (the previous eval,
-    or the start) was processed, and events of one time pop in push order; so two evals of
-    one time compare as their predecessors do. Within one time, ``round`` counts the
-    scheduling calls before the eval: an eval due at once after a start at that time is
-    processed after that call (and its other starts)."""
+    """The checkpoint loop's processing order of what set a key, as a sequence compared
+    lexicographically: eval ``j`` of segment ``seg`` (``j < j0``: its start). Events of one
+    time and batch pop in push order, and an eval's event is pushed when its predecessor
+    is processed; so two evals of one time and batch compare as their predecessors do,
+    down to the starts (time, call, then order within the call)."""
     s, oh, p0, d, j0, call, order, grid = seg
     b = s + oh
     while j >= j0:
-        t = b + (grid[j] - p0) * d
-        k = j - 1
-        while k >= j0 and b + (grid[k] - p0) * d == t:
-            k -= 1
-        yield (t, call + 1 if k < j0 and s == t else 0, 0)
+        yield (b + (grid[j] - p0) * d, _round(seg, j), 0)
         j -= 1
     yield (s, call, 1, order)
 
 
 class _Rank:
-    """Tie-break of two equal keys at the same time: see ``_chain``. Rarely compared."""
+    """Orders two evals' entries when key, time and batch tie: by their predecessors
+    (see ``_chain``). Rarely compared."""
 
     __slots__ = ("j", "seg")
 
@@ -78,7 +88,7 @@ class _Rank:
         self.seg, self.j = seg, j
 
     def __lt__(self, other):
-        for a, b in zip(_chain(self.seg, self.j), _chain(other.seg, other.j)):
+        for a, b in zip(_chain(self.seg, self.j - 1), _chain(other.seg, other.j - 1)):
             if a != b:
                 return a < b
         return False
@@ -108,35 +118,43 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
     seg_start = [0.0] * n
     seg_oh = [0.0] * n
     seg_p0 = [0.0] * n
-    segs: list = [None] * n  # the running segment: (start, overhead, p0, dur, j0, call, order, grid)
-    done = [-1] * n  # the last eval processed (as of when SRTF-Est last looked)
+    segs: list = [None] * n  # running segment: (start, overhead, p0, dur, j0, call, order, grid)
+    done = [-1] * n  # the last eval processed, as of when SRTF-Est last looked
+    nxt = [inf] * n  # the time of the eval after it (inf: none before the job's end)
     prog = [0.0] * n  # JobView.progress: as of that eval, or of the preemption
     n_pre = [0] * n
     live: list = [None] * n  # the job's current entry in ``worst``; None when not running
-    ev_seq = [0] * n  # the seq of the job's live end event
+    end_t = [nan] * n  # the time of the job's live end event (nan: none)
+    moved = [0] * n  # the scheduling call that started or preempted the job
+    gone = [0] * n  # the scheduling call that preempted it (0 once restarted in it)
 
-    push, pop, replace = heapq.heappush, heapq.heappop, heapq.heapreplace
-    events: list = []  # (time, seq, job): ends only
-    wait: list = []  # (key, seq, job), as PriorityScheduler._wait
-    worst: list = []  # (-key, time, _Rank, job): running jobs, worst first
-    seq = wseq = order = 0
-    n_running = 0
+    push, pop, replace, heapify = heapq.heappush, heapq.heappop, heapq.heapreplace, heapq.heapify
+    events: list = []  # (time, job): ends only
+    # PriorityScheduler._wait, (key, seq, job), split in two: one-GPU jobs (a heap) and the
+    # rest (a sorted list, short on every trace we have). A job that does not fit is skipped
+    # by moving along the list, not popped and pushed back (on Philly, 2.4 times a job).
+    wait: list = []
+    wait_big: list = []
+    # Running jobs, worst first: (-key, time, call, 1, order, job) for a key set at a start,
+    # (-key, time, batch, 0, _Rank, job) for one set at an eval: the checkpoint loop's
+    # (-key, version) order.
+    worst: list = []
+    wseq = order = n_running = 0
     free = n_gpus
     ai = 0
     tl_t: list[float] = [0.0]
     tl_used: list[int] = [0]
 
-    def start(i, key, t, call, moved, gone):
-        nonlocal seq, order, n_running
-        moved.add(i)
+    def start(i, key, t, call, cid):
+        nonlocal order, n_running
+        moved[i] = cid
         n_running += 1
         order += 1
-        j = done[i]
-        if i in gone:
-            # Preempted and restarted in one call: the checkpoint loop keeps it running,
-            # on the same segment; only its key (the wait key) is set anew, as a start.
-            gone.discard(i)
-            e = live[i] = (-key, t, _Rank((t, 0.0, 0.0, 0.0, j + 1, call, order, grid), j), i)
+        if gone[i] == cid:
+            # Preempted and restarted in one call: the checkpoint loop keeps it running
+            # on the same segment; only its key (the wait key) is set anew, as at a start.
+            gone[i] = 0
+            e = live[i] = (-key, t, call, 1, order, i)
             push(worst, e)
             return
         if n_pre[i]:
@@ -149,78 +167,120 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
         p0 = seg_p0[i] = prog[i]
         seg_start[i] = t
         seg_oh[i] = oh
-        seq += 1
-        ev_seq[i] = seq
-        push(events, (t + oh + (grid[end_eval[i]] - p0) * dur[i], seq, i))
-        seg = segs[i] = (t, oh, p0, dur[i], j + 1, call, order, grid)
-        e = live[i] = (-key, t, _Rank(seg, j), i)
+        d = dur[i]
+        te = end_t[i] = t + oh + (grid[end_eval[i]] - p0) * d
+        push(events, (te, i))
+        j = done[i] + 1
+        segs[i] = (t, oh, p0, d, j, call, order, grid)
+        nxt[i] = t + oh + (grid[j] - p0) * d if j < end_eval[i] else inf
+        e = live[i] = (-key, t, call, 1, order, i)
         push(worst, e)
         if len(worst) > 64 + 4 * n_running:  # drop entries of jobs no longer running
-            worst[:] = [e for e in worst if live[e[3]] is e]
-            heapq.heapify(worst)
+            worst[:] = [e for e in worst if live[e[5]] is e]
+            heapify(worst)
 
     def refresh(i, t):
-        """Job i's entry as of its last eval at or before t, or None if it has not passed
-        an eval since it was last looked at."""
-        s, oh, p0, d, j0, call, order, _ = seg = segs[i]
-        j = done[i]
+        """Job i's entry as of its last eval at or before t (one is due: ``nxt[i] <= t``)."""
+        seg = segs[i]
+        s, oh, p0, d, _, _, _, _ = seg
         b = s + oh
-        k, end = j + 1, end_eval[i]
-        while k < end and b + (grid[k] - p0) * d <= t:
+        k, end = done[i] + 1, end_eval[i]
+        while k + 1 < end and b + (grid[k + 1] - p0) * d <= t:
             k += 1
-        k -= 1
-        if k == j:
-            return None
         done[i] = k
+        nxt[i] = b + (grid[k + 1] - p0) * d if k + 1 < end else inf
         g = prog[i] = grid[k]
-        return (-(est[i] * (1.0 - g)), b + (g - p0) * d, _Rank(seg, k), i)
+        return (-(est[i] * (1.0 - g)), b + (g - p0) * d, _round(seg, k), 0, _Rank(seg, k), i)
 
-    def fill(free, t, call, moved, gone):
-        if free <= 0 or not wait:
-            return free
-        skipped = []
-        looked = 0
-        while wait and looked < depth and free > 0:
-            e = pop(wait)
+    def fill(free, t, call, cid):
+        # The queue in key order, at most ``depth`` deep, starting each job that fits.
+        looked = b = 0
+        while looked < depth and free > 0:
+            if wait and not (b < len(wait_big) and wait_big[b] < wait[0]):
+                e = pop(wait)
+                free -= 1
+                looked += 1
+                start(e[2], e[0], t, call, cid)
+                continue
+            if b == len(wait_big):
+                break
+            e = wait_big[b]
             looked += 1
             i = e[2]
             if gpus[i] <= free:
+                del wait_big[b]
                 free -= gpus[i]
-                start(i, e[0], t, call, moved, gone)
+                start(i, e[0], t, call, cid)
             else:
-                skipped.append(e)
-        for e in skipped:
-            push(wait, e)
+                b += 1
         return free
 
-    def preempt_for_head(free, t, call, moved, gone):
+    def enough_above(limit, short, t, cid):
+        """Whether running jobs not started in this call, with keys above ``limit``, hold
+        ``short`` GPUs. Most of the time they do not (a big job at the head of the queue),
+        and then the search below would pop and push back every candidate, at each arrival
+        until the head fits; here the heap is read in place instead: a subtree whose root's
+        stored key is at most ``limit`` holds no candidate, stored keys being upper bounds."""
+        n_w = len(worst)
+        stack = [0] if n_w else []
+        fresh = []
+        while stack:
+            k = stack.pop()
+            e = worst[k]
+            if -e[0] <= limit:
+                continue
+            i = e[5]
+            if live[i] is e and moved[i] != cid:
+                if nxt[i] <= t:
+                    e = live[i] = refresh(i, t)
+                    fresh.append(e)  # pushed below; the heap is not moved while read
+                if -e[0] > limit:
+                    short -= gpus[i]
+                    if short <= 0:
+                        break
+            k = 2 * k + 1
+            if k < n_w:
+                stack.append(k)
+                if k + 1 < n_w:
+                    stack.append(k + 1)
+        for e in fresh:
+            push(worst, e)
+        return short <= 0
+
+    def preempt_for_head(free, t, call, cid, preempted):
         nonlocal wseq, n_running
         rounds = 0
-        while wait and rounds < depth:
+        while (wait or wait_big) and rounds < depth:
             rounds += 1
-            head_key, _, h = wait[0]
+            head = wait[0] if wait else wait_big[0]
+            if wait_big and wait_big[0] < head:
+                head = wait_big[0]
+            head_key, _, h = head
             need = gpus[h]
             if need <= free:
-                free = fill(free, t, call, moved, gone)
+                free = fill(free, t, call, cid)
                 continue
             limit = head_key + margin
+            # The top's stored key bounds every key: most calls end here. Short of one GPU,
+            # the search below stops at the first candidate anyway.
+            if not worst or -worst[0][0] <= limit or (
+                    need - free > 1 and not enough_above(limit, need - free, t, cid)):
+                break
             victims, popped, gain = [], [], 0
             while worst and free + gain < need:
                 e = worst[0]
-                i = e[3]
+                i = e[5]
                 if live[i] is not e:
                     pop(worst)  # ended or preempted
                     continue
-                if i not in moved:  # started in this call: its start key stands
-                    new = refresh(i, t)
-                    if new is not None:
-                        live[i] = new
-                        replace(worst, new)
-                        continue
+                if nxt[i] <= t and moved[i] != cid:  # (a key set in this call stands)
+                    e = live[i] = refresh(i, t)
+                    replace(worst, e)
+                    continue
                 if -e[0] <= limit:
                     break
                 popped.append(pop(worst))
-                if i in moved:
+                if moved[i] == cid:
                     continue
                 victims.append(i)
                 gain += gpus[i]
@@ -229,21 +289,28 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
                     push(worst, e)
                 break
             for e in popped:
-                if e[3] in moved:
+                if moved[e[5]] == cid:
                     push(worst, e)
-            pop(wait)  # the head, before the victims join the queue
+            if need == 1:  # the head, before the victims join the queue
+                pop(wait)
+            else:
+                del wait_big[0]
             for i in victims:
-                moved.add(i)
+                moved[i] = gone[i] = cid
+                preempted.append(i)
                 live[i] = None
                 n_running -= 1
                 wseq += 1
-                push(wait, (est[i] * (1.0 - prog[i]), wseq, i))
-                gone.add(i)  # the segment ends after the call, unless it restarts in it
+                if gpus[i] == 1:
+                    push(wait, (est[i] * (1.0 - prog[i]), wseq, i))
+                else:
+                    insort(wait_big, (est[i] * (1.0 - prog[i]), wseq, i))
             free += gain - need
-            start(h, head_key, t, call, moved, gone)
+            start(h, head_key, t, call, cid)
         return free
 
-    t_call, call = nan, 0
+    t_call, call, cid = nan, 0, 0
+    preempted: list = []  # by the current call
     while True:
         t_heap = events[0][0] if events else inf
         t_arr = arrival[ai] if ai < n else inf
@@ -252,9 +319,10 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
             break
         changed = False
         while events and events[0][0] == t:
-            _, s, i = pop(events)
-            if s != ev_seq[i]:
-                continue  # a preempted segment's end
+            i = pop(events)[1]
+            if end_t[i] != t:
+                continue  # a preempted segment's end, or a copy of one already handled
+            end_t[i] = nan
             j = end_eval[i]
             finish_s[i] = t
             gpu_s[i] += gpus[i] * (t - seg_start[i])
@@ -269,7 +337,10 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
             changed = True
         while ai < n and arrival[ai] == t:
             wseq += 1
-            push(wait, (est[ai], wseq, ai))  # est * (1 - 0.0) is est
+            if gpus[ai] == 1:
+                push(wait, (est[ai], wseq, ai))  # est * (1 - 0.0) is est
+            else:
+                insort(wait_big, (est[ai], wseq, ai))
             ai += 1
             changed = True
         if not changed:
@@ -278,17 +349,26 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
             call += 1
         else:
             t_call, call = t, 0
-        moved: set = set()  # started or preempted in this call: never a victim again
-        gone: set = set()  # preempted in this call and not restarted
-        free = fill(free, t, call, moved, gone)
-        if wait:
-            free = preempt_for_head(free, t, call, moved, gone)
-            for i in gone:
-                p = seg_p0[i] + max(0.0, t - seg_start[i] - seg_oh[i]) / dur[i]
-                prog[i] = min(p, grid[done[i] + 1])
-                gpu_s[i] += gpus[i] * (t - seg_start[i])
-                ev_seq[i] = -1
-                n_pre[i] += 1
+        cid += 1
+        if free > 0 and (wait or wait_big):
+            free = fill(free, t, call, cid)
+        if wait or wait_big:
+            free = preempt_for_head(free, t, call, cid, preempted)
+            if preempted:
+                for i in preempted:
+                    if gone[i] != cid:
+                        continue  # restarted in the same call: it never stopped
+                    p = seg_p0[i] + max(0.0, t - seg_start[i] - seg_oh[i]) / dur[i]
+                    prog[i] = min(p, grid[done[i] + 1])
+                    gpu_s[i] += gpus[i] * (t - seg_start[i])
+                    end_t[i] = nan
+                    n_pre[i] += 1
+                preempted.clear()
+                if len(events) > 64 + 2 * n_running:
+                    # A preempted segment's end would stay in the heap until its time: on
+                    # Philly, 40 stale ends for each live one, paid for by every push and pop.
+                    events[:] = [e for e in events if end_t[e[1]] == e[0]]
+                    heapify(events)
         if record_timeline:
             used = n_gpus - free
             if used != tl_used[-1]:
@@ -297,8 +377,9 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
                 else:
                     tl_t.append(t)
                     tl_used.append(used)
-        if free == n_gpus and ai >= n and wait:
-            raise RuntimeError(f"scheduler {scheduler.name} left {len(wait)} jobs waiting "
+        if free == n_gpus and ai >= n and (wait or wait_big):
+            raise RuntimeError(f"scheduler {scheduler.name} left {len(wait) + len(wait_big)} "
+                               "jobs waiting "
                                "on an idle cluster")
 
     stop_eval_a = np.array(stop_eval, dtype=np.int64)
