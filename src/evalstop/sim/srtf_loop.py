@@ -353,7 +353,13 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
         if free > 0 and (wait or wait_big):
             free = fill(free, t, call, cid)
         if wait or wait_big:
-            free = preempt_for_head(free, t, call, cid, preempted)
+            head = wait[0] if wait else wait_big[0]
+            if wait_big and wait_big[0] < head:
+                head = wait_big[0]
+            # The search's first test, without the call: no running key above the head's
+            # (most calls end here).
+            if gpus[head[2]] <= free or (worst and -worst[0][0] > head[0] + margin):
+                free = preempt_for_head(free, t, call, cid, preempted)
             if preempted:
                 for i in preempted:
                     if gone[i] != cid:
