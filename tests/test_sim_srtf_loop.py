@@ -60,6 +60,9 @@ def test_the_loop_is_taken_for_plain_srtf_only():
     spied = build("srtf-est")
     spied.schedule = spied.schedule  # a patched method (a test's spy) keeps the general loop
     assert not srtf_loop.fits(spied)
+    yields = build("srtf-est")
+    yields.preempt_at_checkpoint = True  # yields at checkpoints: it must hear them
+    assert not srtf_loop.fits(yields)
 
     class Overlay(EvalStop):
         pass

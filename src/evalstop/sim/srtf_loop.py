@@ -47,7 +47,9 @@ def fits(scheduler) -> bool:
         if type(scheduler) is not EvalStop:
             return False
         base = scheduler.base
-    return type(base) is SRTFEst and not any(h in vars(base) for h in _HOOKS)
+    return (type(base) is SRTFEst and not any(h in vars(base) for h in _HOOKS)
+            and base.preempt_on_arrival and not base.preempt_at_checkpoint
+            and not scheduler.reschedule_on_eval)
 
 
 def _round(seg, j):
