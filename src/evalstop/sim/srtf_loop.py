@@ -337,6 +337,14 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
             live[i] = None
             n_running -= 1
             changed = True
+        alone = -1
+        if (ai < n and arrival[ai] == t and not wait and not wait_big and gpus[ai] <= free
+                and (ai + 1 == n or arrival[ai + 1] != t)):
+            # One arrival at an empty queue, and it fits: the call below would push it and
+            # pop it at once (on Philly, 42% of arrivals).
+            alone = ai
+            ai += 1
+            changed = True
         while ai < n and arrival[ai] == t:
             wseq += 1
             if gpus[ai] == 1:
@@ -352,7 +360,10 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
         else:
             t_call, call = t, 0
         cid += 1
-        if free > 0 and (wait or wait_big):
+        if alone >= 0:
+            free -= gpus[alone]
+            start(alone, est[alone], t, call, cid)
+        elif free > 0 and (wait or wait_big):
             free = fill(free, t, call, cid)
         if wait or wait_big:
             head = wait[0] if wait else wait_big[0]
