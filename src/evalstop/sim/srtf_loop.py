@@ -2,8 +2,9 @@
 
 SRTF-Est hears a running job's evals only to re-key it (estimated remaining time as of
 the last checkpoint), and reads those keys only when the best waiting job does not fit
-and it looks for victims. So here each job gets one event, its end (planned stop or
-completion); a running job's last checkpoint is found when SRTF-Est looks at the job,
+and it looks for victims. So here each run of a job (from a start to its end or
+preemption) gets one event, its end (planned stop or completion); a running job's last
+checkpoint is found when SRTF-Est looks at the job,
 from its segment's start, overhead and progress with the expression the checkpoint loop
 uses for each eval's event time, so it is the same float. The victims' heap holds each
 job's key as of when it was last looked at: keys only fall while a job runs, so a stale
@@ -14,9 +15,12 @@ Ties between equal keys go, in the checkpoint loop, to the key set first. When k
 ``_Rank`` recovers that order: it is the order in which the checkpoint loop would have
 processed the two checkpoints (or starts) that set them (see ``_chain``).
 
-Every start, finish, stop and preemption is the checkpoint loop's (``engine._run``);
-``tests/test_sim_srtf_loop.py`` compares them on random traces with many ties and on a
-slice of Philly. ``ENABLED = False`` sends SRTF-Est back to that loop.
+The scheduling itself is ``PriorityScheduler``'s (fill in key order ``depth`` deep, then
+preempt for the head), restated over plain lists for speed: a change there must be made
+here too. Every start, finish, stop and preemption is the checkpoint loop's
+(``engine._run`` with ``SRTFEst``); ``tests/test_sim_srtf_loop.py`` compares them on
+random traces with many ties and on a slice of Philly, so a difference shows there.
+``ENABLED = False`` sends SRTF-Est back to that loop.
 """
 
 from __future__ import annotations
@@ -97,6 +101,7 @@ class _Rank:
 
 
 def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, wall0):
+    """``engine._run`` for a scheduler that ``fits``, with its stop ``plan``."""
     base = getattr(scheduler, "base", scheduler)
     depth, margin = base.depth, base.margin
     n, m = workload.n_jobs, workload.n_evals
