@@ -137,6 +137,9 @@ class PriorityScheduler(Scheduler):
             if head.gpus <= free_gpus:
                 free_gpus = self._fill(now, free_gpus, start)
                 continue
+            if head.gpus - free_gpus > 1 and not self._enough_above(
+                    head_key + self.margin, head.gpus - free_gpus):
+                break  # what the search below would find, without popping and pushing back
             victims, popped, gain = [], [], 0
             while self._worst and free_gpus + gain < head.gpus:
                 neg_key, _, version, job = self._worst[0]
@@ -161,6 +164,32 @@ class PriorityScheduler(Scheduler):
             free_gpus += gain - head.gpus
             self._started(head, head_key, start)
         return free_gpus
+
+    def _enough_above(self, limit, short):
+        """Whether running jobs not moved in this call, with keys above ``limit``, hold
+        ``short`` GPUs: the heap read in place (a subtree whose root's key is at most
+        ``limit`` holds none). When they do not (a big job at the head of the queue), the
+        search would pop every candidate and push it back, at every call until the head
+        fits."""
+        worst, running, moved = self._worst, self._running, self._moved
+        n = len(worst)
+        stack = [0] if n else []
+        while stack:
+            k = stack.pop()
+            neg_key, _, version, job = worst[k]
+            if -neg_key <= limit:
+                continue
+            if (running.get(job.index, (0, -1))[1] == version and job.running
+                    and job.index not in moved):
+                short -= job.gpus
+                if short <= 0:
+                    return True
+            k = 2 * k + 1
+            if k < n:
+                stack.append(k)
+                if k + 1 < n:
+                    stack.append(k + 1)
+        return False
 
     def _yield_at_checkpoints(self, now, free_gpus, start, preempt):
         for job in self._checkpointed:

@@ -30,6 +30,7 @@ import numpy as np
 
 from evalstop.schedulers.base import Scheduler
 from evalstop.schedulers.overlay import EvalStop
+from evalstop.sim import srtf_loop
 from evalstop.sim.result import SimResult
 from evalstop.sim.stops import plan_for
 from evalstop.sim.view import JobView
@@ -82,6 +83,9 @@ def simulate(
 
 
 def _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, wall0):
+    if plan is not None and srtf_loop.fits(scheduler):  # SRTF-Est: no checkpoint events
+        return srtf_loop.run(workload, n_gpus, scheduler, restart_overhead_s,
+                             record_timeline, plan, wall0)
     n, m = workload.n_jobs, workload.n_evals
     grid = [float(x) for x in workload.eval_progress]
     last = m - 1

@@ -1,0 +1,431 @@
+"""SRTF-Est with planned stops: the checkpoint loop's result without its checkpoint events.
+
+SRTF-Est hears a running job's evals only to re-key it (estimated remaining time as of
+the last checkpoint), and reads those keys only when the best waiting job does not fit
+and it looks for victims. So here each run of a job (from a start to its end or
+preemption) gets one event, its end (planned stop or completion); a running job's last
+checkpoint is found when SRTF-Est looks at the job,
+from its segment's start, overhead and progress with the expression the checkpoint loop
+uses for each eval's event time, so it is the same float. The victims' heap holds each
+job's key as of when it was last looked at: keys only fall while a job runs, so a stale
+key is an upper bound, and the top is refreshed until it stays on top (the job the
+checkpoint loop would find there).
+
+Ties between equal keys go, in the checkpoint loop, to the key set first. When keys tie,
+``_Rank`` recovers that order: it is the order in which the checkpoint loop would have
+processed the two checkpoints (or starts) that set them (see ``_chain``).
+
+The scheduling itself is ``PriorityScheduler``'s (fill in key order ``depth`` deep, then
+preempt for the head), restated over plain lists for speed: a change there must be made
+here too. Every start, finish, stop and preemption is the checkpoint loop's
+(``engine._run`` with ``SRTFEst``); ``tests/test_sim_srtf_loop.py`` compares them on
+random traces with many ties and on a slice of Philly, so a difference shows there.
+``ENABLED = False`` sends SRTF-Est back to that loop.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from bisect import insort
+
+import numpy as np
+
+from evalstop.schedulers.overlay import EvalStop
+from evalstop.schedulers.srtf import SRTFEst
+from evalstop.sim.result import SimResult
+
+ENABLED = True
+_HOOKS = ("bind", "submit", "schedule", "on_eval", "on_end", "key")
+
+
+def fits(scheduler) -> bool:
+    """Whether ``scheduler`` is a plain SRTF-Est (alone or under the plain overlay): the
+    loop here is that scheduler's, so a subclass or a patched method keeps the general
+    loop."""
+    if not ENABLED:
+        return False
+    base = scheduler
+    if isinstance(scheduler, EvalStop):
+        if type(scheduler) is not EvalStop:
+            return False
+        base = scheduler.base
+    return (type(base) is SRTFEst and not any(h in vars(base) for h in _HOOKS)
+            and base.preempt_on_arrival and not base.preempt_at_checkpoint
+            and not scheduler.reschedule_on_eval)
+
+
+def _round(seg, j):
+    """How many scheduling calls at its time came before eval ``j`` of ``seg`` was
+    processed. An eval due when its predecessor (the previous eval, or the segment's
+    start) is processed, at the same time, is processed in the same batch as that
+    predecessor; and an eval due at once at its segment's start (no overhead, restarted
+    at that eval's progress) comes after that scheduling call."""
+    s, oh, p0, d, j0, call, _, grid = seg
+    b = s + oh
+    t = b + (grid[j] - p0) * d
+    while j > j0 and b + (grid[j - 1] - p0) * d == t:
+        j -= 1
+    return call + 1 if j == j0 and s == t else 0
+
+
+def _chain(seg, j):
+    """The checkpoint loop's processing order of what set a key, as a sequence compared
+    lexicographically: eval ``j`` of segment ``seg`` (``j < j0``: its start). Events of one
+    time and batch pop in push order, and an eval's event is pushed when its predecessor
+    is processed; so two evals of one time and batch compare as their predecessors do,
+    down to the starts (time, call, then order within the call)."""
+    s, oh, p0, d, j0, call, order, grid = seg
+    b = s + oh
+    while j >= j0:
+        yield (b + (grid[j] - p0) * d, _round(seg, j), 0)
+        j -= 1
+    yield (s, call, 1, order)
+
+
+class _Rank:
+    """Orders two evals' entries when key, time and batch tie: by their predecessors
+    (see ``_chain``). Rarely compared."""
+
+    __slots__ = ("j", "seg")
+
+    def __init__(self, seg, j):
+        self.seg, self.j = seg, j
+
+    def __lt__(self, other):
+        for a, b in zip(_chain(self.seg, self.j - 1), _chain(other.seg, other.j - 1)):
+            if a != b:
+                return a < b
+        return False
+
+
+def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, wall0):
+    """``engine._run`` for a scheduler that ``fits``, with its stop ``plan``."""
+    base = getattr(scheduler, "base", scheduler)
+    depth, margin = base.depth, base.margin
+    n, m = workload.n_jobs, workload.n_evals
+    grid = [float(x) for x in workload.eval_progress]
+    last = m - 1
+    dur = workload.duration_s.tolist()
+    gpus = workload.gpus.tolist()
+    arrival = workload.arrival_s.tolist()
+    est = workload.est_duration_s.tolist()
+    end_eval, plan_stop = plan.end_eval.tolist(), plan.stopped.tolist()
+    plan_kept = plan.kept_eval.tolist()
+
+    nan, inf = math.nan, math.inf
+    start_s = [nan] * n
+    finish_s = [nan] * n
+    stopped = [False] * n
+    stop_eval = [-1] * n
+    kept_eval = [last] * n
+    end_progress = [0.0] * n
+    gpu_s = [0.0] * n
+    seg_start = [0.0] * n
+    seg_oh = [0.0] * n
+    seg_p0 = [0.0] * n
+    segs: list = [None] * n  # running segment: (start, overhead, p0, dur, j0, call, order, grid)
+    done = [-1] * n  # the last eval processed, as of when SRTF-Est last looked
+    nxt = [inf] * n  # the time of the eval after it (inf: none before the job's end)
+    prog = [0.0] * n  # JobView.progress: as of that eval, or of the preemption
+    n_pre = [0] * n
+    live: list = [None] * n  # the job's current entry in ``worst``; None when not running
+    end_t = [nan] * n  # the time of the job's live end event (nan: none)
+    moved = [0] * n  # the scheduling call that started or preempted the job
+    gone = [0] * n  # the scheduling call that preempted it (0 once restarted in it)
+
+    push, pop, replace, heapify = heapq.heappush, heapq.heappop, heapq.heapreplace, heapq.heapify
+    events: list = []  # (time, job): ends only
+    # PriorityScheduler._wait, (key, seq, job), split in two: one-GPU jobs (a heap) and the
+    # rest (a sorted list, short on every trace we have). A job that does not fit is skipped
+    # by moving along the list, not popped and pushed back (on Philly, 2.4 times a job).
+    wait: list = []
+    wait_big: list = []
+    # Running jobs, worst first: (-key, time, call, 1, order, job) for a key set at a start,
+    # (-key, time, batch, 0, _Rank, job) for one set at an eval: the checkpoint loop's
+    # (-key, version) order.
+    worst: list = []
+    wseq = order = n_running = 0
+    free = n_gpus
+    ai = 0
+    tl_t: list[float] = [0.0]
+    tl_used: list[int] = [0]
+
+    def start(i, key, t, call, cid):
+        nonlocal order, n_running
+        moved[i] = cid
+        n_running += 1
+        order += 1
+        if gone[i] == cid:
+            # Preempted and restarted in one call: the checkpoint loop keeps it running
+            # on the same segment; only its key (the wait key) is set anew, as at a start.
+            gone[i] = 0
+            e = live[i] = (-key, t, call, 1, order, i)
+            push(worst, e)
+            return
+        if n_pre[i]:
+            key = est[i] * (1.0 - prog[i])  # the wait key predates the progress made
+            oh = restart_overhead_s
+        else:
+            oh = 0.0
+        if start_s[i] != start_s[i]:
+            start_s[i] = t
+        p0 = seg_p0[i] = prog[i]
+        seg_start[i] = t
+        seg_oh[i] = oh
+        d = dur[i]
+        te = end_t[i] = t + oh + (grid[end_eval[i]] - p0) * d
+        push(events, (te, i))
+        j = done[i] + 1
+        segs[i] = (t, oh, p0, d, j, call, order, grid)
+        nxt[i] = t + oh + (grid[j] - p0) * d if j < end_eval[i] else inf
+        e = live[i] = (-key, t, call, 1, order, i)
+        push(worst, e)
+        if len(worst) > 64 + 4 * n_running:  # drop entries of jobs no longer running
+            worst[:] = [e for e in worst if live[e[5]] is e]
+            heapify(worst)
+
+    def refresh(i, t):
+        """Job i's entry as of its last eval at or before t (one is due: ``nxt[i] <= t``)."""
+        seg = segs[i]
+        s, oh, p0, d, _, _, _, _ = seg
+        b = s + oh
+        k, end = done[i] + 1, end_eval[i]
+        while k + 1 < end and b + (grid[k + 1] - p0) * d <= t:
+            k += 1
+        done[i] = k
+        nxt[i] = b + (grid[k + 1] - p0) * d if k + 1 < end else inf
+        g = prog[i] = grid[k]
+        return (-(est[i] * (1.0 - g)), b + (g - p0) * d, _round(seg, k), 0, _Rank(seg, k), i)
+
+    def fill(free, t, call, cid):
+        # The queue in key order, at most ``depth`` deep, starting each job that fits.
+        looked = b = 0
+        while looked < depth and free > 0:
+            if wait and not (b < len(wait_big) and wait_big[b] < wait[0]):
+                e = pop(wait)
+                free -= 1
+                looked += 1
+                start(e[2], e[0], t, call, cid)
+                continue
+            if b == len(wait_big):
+                break
+            e = wait_big[b]
+            looked += 1
+            i = e[2]
+            if gpus[i] <= free:
+                del wait_big[b]
+                free -= gpus[i]
+                start(i, e[0], t, call, cid)
+            else:
+                b += 1
+        return free
+
+    def enough_above(limit, short, t, cid):
+        """Whether running jobs not started in this call, with keys above ``limit``, hold
+        ``short`` GPUs. Most of the time they do not (a big job at the head of the queue),
+        and then the search below would pop and push back every candidate, at each arrival
+        until the head fits; here the heap is read in place instead: a subtree whose root's
+        stored key is at most ``limit`` holds no candidate, stored keys being upper bounds."""
+        n_w = len(worst)
+        stack = [0] if n_w else []
+        fresh = []
+        while stack:
+            k = stack.pop()
+            e = worst[k]
+            if -e[0] <= limit:
+                continue
+            i = e[5]
+            if live[i] is e and moved[i] != cid:
+                if nxt[i] <= t:
+                    e = live[i] = refresh(i, t)
+                    fresh.append(e)  # pushed below; the heap is not moved while read
+                if -e[0] > limit:
+                    short -= gpus[i]
+                    if short <= 0:
+                        break
+            k = 2 * k + 1
+            if k < n_w:
+                stack.append(k)
+                if k + 1 < n_w:
+                    stack.append(k + 1)
+        for e in fresh:
+            push(worst, e)
+        return short <= 0
+
+    def preempt_for_head(free, t, call, cid, preempted):
+        nonlocal wseq, n_running
+        rounds = 0
+        while (wait or wait_big) and rounds < depth:
+            rounds += 1
+            head = wait[0] if wait else wait_big[0]
+            if wait_big and wait_big[0] < head:
+                head = wait_big[0]
+            head_key, _, h = head
+            need = gpus[h]
+            if need <= free:
+                free = fill(free, t, call, cid)
+                continue
+            limit = head_key + margin
+            # The top's stored key bounds every key: most calls end here. Short of one GPU,
+            # the search below stops at the first candidate anyway.
+            if not worst or -worst[0][0] <= limit or (
+                    need - free > 1 and not enough_above(limit, need - free, t, cid)):
+                break
+            victims, popped, gain = [], [], 0
+            while worst and free + gain < need:
+                e = worst[0]
+                i = e[5]
+                if live[i] is not e:
+                    pop(worst)  # ended or preempted
+                    continue
+                if nxt[i] <= t and moved[i] != cid:  # (a key set in this call stands)
+                    e = live[i] = refresh(i, t)
+                    replace(worst, e)
+                    continue
+                if -e[0] <= limit:
+                    break
+                popped.append(pop(worst))
+                if moved[i] == cid:
+                    continue
+                victims.append(i)
+                gain += gpus[i]
+            if free + gain < need:
+                for e in popped:
+                    push(worst, e)
+                break
+            for e in popped:
+                if moved[e[5]] == cid:
+                    push(worst, e)
+            if need == 1:  # the head, before the victims join the queue
+                pop(wait)
+            else:
+                del wait_big[0]
+            for i in victims:
+                moved[i] = gone[i] = cid
+                preempted.append(i)
+                live[i] = None
+                n_running -= 1
+                wseq += 1
+                if gpus[i] == 1:
+                    push(wait, (est[i] * (1.0 - prog[i]), wseq, i))
+                else:
+                    insort(wait_big, (est[i] * (1.0 - prog[i]), wseq, i))
+            free += gain - need
+            start(h, head_key, t, call, cid)
+        return free
+
+    t_call, call, cid = nan, 0, 0
+    preempted: list = []  # by the current call
+    while True:
+        t_heap = events[0][0] if events else inf
+        t_arr = arrival[ai] if ai < n else inf
+        t = t_heap if t_heap <= t_arr else t_arr  # noqa: FURB136
+        if t == inf:
+            break
+        changed = False
+        while events and events[0][0] == t:
+            i = pop(events)[1]
+            if end_t[i] != t:
+                continue  # a preempted segment's end, or a copy of one already handled
+            end_t[i] = nan
+            j = end_eval[i]
+            finish_s[i] = t
+            gpu_s[i] += gpus[i] * (t - seg_start[i])
+            end_progress[i] = grid[j]
+            if plan_stop[i]:
+                stopped[i] = True
+                stop_eval[i] = j
+                kept_eval[i] = plan_kept[i]
+            free += gpus[i]
+            live[i] = None
+            n_running -= 1
+            changed = True
+        alone = -1
+        if (ai < n and arrival[ai] == t and not wait and not wait_big and gpus[ai] <= free
+                and (ai + 1 == n or arrival[ai + 1] != t)):
+            # One arrival at an empty queue, and it fits: the call below would push it and
+            # pop it at once (on Philly, 42% of arrivals).
+            alone = ai
+            ai += 1
+            changed = True
+        while ai < n and arrival[ai] == t:
+            wseq += 1
+            if gpus[ai] == 1:
+                push(wait, (est[ai], wseq, ai))  # est * (1 - 0.0) is est
+            else:
+                insort(wait_big, (est[ai], wseq, ai))
+            ai += 1
+            changed = True
+        if not changed:
+            continue
+        if t == t_call:
+            call += 1
+        else:
+            t_call, call = t, 0
+        cid += 1
+        if alone >= 0:
+            free -= gpus[alone]
+            start(alone, est[alone], t, call, cid)
+        elif free > 0 and (wait or wait_big):
+            free = fill(free, t, call, cid)
+        if wait or wait_big:
+            head = wait[0] if wait else wait_big[0]
+            if wait_big and wait_big[0] < head:
+                head = wait_big[0]
+            # The search's first test, without the call: no running key above the head's
+            # (most calls end here).
+            if gpus[head[2]] <= free or (worst and -worst[0][0] > head[0] + margin):
+                free = preempt_for_head(free, t, call, cid, preempted)
+            if preempted:
+                for i in preempted:
+                    if gone[i] != cid:
+                        continue  # restarted in the same call: it never stopped
+                    p = seg_p0[i] + max(0.0, t - seg_start[i] - seg_oh[i]) / dur[i]
+                    prog[i] = min(p, grid[done[i] + 1])
+                    gpu_s[i] += gpus[i] * (t - seg_start[i])
+                    end_t[i] = nan
+                    n_pre[i] += 1
+                preempted.clear()
+                if len(events) > 64 + 2 * n_running:
+                    # A preempted segment's end would stay in the heap until its time: on
+                    # Philly, 40 stale ends for each live one, paid for by every push and pop.
+                    events[:] = [e for e in events if end_t[e[1]] == e[0]]
+                    heapify(events)
+        if record_timeline:
+            used = n_gpus - free
+            if used != tl_used[-1]:
+                if tl_t[-1] == t:
+                    tl_used[-1] = used
+                else:
+                    tl_t.append(t)
+                    tl_used.append(used)
+        if free == n_gpus and ai >= n and (wait or wait_big):
+            raise RuntimeError(f"scheduler {scheduler.name} left {len(wait) + len(wait_big)} "
+                               "jobs waiting "
+                               "on an idle cluster")
+
+    stop_eval_a = np.array(stop_eval, dtype=np.int64)
+    stopped_a = np.array(stopped, dtype=bool)
+    n_evals_seen = int(np.where(stopped_a, stop_eval_a + 1, m).sum())
+    res = SimResult(
+        start_s=np.array(start_s),
+        finish_s=np.array(finish_s),
+        stopped=stopped_a,
+        stop_eval=stop_eval_a,
+        kept_eval=np.array(kept_eval, dtype=np.int64),
+        end_progress=np.array(end_progress),
+        gpu_s=np.array(gpu_s),
+        n_preemptions=np.array(n_pre, dtype=np.int64),
+        timeline_t=np.array(tl_t),
+        timeline_used=np.array(tl_used, dtype=np.int64),
+        n_gpus=n_gpus,
+        scheduler=scheduler.name,
+        detector=getattr(scheduler, "detector_spec", None),
+        n_events=n_evals_seen + n,
+        n_eval_events=n_evals_seen,
+        wall_s=time.perf_counter() - wall0,
+    )
+    res._arrival = workload.arrival_s
+    return res

@@ -1,0 +1,139 @@
+"""SRTF-Est's own loop (evalstop.sim.srtf_loop) gives the checkpoint loop's result.
+
+The loop skips the checkpoint events of SRTF-Est runs with planned stops and finds a
+job's last checkpoint when the scheduler looks at it. Every field of the result (every
+start, finish, stop, kept checkpoint, preemption and the GPU timeline) is compared with the
+checkpoint loop of ``engine._run`` (``srtf_loop.ENABLED = False``) on random traces made
+to tie (equal estimates, durations on a coarse grid, no restart overhead), on the traces
+of ``test_sim_fastpath`` and on a slice of Philly.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from conftest import make_workload, random_workload
+
+from evalstop.schedulers import EvalStop, SRTFEst, build, make_scheduler
+from evalstop.sim import srtf_loop
+from evalstop.sim.engine import simulate
+from evalstop.workload import load_philly, synthetic_workload, trace_workload
+
+FIELDS = ("start_s", "finish_s", "stopped", "stop_eval", "kept_eval", "end_progress", "gpu_s",
+          "n_preemptions", "timeline_t", "timeline_used")
+
+
+def checkpoint_loop(monkeypatch, *args, **kw):
+    with monkeypatch.context() as m:
+        m.setattr(srtf_loop, "ENABLED", False)
+        return simulate(*args, **kw)
+
+
+def same_as_checkpoint_loop(monkeypatch, w, n_gpus, make, overhead=120.0):
+    fast = simulate(w, n_gpus, make(), restart_overhead_s=overhead)
+    slow = checkpoint_loop(monkeypatch, w, n_gpus, make(), restart_overhead_s=overhead)
+    for f in FIELDS:
+        assert np.array_equal(getattr(fast, f), getattr(slow, f), equal_nan=True), f
+    assert (fast.n_events, fast.n_eval_events) == (slow.n_events, slow.n_eval_events)
+    return fast
+
+
+def tie_workload(seed, n):
+    # Estimates and durations from a few values on the eval grid's quarters, arrivals on
+    # a 10 s grid: remaining-time keys and event times tie often, so the order in which
+    # the checkpoint loop set equal keys decides victims.
+    rng = np.random.default_rng(seed)
+    evals = np.cumsum(rng.normal(0.01, 0.02, (n, 4)), axis=1)
+    return make_workload(np.sort(rng.integers(0, 30, n)).astype(float) * 10,
+                         rng.choice([20.0, 40.0, 80.0, 160.0], n), rng.integers(1, 3, n),
+                         evals=evals, est=rng.choice([40.0, 60.0, 80.0, 120.0, 160.0, 240.0], n))
+
+
+def test_the_loop_is_taken_for_plain_srtf_only():
+    assert srtf_loop.fits(build("srtf-est")) and srtf_loop.fits(build("srtf-est", "default"))
+    assert not srtf_loop.fits(build("tiresias", "evalstop:k=2"))
+
+    class Mine(SRTFEst):
+        pass
+
+    assert not srtf_loop.fits(Mine())
+    spied = build("srtf-est")
+    spied.schedule = spied.schedule  # a patched method (a test's spy) keeps the general loop
+    assert not srtf_loop.fits(spied)
+    yields = build("srtf-est")
+    yields.preempt_at_checkpoint = True  # yields at checkpoints: it must hear them
+    assert not srtf_loop.fits(yields)
+
+    class Overlay(EvalStop):
+        pass
+
+    assert not srtf_loop.fits(Overlay(make_scheduler("srtf-est"), "evalstop:k=2"))
+
+
+@pytest.mark.parametrize("overhead", [0.0, 30.0, 120.0])
+def test_random_traces_match(monkeypatch, overhead):
+    restarted_at_once = 0
+    for seed in range(120):
+        rng = np.random.default_rng(seed)
+        w = random_workload(seed, int(rng.integers(2, 60)))
+        n_gpus = int(rng.integers(4, 10))
+        for rule in (None, "evalstop:k=2"):
+            same_as_checkpoint_loop(monkeypatch, w, n_gpus,
+                                    lambda rule=rule: build("srtf-est", rule), overhead)
+        # How often a job is preempted and restarted in one call (the checkpoint loop keeps
+        # it running): this test must cover that case.
+        s = build("srtf-est")
+        schedule = s.schedule
+
+        def spy(now, free, schedule=schedule):
+            nonlocal restarted_at_once
+            start, preempt = schedule(now, free)
+            restarted_at_once += len({v.index for v in start} & {v.index for v in preempt})
+            return start, preempt
+
+        s.schedule = spy
+        checkpoint_loop(monkeypatch, w, n_gpus, s, restart_overhead_s=overhead)
+    if overhead == 0.0:  # margin 0: a victim may rank first in the queue it joins
+        assert restarted_at_once > 0
+
+
+def test_traces_made_to_tie_match(monkeypatch):
+    for seed in range(150):
+        rng = np.random.default_rng(seed)
+        w = tie_workload(seed, int(rng.integers(2, 50)))
+        for rule in (None, "evalstop:k=2"):
+            same_as_checkpoint_loop(monkeypatch, w, int(rng.integers(2, 6)),
+                                    lambda rule=rule: build("srtf-est", rule),
+                                    float(rng.choice([0.0, 10.0, 20.0])))
+
+
+def test_an_eval_due_at_its_restart_is_processed_after_that_call(monkeypatch):
+    # Job A (3 s, evals at 1/3, 2/3, 1) is preempted a float's width before its second
+    # eval: its progress rounds to that eval's, so with no restart overhead the eval is due
+    # the instant A restarts, and the checkpoint loop processes it after the scheduling call
+    # (and after X, started in it). Then H arrives and preempts one of A and X, whose keys
+    # tie; the one whose key was set first goes.
+    grid = np.arange(1, 4) / 3
+    t1 = math.nextafter(2.0, 0.0)
+    assert t1 / 3.0 >= grid[1]
+    w = make_workload([0.0, t1, 3.0, 10.5], [3.0, 8.0, 300.0, 1.0], [1, 2, 1, 1], n_evals=3,
+                      est=[3.0, 0.5, 3.0 * (1.0 - grid[1]), 0.1])
+    res = same_as_checkpoint_loop(monkeypatch, w, 2, lambda: build("srtf-est"), 0.0)
+    assert res.n_preemptions.tolist() == [1, 0, 1, 0]
+    seg = (10.0, 0.0, grid[1], 3.0, 1, 0, 4, [float(g) for g in grid])
+    assert srtf_loop._round(seg, 1) == 1  # after call 0 at t=10
+    assert srtf_loop._round(seg[:1] + (1.0,) + seg[2:], 1) == 0  # due later: first batch
+
+
+def test_benchmark_traces_match(monkeypatch):
+    paper = synthetic_workload(np.random.default_rng(0), n_jobs=300, n_gpus=64)
+    philly = trace_workload(load_philly(limit=2000), np.random.default_rng(1))
+    for w, n_gpus in ((paper, 64), (philly, 96)):
+        for rule in (None, "evalstop:k=2", "default"):
+            res = same_as_checkpoint_loop(monkeypatch, w, n_gpus,
+                                          lambda rule=rule: build("srtf-est", rule))
+        assert res.n_preemptions.sum() > 0
+    for rule in ("evalstop:k=2",):
+        same_as_checkpoint_loop(monkeypatch, philly, 96,
+                                lambda: build("srtf-est", rule, job_types=["rlhf"]))
+        same_as_checkpoint_loop(monkeypatch, philly, 96, lambda: SRTFEst(margin=0.0))
