@@ -12,10 +12,11 @@ How over-optimization happens here differs from the bigram world. There the prox
 is special: the proxy (``evalstop.lab.worlds`` builds it linear, no hidden layer) scores
 bigrams, so it can neither see which context makes a bigram legal (the language is
 second-order) nor that repeating itself is bad (variety is not a sum over positions). The
-policy first sharpens towards likely transitions (fluency, and gold, rise), then settles
-on the proxy's best bigram cycle: the text repeats and leaves the chain, and gold falls
-(the mode collapse of over-optimized language models). More labels sharpen the bigram
-weights but cannot cure a blind spot of the model's form.
+policy first gains a little fluency and variety (gold rises), then follows the proxy's
+bigram weights off the trigram chain and starts repeating itself, and gold falls. In one
+hacking run (p1000, beta 0.1, seed 1) on-chain transitions went from 95% at the peak to
+50% at the end and distinct tokens from 9.1 to 6.0; most of the fall is fluency. More
+labels sharpen the bigram weights but cannot cure a blind spot of the model's form.
 """
 
 from __future__ import annotations
