@@ -87,16 +87,23 @@ def _sigma_hat(d: np.ndarray) -> np.ndarray:
     return scale / math.sqrt(6.0) * (1.0 + 1.0 / math.sqrt(n_d))
 
 
-def _insert(cols: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """Sorted columns ``cols`` (r, ...: ascending along the first axis) with ``a`` put in
-    its place: output c is max(cols[c-1], min(cols[c], a)), the values a sort gives."""
-    k = cols.shape[0]
-    out = np.empty((k + 1, *cols.shape[1:]))
-    np.minimum(cols[0], a, out=out[0])
-    for c in range(1, k):
-        np.minimum(cols[c], a, out=out[c])
-        np.maximum(out[c], cols[c - 1], out=out[c])
-    np.maximum(cols[k - 1], a, out=out[k])
+def _insert(cols: np.ndarray, low: int, a: np.ndarray, k: int, out: np.ndarray,
+            out_low: int) -> np.ndarray:
+    """Windows of width k from windows of width k - 1 and one more value ``a`` each.
+
+    ``cols[r - low]`` is the r-th smallest value of each shorter window (ranks from
+    ``low``); ``out[c - out_low]`` becomes the c-th smallest of the longer one, for as many
+    ranks as ``out`` holds: max(s[c-1], min(s[c], a)) with s[-1] = -inf and s[k-1] = +inf,
+    the values a sort gives, one value put in its place."""
+    for c in range(out_low, out_low + len(out)):
+        o = out[c - out_low]
+        if c == 0:
+            np.minimum(cols[0 - low], a, out=o)
+        elif c == k - 1:
+            np.maximum(cols[c - 1 - low], a, out=o)
+        else:
+            np.minimum(cols[c - low], a, out=o)
+            np.maximum(o, cols[c - 1 - low], out=o)
     return out
 
 
@@ -108,15 +115,31 @@ def widths(det, m: int) -> list[int]:
     return [min(s, max(lo, (n + 1) // 2)) for n in range(1, m + 1)]
 
 
-def _smoothed(det, cols: list) -> np.ndarray:
-    """``CusumDrop._smoothed`` of windows given as their sorted columns."""
-    w = len(cols)
-    if det.trim < 0:
-        return _median(cols)
+def _kept_ranks(det, w: int) -> tuple[int, int]:
+    """The ranks [lo, hi) of a sorted window of width w that ``CusumDrop._smoothed`` reads."""
+    if det.trim < 0:  # the median: the middle value, or the two middle ones
+        return (w - 1) // 2, w // 2 + 1
     t = det.trim if w == det.smooth else min(det.trim, (w - 1) // 3)
-    kept = cols[t: w - t]
-    mean = _sum_in_order(kept) / len(kept)
-    return np.minimum(np.maximum(mean, kept[0]), kept[-1])
+    return t, w - t
+
+
+def _smoothed(det, w: int, cols, low: int, out: np.ndarray) -> np.ndarray:
+    """``CusumDrop._smoothed`` of windows of width w given as their sorted columns (ranks
+    from ``low``), into ``out``."""
+    lo, hi = _kept_ranks(det, w)
+    kept = cols[lo - low: hi - low]
+    if det.trim < 0:  # statistics.median
+        if len(kept) == 1:
+            return np.copyto(out, kept[0]) or out
+        np.add(kept[0], kept[1], out=out)
+        out /= 2
+        return out
+    np.copyto(out, kept[0])
+    for r in kept[1:]:  # left to right, as sum() adds them
+        out += r
+    out /= len(kept)
+    np.maximum(out, kept[0], out=out)
+    return np.minimum(out, kept[-1], out=out)
 
 
 def levels(det, vt: np.ndarray):
@@ -142,30 +165,53 @@ def _levels(det, vt, level, at) -> None:
         return
     # The windows of width k needed, by the last eval count they end at: a width's own,
     # and one before each of the next width's (window(k + 1, e) = window(k, e - 1) plus
-    # value e - 1).
+    # value e - 1). And the ranks of them needed, [low[k], k - high[k]): those a width's
+    # level reads, and one more at each end than the next width needs.
     top = max(spans)
     last = {top: spans[top][1]}
+    low, high = {}, {}
+    low[top], high[top] = _kept_ranks(det, top)
+    high[top] = top - high[top]
     for k in range(top - 1, 0, -1):
         last[k] = max(spans.get(k, (0, 0))[1], last[k + 1] - 1)
-    # cols[r, e - k]: the r-th smallest value of the window of width k ending at eval e,
-    # for e = k..last[k] (a window of width 1 is the value itself).
+        low[k], high[k] = max(low[k + 1] - 1, 0), max(high[k + 1] - 1, 0)
+        if k in spans:
+            lo, hi = _kept_ranks(det, k)
+            low[k], high[k] = min(low[k], lo), min(high[k], k - hi)
+    # cols[r - low[k], e - k]: the r-th smallest value of the window of width k ending at
+    # eval e, for e = k..last[k] (a window of width 1 is the value itself).
     cols = vt[None, : last[1]]
+    # Work arrays reused from width to width (kept in cache, not allocated anew).
+    bufs = [np.empty((top, last[1], c)), np.empty((top, last[1], c))]
+    work = np.empty((2, m, c))
+    best_e_all = np.empty((m, c), dtype=np.int64)
+    better_all = np.empty((m, c), dtype=bool)
+    ends = np.arange(m + 1)[:, None]
     for k in range(1, top + 1):
         if k > 1:
-            cols = _insert(cols[:, : last[k] - k + 1], vt[k - 1: last[k]])
+            nw = last[k] - k + 1
+            out = bufs[k % 2][: k - high[k] - low[k], :nw]
+            cols = _insert(cols[:, :nw], low[k - 1], vt[k - 1: last[k]], k, out, low[k])
         if k not in spans:
             continue
         n_lo, n_hi = spans[k]
-        sm = _smoothed(det, cols[:, : n_hi - k + 1])
-        best, best_e = sm[0], np.full(c, k, dtype=np.int64)
-        for e in range(k, n_hi + 1):
-            if e > k:
-                better = sm[e - k] > best
-                best = np.where(better, sm[e - k], best)
-                best_e[better] = e
-            if e >= n_lo:
-                level[e - 1] = best
-                at[e - 1] = best_e
+        nw = n_hi - k + 1
+        sm = _smoothed(det, k, cols[:, :nw], low[k], work[0, :nw])  # (end k..n_hi, job)
+        # The running best and the end of the window that set it (the earliest on ties).
+        best, best_e = work[1, :nw], best_e_all[:nw]
+        best[0] = sm[0]
+        for r in range(1, nw):
+            np.maximum(best[r - 1], sm[r], out=best[r])
+        # A window sets the best when it beats the best before it; the best's window is
+        # the last that did (the first of it ties, as ``level > self._level`` keeps it).
+        better = better_all[:nw]
+        better[0] = True
+        np.greater(sm[1:], best[:-1], out=better[1:])
+        np.multiply(better, ends[k: k + nw], out=best_e)
+        for r in range(1, nw):
+            np.maximum(best_e[r - 1], best_e[r], out=best_e[r])
+        level[n_lo - 1: n_hi] = best[n_lo - k:]
+        at[n_lo - 1: n_hi] = best_e[n_lo - k:]
 
 
 def _min_drops(det, m: int) -> int:
@@ -188,26 +234,28 @@ def _block(det, vt: np.ndarray):
     stated = det.sigma is not None or det.eval_n is not None
     need = _min_drops(det, m)
     d_all = vt[:-2] - 2.0 * vt[1:-1] + vt[2:]  # second differences, as noise.py
-    best, best_at = np.full(c, -np.inf), np.zeros(c, dtype=np.int64)
     open_ = np.ones(c, dtype=bool)  # not yet stopped
     evals = np.arange(m)[:, None]
-    count = np.zeros(c, dtype=np.int64)  # evals below the level since its window
+    width = widths(det, m)
+    # Evals below the level since its window, counted as the evals come: a row whose level
+    # changed starts again at 0 (a new window: nothing since) or, when the window widened
+    # and the best level is an older window's, is counted afresh.
+    below = vt < level
+    changed = (at[1:] != at[:-1]) | (level[1:] != level[:-1])
+    count = np.zeros(c, dtype=np.int64)
     for j in range(m):
-        col = vt[j]
-        better = col > best
-        best = np.where(better, col, best)
-        best_at[better] = j
         n = j + 1
         lv, first = level[j], at[j]  # ``first``: the first eval after the level's window
-        since = (first > 0) & (first < n)  # a level, set before this eval
-        if j:  # the same level as before: one more eval to count
-            same = since & (first == at[j - 1]) & (lv == level[j - 1])
-            count = np.where(same, count + (col < lv), 0)
-            redo = np.flatnonzero(since & ~same)  # the window widened: count again
-        else:
-            redo = np.flatnonzero(since)
-        if redo.size:
-            count[redo] = ((vt[:n, redo] < lv[redo]) & (evals[:n] >= first[redo])).sum(axis=0)
+        count += below[j]
+        if j:
+            np.copyto(count, 0, where=changed[j - 1])
+        if j == 0 or width[j] != width[j - 1]:
+            redo = np.flatnonzero((first > 0) & (first < n))
+            if j:
+                redo = redo[changed[j - 1, redo]]
+            if redo.size:
+                count[redo] = ((vt[:n, redo] < lv[redo]) & (evals[:n] >= first[redo])).sum(
+                    axis=0)
         if n < det.min_evals or (not stated and n - 2 < MIN_DIFFS):
             continue  # too few evals, or no noise scale yet
         # Rows with too few evals below the level cannot reach h (nor, with none, does the
@@ -224,18 +272,30 @@ def _block(det, vt: np.ndarray):
             sigma = np.sqrt(q * (1.0 - q) / det.eval_n)
         else:
             sigma = _sigma_hat(d_all[: n - 2, rows])
-        w = np.zeros(rows.size)
+        # z of the evals since the level (oldest first). An eval before a row's own first
+        # gets z = -inf, which leaves its W at 0, as not counting it does.
+        i0 = int(first.min())
+        x = vt[i0:n, rows]
         pos = sigma > 0.0
-        safe = np.where(pos, sigma, 1.0)
-        for i in range(int(first.min()), n):  # the evals since the level, oldest first
-            xi = vt[i, rows]
-            z = np.where(pos, np.minimum((lv - xi) / safe, det.clip),
-                         np.where(xi < lv, det.clip, np.where(xi == lv, 0.0, -np.inf)))
-            w = np.where(i >= first, np.maximum(0.0, w + z - det.k), w)
+        if pos.all():
+            z = np.minimum((lv - x) / sigma, det.clip)
+        else:  # noise-free scores: any eval below the level is a full-size drop
+            z = np.where(pos, np.minimum((lv - x) / np.where(pos, sigma, 1.0), det.clip),
+                         np.where(x < lv, det.clip, np.where(x == lv, 0.0, -np.inf)))
+        np.copyto(z, -np.inf, where=evals[i0:n] < first)
+        w = np.zeros(rows.size)
+        for zi in z:
+            w += zi
+            w -= det.k
+            np.maximum(w, 0.0, out=w)
         hit = rows[w >= det.h]
         stop_at[hit] = j
-        kept[hit] = best_at[hit]
         open_[hit] = False
+    # The best eval up to each stop, the earliest on ties (argmax takes the first).
+    hit = np.flatnonzero(stop_at >= 0)
+    upto = vt[:, hit].T
+    np.copyto(upto, -np.inf, where=np.arange(m) > stop_at[hit, None])
+    kept[hit] = upto.argmax(axis=1)
     return stop_at, kept
 
 
@@ -245,19 +305,24 @@ def stop_index(det, obs: np.ndarray):
     if not covers(det):
         return None
     raw = np.asarray(obs, dtype=np.float64)
-    v = det._sign * raw
-    n, m = v.shape
+    n, m = raw.shape
     if m > max(MAX_VALUES, det.smooth):
         return None
-    done = np.isfinite(v).all(axis=1)
+    # A finite row sum means finite values; a row whose sum overflows goes to the objects
+    # with the non-finite ones (correct, only slower).
+    done = np.isfinite(raw.sum(axis=1))
     if det.eval_n is not None:  # the object raises on these: let it
         done &= ((raw >= 0.0) & (raw <= 1.0)).all(axis=1)
     stop_at = np.full(n, -1, dtype=np.int64)
     kept = np.full(n, -1, dtype=np.int64)
     if m == 0 or not done.any():
         return stop_at, kept, done
-    rows = np.flatnonzero(done)
-    for b in range(0, rows.size, BLOCK):
-        part = rows[b: b + BLOCK]
-        stop_at[part], kept[part] = _block(det, np.ascontiguousarray(v[part].T))
+    every = bool(done.all())
+    rows = None if every else np.flatnonzero(done)
+    size = n if every else rows.size
+    for b in range(0, size, BLOCK):
+        part = slice(b, b + BLOCK) if every else rows[b: b + BLOCK]
+        vt = np.empty((m, min(BLOCK, size - b)))
+        np.multiply(raw[part].T, det._sign, out=vt)  # (eval, job), higher is better
+        stop_at[part], kept[part] = _block(det, vt)
     return stop_at, kept, done

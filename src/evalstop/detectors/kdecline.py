@@ -50,7 +50,9 @@ class KDecline(Detector):
         if self._sign < 0:
             v = -v
         n, m = v.shape
-        done = np.isfinite(v).all(axis=1)
+        # A finite row sum means finite values; a row whose sum overflows goes to the
+        # objects with the non-finite ones (correct, only slower).
+        done = np.isfinite(v.sum(axis=1))
         stop_at = np.full(n, -1, dtype=np.int64)
         kept = np.full(n, -1, dtype=np.int64)
         k = self.k
@@ -61,12 +63,13 @@ class KDecline(Detector):
         run = v[:, 1: m - k + 1] < v[:, : m - k]
         for s in range(1, k):
             run &= v[:, 1 + s: m - k + 1 + s] < v[:, s: m - k + s]
-        hit = run.any(axis=1)
-        rows = np.flatnonzero(hit)
-        at = run[rows].argmax(axis=1) + k
+        first = run.argmax(axis=1)
+        rows = np.flatnonzero(run[np.arange(n), first])
+        at = first[rows] + k
         stop_at[rows] = at
         # The best eval up to the stop, the earliest on ties (argmax takes the first).
-        upto = np.where(np.arange(m) <= at[:, None], v[rows], -np.inf)
+        upto = v[rows]
+        np.copyto(upto, -np.inf, where=np.arange(m) > at[:, None])
         kept[rows] = upto.argmax(axis=1)
         return stop_at, kept, done
 

@@ -58,6 +58,10 @@ def stop_index(new_detector, obs: np.ndarray, loss: np.ndarray, proxy: np.ndarra
         found = vectorised(obs if every else obs[rows])
         if found is not None:
             stop_at, kept, done = found
+            if every and done.all():  # the common case, without a gather per array
+                hit = stop_at >= 0
+                return StopPlan(np.where(hit, stop_at, m - 1), hit,
+                                np.where(hit, kept, m - 1))
             _apply(plan, rows[done], stop_at[done], kept[done])
             rows = rows[~done]  # rows the vectorised rule leaves to the objects (e.g. NaN)
     _by_objects(plan, new_detector, obs, loss, proxy, progress, rows)
