@@ -45,7 +45,7 @@ SUPPORTED = frozenset({"h", "k", "clip", "smooth", "min_evals", "trim", "smooth_
                        "eval_n"})
 # Jobs per block: bounds the (eval, job) work arrays (the 8x Philly trace is 660k jobs) and
 # keeps each row of them in cache; larger blocks pay numpy's per-call cost less often.
-BLOCK = 16384
+BLOCK = 32768
 # The level's windows are many arrays per job: fewer jobs at a time keep them in cache.
 LEVEL_BLOCK = 2048
 
@@ -322,7 +322,8 @@ def stop_index(det, obs: np.ndarray):
     size = n if every else rows.size
     for b in range(0, size, BLOCK):
         part = slice(b, b + BLOCK) if every else rows[b: b + BLOCK]
-        vt = np.empty((m, min(BLOCK, size - b)))
-        np.multiply(raw[part].T, det._sign, out=vt)  # (eval, job), higher is better
+        vt = raw[part].T.copy()  # (eval, job), higher is better
+        if det._sign < 0:
+            np.negative(vt, out=vt)
         stop_at[part], kept[part] = _block(det, vt)
     return stop_at, kept, done

@@ -105,20 +105,21 @@ def run_ends(workload, n_gpus: int, scheduler, plan: StopPlan, record_timeline: 
         while ai < n and arrival[ai] == t:
             submit(views[ai], t)
             ai += 1
-        to_start, to_preempt = schedule(t, free)
-        if to_preempt:
-            raise RuntimeError(f"scheduler {name} preempted a job but declares "
-                               "needs_checkpoints = False (no preemption)")
-        for v in to_start:
-            i = v.index
-            if v.running or start_s[i] == start_s[i]:
-                raise RuntimeError(f"scheduler {name} started job {v.job_id} twice")
-            free -= gpus[i]
-            if free < 0:
-                raise RuntimeError(f"scheduler {name} over-allocated GPUs at t={t}")
-            start_s[i] = t
-            v.running = True
-            push(heap, (t + run_s[i], i))
+        if free:  # with every GPU busy it could neither start nor preempt a job
+            to_start, to_preempt = schedule(t, free)
+            if to_preempt:
+                raise RuntimeError(f"scheduler {name} preempted a job but declares "
+                                   "needs_checkpoints = False (no preemption)")
+            for v in to_start:
+                i = v.index
+                if v.running or start_s[i] == start_s[i]:
+                    raise RuntimeError(f"scheduler {name} started job {v.job_id} twice")
+                free -= gpus[i]
+                if free < 0:
+                    raise RuntimeError(f"scheduler {name} over-allocated GPUs at t={t}")
+                start_s[i] = t
+                v.running = True
+                push(heap, (t + run_s[i], i))
         if record_timeline:
             used = n_gpus - free
             if used != tl_used[-1]:
