@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import gc
 import heapq
+import os
 import platform
 import resource
 import time
@@ -129,7 +130,8 @@ def main():
         t_gen, w = best_of(1, lambda table=table: trace_workload(
             table, np.random.default_rng(args.seed)))
         n = w.n_jobs
-        print(f"\n## {k}x Philly: {n:,} jobs on {n_gpus} GPUs (curves drawn in {t_gen:.2f} s)")
+        print(f"\n## {k}x Philly: {n:,} jobs on {n_gpus} GPUs (curves drawn in {t_gen:.2f} s; "
+              f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
         t_bare, bare_start = best_of(args.repeat, lambda: bare_fifo(
             w.arrival_s, w.duration_s, w.gpus, n_gpus))
         print(f"{'bare strict-FIFO heap loop':<28} {t_bare:7.2f} s  {n / t_bare:>9,.0f} jobs/s")
@@ -161,7 +163,8 @@ def main():
               f"{(w.eval_obs.nbytes * 4) / n / 1024:.2f} KiB per job)")
         del w, table
     k0 = sizes[0]
-    print(f"\n## time per job relative to {k0}x (target: within 1.2x at 8x)")
+    print(f"\n## time per job relative to {k0}x (target: within 1.2x at 8x; load average "
+          f"now {os.getloadavg()[0]:.1f})")
     print(f"{'':<28} " + "  ".join(f"{k:>5}x" for k in sizes))
     for c in ["bare", *CONFIGS]:
         name = "bare loop" if c == "bare" else label(*c)

@@ -73,14 +73,15 @@ def test_whole_file_is_used_for_a_plain_file(tmp_path):
 def test_a_long_line_is_refused_either_way(tmp_path, monkeypatch):
     monkeypatch.setattr("evalstop.lines.MAX_LINE_CHARS", 40)
     path = tmp_path / "jobs.csv"
-    path.write_text("\n".join(["job_id,arrival_s,duration_s,gpus", "j1,1,2,3", "j2," + "1" * 60 + ",2,3"]),
-                    encoding="utf-8")
+    rows = ["job_id,arrival_s,duration_s,gpus", "j1,1,2,3", "j2," + "1" * 60 + ",2,3"]
+    path.write_text("\n".join(rows), encoding="utf-8")
     assert jobcsv._whole_file(str(path)) is None
     with pytest.raises(InputError, match="line 3 is longer than 40"):
         read_job_csv(path)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.sampled_from(["j1", "j2", "a b", "x,y", 'q"', ""]),
                           st.sampled_from(["0", "1.5", " 2 ", "-1", "nan", "1e3", "x"]),
                           st.sampled_from(["1", "0", "3.5", "inf", "7"]),

@@ -8,6 +8,12 @@ event's time ``t + 0.0 + (grid[end] - 0.0) * dur`` is ``t + grid[end] * dur``, b
 ``grid[end] * dur`` is the same product in numpy as in Python, so it is computed for all
 jobs at once, and the finish times are the starts plus it, after the loop, as the loop
 would have added them. Ends at one instant are told to the scheduler in job order.
+
+The scheduler is not asked at an instant when every GPU is busy: one that needs no
+checkpoints may not preempt, and every job needs a GPU, so it could start nothing. A
+``JobView`` is made for every job before the loop (one ``map`` call; the scheduler still
+meets each at its arrival), and a scheduler whose ``on_end`` is the base class's (which
+does nothing) is not called at ends.
 """
 
 from __future__ import annotations

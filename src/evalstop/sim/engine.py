@@ -11,9 +11,9 @@ The scheduler sees ``JobView``s only. The simulator alone reads the hidden workl
 
 Two paths, one result. When the EvalStop overlay's rule is per-job (every shipped rule),
 each job's stop point is found before the run (``evalstop.sim.stops``), so no detector is
-called in the loop; and a scheduler that needs no checkpoints (FIFO, SJF-Est) then gets
-one event per job start instead of one per eval: the job's end (stop or completion),
-computed with the same expression as that eval's event time. Otherwise (a rule that pools
+called in the loop; and a scheduler that needs no checkpoints (FIFO) then gets one event
+per job instead of one per eval: the job's end (stop or completion), at the time that
+eval's event would have had (``evalstop.sim.ends``). Otherwise (a rule that pools
 jobs, or ``plan_stops=False``) every eval is an event and the detector is asked at each.
 The cyclic garbage collector is paused during the loop: the loop makes no cycles, and a
 collector scanning a heap that grows with the trace made big runs superlinear.
