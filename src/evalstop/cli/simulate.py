@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import re
 import sys
 
 import numpy as np
@@ -94,9 +95,7 @@ def run(args) -> int:
     order = table.arrival_order()
     jct = res.jct_s
     with atomic_write(args.out, newline="") as fh:
-        out = csv.writer(fh)
-        out.writerow(COLUMNS)
-        out.writerows(_rows(workload, res, _file_rows(order)))
+        _write(fh, _rows(workload, res, _file_rows(order)))
     n = workload.n_jobs
     print(
         f"{n} jobs on {args.gpus} GPUs under {scheduler.name}: mean JCT "
@@ -114,23 +113,40 @@ def _file_rows(order: np.ndarray) -> np.ndarray:
     return inverse
 
 
-def _rows(workload, res, rows: np.ndarray):
-    """The output rows, column by column: each column put in file order by numpy and
-    turned into strings or Python numbers at once (one cell at a time cost more than the
-    writing)."""
+def _write(fh, columns: list[list]) -> None:
+    """The header and the rows, as ``csv.writer`` writes them. Joined at once when no text
+    cell needs quoting (no comma, quote or line break in a job id or type: then csv.writer
+    writes the cells as they are, a comma between, "\\r\\n" after), else by csv.writer."""
+    out = csv.writer(fh)
+    out.writerow(COLUMNS)
+    if any(_QUOTED.search(" ".join(col)) for col in columns[:2]):
+        out.writerows(zip(*columns))
+        return
+    cells = [col if not col or isinstance(col[0], str) else list(map(str, col))
+             for col in columns]
+    if cells and cells[0]:
+        fh.write("\r\n".join(map(",".join, zip(*cells))) + "\r\n")
+
+
+_QUOTED = re.compile('[,"\r\n]')
+
+
+def _rows(workload, res, rows: np.ndarray) -> list[list]:
+    """The output columns, in file order: each put in that order by numpy and turned into
+    strings or Python numbers at once (one cell at a time cost more than the writing)."""
     def col(values):
         return np.asarray(values)[rows]
 
     stopped = col(res.stopped)
     stop_step = col(res.stop_eval) + 1
     ids = [workload.job_id[r] for r in rows.tolist()]
-    return zip(ids, col(workload.type).tolist(), col(workload.gpus).tolist(),
+    return [ids, col(workload.type).tolist(), col(workload.gpus).tolist(),
                _nums(col(workload.arrival_s)), _nums(col(res.start_s)),
                _nums(col(res.finish_s)), _nums(col(res.jct_s)), stopped.astype(int).tolist(),
                np.where(stopped, stop_step.astype(str), "").tolist(),
                (col(res.kept_eval) + 1).tolist(), _nums(col(res.end_progress)),
                _nums(col(res.gpu_s) / 3600), col(res.n_preemptions).tolist(),
-               col(workload.hacking).astype(int).tolist())
+               col(workload.hacking).astype(int).tolist()]
 
 
 def _nums(values: np.ndarray) -> list[str]:
