@@ -123,7 +123,6 @@ def _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan,
     on_end = scheduler.on_end
     if plan is None:  # the event path: ends come from the scheduler's answers
         end_eval, plan_stop, plan_kept = [last] * n, [False] * n, [last] * n
-        hears = True
     else:
         end_eval, plan_stop = plan.end_eval.tolist(), plan.stopped.tolist()
         plan_kept = (plan.kept_eval + 1).tolist()  # as a best step

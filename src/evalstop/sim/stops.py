@@ -9,8 +9,8 @@ detector call at all, and schedulers that ignore checkpoints need no checkpoint 
 
 Rules opt in by declaring ``per_job = True`` (a rule that pools information across jobs,
 such as a fleet-wide noise prior, must not, and keeps the event path). A rule may supply a
-vectorised ``stop_index`` over all jobs at once (k-decline does); every other per-job rule
-runs its own detector objects job by job here, fed exactly what the event path feeds them,
+vectorised ``stop_index`` over all jobs at once (k-decline and cusum-drop do); every other
+per-job rule runs its own detector objects job by job here, fed what the event path feeds them,
 so the decisions are the same by construction. ``tests/test_sim_fastpath.py`` compares
 every stop, start and finish with the event path.
 """
