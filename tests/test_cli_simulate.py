@@ -165,3 +165,25 @@ def test_only_types_is_case_insensitive(tmp_path):
     assert main(["simulate", "--jobs", str(jobs), "--gpus", "4", "--scheduler", "fifo",
                  "--detector", "evalstop:k=2", "--only-types", "RLHF, dpo",
                  "--out", str(tmp_path / "o.csv")]) == 0
+
+
+@pytest.mark.parametrize("ids", [["a", "b"], ["a b", " x", "y ", "é", "t\tab"], ["a,b", "c"],
+                                 ['q"', "r"], ["x\ny", "z"], ["", "e"], []])
+def test_rows_are_written_as_csv_writer_writes_them(ids):
+    """The per-job CSV joined at once is byte for byte csv.writer's (ids that need quoting
+    go through csv.writer itself)."""
+    import csv
+    import io
+
+    from evalstop.cli.simulate import COLUMNS, _write
+
+    n = len(ids)
+    cols = [ids, ["rlhf"] * n, [1] * n, ["1.5"] * n, [""] * n, ["2"] * n, ["3"] * n, [0] * n,
+            [""] * n, [20] * n, ["1"] * n, ["0.5"] * n, [0] * n, [1] * n]
+    ref = io.StringIO()
+    w = csv.writer(ref)
+    w.writerow(COLUMNS)
+    w.writerows(zip(*cols))
+    out = io.StringIO()
+    _write(out, cols)
+    assert out.getvalue() == ref.getvalue()

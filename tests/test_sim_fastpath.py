@@ -7,13 +7,15 @@ the event path, which asks the detector at every eval, on the benchmark's traces
 paper scenario and a slice of the Philly trace) under every scheduler and several rules.
 """
 
+import sys
+
 import numpy as np
 import pytest
 from conftest import make_workload, random_workload
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalstop.detectors import make_detector
+from evalstop.detectors import CusumDrop, FleetNoise, make_detector
 from evalstop.experiments.runner import hacking_jobs
 from evalstop.schedulers import SCHEDULERS, EvalStop, build, make_scheduler
 from evalstop.sim.engine import simulate
@@ -21,7 +23,7 @@ from evalstop.sim.stops import plan_for, stop_index
 from evalstop.workload import load_philly, synthetic_workload, trace_workload
 
 RULES = ("evalstop:k=2", "evalstop:k=1", "evalstop:k=3", "default", "noise-drop",
-         "patience", "stopat", "loss-plateau", "slope")
+         "patience", "stopat", "loss-plateau", "slope", "default:sigma=0.05")
 FIELDS = ("start_s", "finish_s", "stopped", "stop_eval", "kept_eval", "end_progress", "gpu_s",
           "n_preemptions", "timeline_t", "timeline_used")
 
@@ -114,30 +116,99 @@ def test_pooled_rules_and_listening_overlays_keep_the_event_path():
     assert plan_for(w, build("fifo", "evalstop:k=2")) is not None
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.integers(0, 10_000), st.sampled_from([
+# The default and its relatives: fixed and growing level windows, medians, stated noise
+# (sigma=, eval_n=), the noise-free sigma=0, and options where one eval's z is exactly the
+# clip and W lands exactly on h (k=1, clip=2, h=3 on scores on a 1/8 grid with sigma=1/8).
+CUSUM_SPECS = [
     "default", "cusum-drop", "cusum-drop:trim=-1,smooth=4", "cusum-drop:smooth=1,trim=0",
-    "cusum-drop:smooth=6,trim=1,min_evals=1", "cusum-known:sigma=0.02"]),
-       st.sampled_from(["max", "min"]), st.sampled_from(["noisy", "steps"]))
-def test_vectorised_cusum_drop_is_the_rule(seed, spec, mode, kind):
-    rng = np.random.default_rng(seed)
-    m = int(rng.integers(1, 30))
+    "cusum-drop:smooth=6,trim=1,min_evals=1", "cusum-known:sigma=0.02",
+    "cusum-known:sigma=0", "default:sigma=0.03", "default:eval_n=100", "default:eval_n=7",
+    "cusum-drop:smooth_min=2,smooth=5,trim=1", "cusum-drop:smooth_min=3,smooth=12,trim=-1",
+    "cusum-drop:smooth_min=4,smooth=4,trim=1,min_evals=1",
+    "cusum-known:eval_n=50,smooth_min=3,smooth=15,trim=3,h=1,k=0.5,clip=1",
+    "cusum-drop:h=3,k=1,clip=2,smooth=3,trim=0,smooth_min=2,min_evals=2,sigma=0.125",
+]
+
+
+def _cusum_rows(rng, kind, n, m):
     if kind == "noisy":  # rises then falls, with noise
-        peak = rng.uniform(0.2, 1.2, (50, 1))
+        peak = rng.uniform(0.2, 1.2, (n, 1))
         x = np.linspace(0, 1, m)[None, :]
-        obs = np.where(x < peak, x, 2 * peak - x) + rng.normal(0, 0.03, (50, m))
-    else:  # quantised scores: ties, constant stretches, a zero noise scale
-        obs = np.cumsum(rng.integers(-1, 2, (50, m)), axis=1).astype(float)
-    obs[rng.random(50) < 0.05, rng.integers(0, m)] = np.nan
-    z = np.zeros_like(obs)
-    grid = np.arange(1, m + 1) / m
-    fast = stop_index(lambda: make_detector(spec, mode=mode), obs, z, z, grid)
-    for i in range(50):
+        obs = np.where(x < peak, x, 2 * peak - x) * 0.8 + rng.normal(0, rng.uniform(0.005, 0.1),
+                                                                    (n, m))
+        return np.clip(obs, 0.0, 1.0)
+    if kind == "steps":  # ties, constant stretches, a zero noise scale
+        steps = np.cumsum(rng.integers(-1, 2, (n, m)), axis=1).astype(float)
+        return (steps - steps.min()) / (np.ptp(steps) + 1)
+    if kind == "grid":  # scores on a 1/8 grid: exact drops, z at the clip, W exactly h
+        return rng.integers(0, 9, (n, 1)) / 8 - np.cumsum(rng.random((n, m)) < 0.3, axis=1) / 8
+    obs = np.full((n, m), 0.5)  # constant, then a drop of a few tenths
+    obs[:, m // 2:] -= rng.integers(0, 3, (n, 1)) * 0.1
+    return obs
+
+
+def _objects(spec, mode, obs, grid):
+    out = []
+    for row in obs:
         det = make_detector(spec, mode=mode)
-        end, kept, stopped = m - 1, m - 1, False
-        for j in range(m):
-            d = det.update_stop(j + 1, obs[i, j], 0.0, 0.0, grid[j])
+        end, kept, stopped = len(grid) - 1, len(grid) - 1, False
+        for j, x in enumerate(row):
+            d = det.update_stop(j + 1, x, 0.0, 0.0, grid[j])
             if d is not None:
                 end, kept, stopped = j, d.best_step - 1, True
                 break
-        assert (fast.end_eval[i], fast.kept_eval[i], fast.stopped[i]) == (end, kept, stopped)
+        out.append((end, kept, stopped))
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from(CUSUM_SPECS), st.sampled_from(["max", "min"]),
+       st.sampled_from(["noisy", "steps", "grid", "const"]))
+def test_vectorised_cusum_drop_is_the_rule(seed, spec, mode, kind):
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(1, 40))
+    obs = _cusum_rows(rng, kind, 40, m)
+    if "eval_n" in spec:
+        obs = np.clip(obs, 0.0, 1.0)  # pass rates
+    obs[rng.random(40) < 0.05, rng.integers(0, m)] = np.nan
+    if sys.version_info < (3, 12):  # the array version answers (and not only the objects)
+        found = make_detector(spec, mode=mode).stop_index(obs)
+        assert found is not None and found[2].sum() == np.isfinite(obs).all(axis=1).sum()
+    z = np.zeros_like(obs)
+    grid = np.arange(1, m + 1) / m
+    fast = stop_index(lambda: make_detector(spec, mode=mode), obs, z, z, grid)
+    assert list(zip(fast.end_eval, fast.kept_eval, fast.stopped)) == _objects(spec, mode, obs,
+                                                                             grid)
+
+
+def test_the_array_version_declines_what_it_does_not_repeat():
+    """Options it does not know (a later companion test, say), a fleet, or a changed part
+    of the rule leave the decisions to the objects; eval_n rows out of [0, 1] too (the
+    object raises on them)."""
+
+    class WithShift(CusumDrop):
+        name = "cusum-drop-shift"
+        PARAMS = {**CusumDrop.PARAMS, "shift": (float, None)}
+
+        def __init__(self, *, shift=None, **kw):
+            super().__init__(**kw)
+            self.shift = shift
+
+    class OwnNoise(CusumDrop):
+        def _own_sigma(self, values):
+            return 1.0
+
+    obs = np.random.default_rng(0).random((5, 12))
+    kw = {"smooth": 9, "trim": 2, "smooth_min": 3}
+    assert (WithShift(**kw).stop_index(obs) is None) == (sys.version_info >= (3, 12))
+    assert WithShift(shift=0.5, **kw).stop_index(obs) is None
+    assert OwnNoise(**kw).stop_index(obs) is None
+    assert CusumDrop(fleet=FleetNoise(), **kw).stop_index(obs) is None
+    if sys.version_info < (3, 12):
+        bad = obs.copy()
+        bad[1, 3] = 1.5
+        done = CusumDrop(eval_n=50, **kw).stop_index(bad)[2]
+        assert done.tolist() == [True, False, True, True, True]
+        with pytest.raises(ValueError, match="proportions"):
+            stop_index(lambda: CusumDrop(eval_n=50, **kw), bad, bad, bad,
+                       np.arange(1, 13) / 12)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import re
 import sys
 
 import numpy as np
@@ -94,9 +95,7 @@ def run(args) -> int:
     order = table.arrival_order()
     jct = res.jct_s
     with atomic_write(args.out, newline="") as fh:
-        out = csv.writer(fh)
-        out.writerow(COLUMNS)
-        out.writerows(_rows(workload, res, _file_rows(order)))
+        _write(fh, _rows(workload, res, _file_rows(order)))
     n = workload.n_jobs
     print(
         f"{n} jobs on {args.gpus} GPUs under {scheduler.name}: mean JCT "
@@ -107,32 +106,59 @@ def run(args) -> int:
     return 0
 
 
-def _file_rows(order: np.ndarray):
+def _file_rows(order: np.ndarray) -> np.ndarray:
     """Workload rows in file order: file row ``order[r]`` became workload row ``r``."""
     inverse = np.empty_like(order)
     inverse[order] = np.arange(len(order))
-    return inverse.tolist()
+    return inverse
 
 
-def _rows(workload, res, rows: list[int]):
-    """The output rows, column by column: numpy arrays turned into lists once (reading
-    numpy scalars one cell at a time cost more than the writing)."""
+def _write(fh, columns: list[list]) -> None:
+    """The header and the rows, as ``csv.writer`` writes them. Joined at once when no text
+    cell needs quoting (no comma, quote or line break in a job id or type: then csv.writer
+    writes the cells as they are, a comma between, "\\r\\n" after), else by csv.writer."""
+    out = csv.writer(fh)
+    out.writerow(COLUMNS)
+    if any(_QUOTED.search(" ".join(col)) for col in columns[:2]):
+        out.writerows(zip(*columns))
+        return
+    cells = [col if not col or isinstance(col[0], str) else list(map(str, col))
+             for col in columns]
+    if cells and cells[0]:
+        fh.write("\r\n".join(map(",".join, zip(*cells))) + "\r\n")
+
+
+_QUOTED = re.compile('[,"\r\n]')
+
+
+def _rows(workload, res, rows: np.ndarray) -> list[list]:
+    """The output columns, in file order: each put in that order by numpy and turned into
+    strings or Python numbers at once (one cell at a time cost more than the writing)."""
     def col(values):
-        values = values.tolist()
-        return [values[r] for r in rows]
-
-    def nums(values):
-        return [_num(x) for x in col(values)]
+        return np.asarray(values)[rows]
 
     stopped = col(res.stopped)
-    stop_eval, kept_eval = col(res.stop_eval), col(res.kept_eval)
-    ids = [workload.job_id[r] for r in rows]
-    return zip(ids, col(workload.type), col(workload.gpus), nums(workload.arrival_s),
-               nums(res.start_s), nums(res.finish_s), nums(res.jct_s),
-               [int(x) for x in stopped],
-               [e + 1 if x else "" for x, e in zip(stopped, stop_eval)],
-               [k + 1 for k in kept_eval], nums(res.end_progress), nums(res.gpu_s / 3600),
-               col(res.n_preemptions), [int(x) for x in col(workload.hacking)])
+    stop_step = col(res.stop_eval) + 1
+    ids = [workload.job_id[r] for r in rows.tolist()]
+    return [ids, col(workload.type).tolist(), col(workload.gpus).tolist(),
+               _nums(col(workload.arrival_s)), _nums(col(res.start_s)),
+               _nums(col(res.finish_s)), _nums(col(res.jct_s)), stopped.astype(int).tolist(),
+               np.where(stopped, stop_step.astype(str), "").tolist(),
+               (col(res.kept_eval) + 1).tolist(), _nums(col(res.end_progress)),
+               _nums(col(res.gpu_s) / 3600), col(res.n_preemptions).tolist(),
+               col(workload.hacking).astype(int).tolist()]
+
+
+def _nums(values: np.ndarray) -> list[str]:
+    """``_num`` of each value: one ``%`` over the whole column ("%.12g" % x is
+    format(x, ".12g")), then "" for the NaNs."""
+    values = np.asarray(values, dtype=float)
+    if not len(values):
+        return []
+    out = ("%.12g\n" * len(values) % tuple(values.tolist()))[:-1].split("\n")
+    for i in np.flatnonzero(np.isnan(values)).tolist():
+        out[i] = ""
+    return out
 
 
 def _num(x: float) -> str:

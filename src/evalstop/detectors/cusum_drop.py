@@ -187,15 +187,10 @@ class CusumDrop(NoiseAware):
         """The rule over many fresh jobs at once, for the simulator's planned stops (see
         ``cusum_drop_array``); None for a subclass that changes the rule's parts."""
         cls = type(self)
-        if (cls._sigma, cls._observe, cls._smoothed) != (
-                CusumDrop._sigma, CusumDrop._observe, CusumDrop._smoothed):
+        parts = ("_sigma", "_observe", "_smoothed", "_regrow", "_noise", "_own_sigma")
+        if any(getattr(cls, f) is not getattr(CusumDrop, f) for f in parts):
             return None
-        # The array version is the rule with its own noise estimate and a fixed window:
-        # a growing window (smooth_min), the shift test or a stated/fleet noise is left to
-        # the objects.
-        if (self.smooth_min is not None or self.sigma is not None or self.shift is not None
-                or self.eval_n is not None or self.fleet is not None):
-            return None
+        # The array version declines (None) the options it does not repeat, e.g. a fleet.
         from evalstop.detectors.cusum_drop_array import stop_index
         return stop_index(self, obs)
 

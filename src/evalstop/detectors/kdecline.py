@@ -46,28 +46,31 @@ class KDecline(Detector):
         eval: ``evalstop.sim.stops`` relies on it and the tests compare the two."""
         if type(self)._observe is not KDecline._observe:
             return None  # a subclass that changes the rule
-        v = self._sign * np.asarray(obs, dtype=np.float64)
+        v = np.asarray(obs, dtype=np.float64)
+        if self._sign < 0:
+            v = -v
         n, m = v.shape
-        done = np.isfinite(v).all(axis=1)
+        # A finite row sum means finite values; a row whose sum overflows goes to the
+        # objects with the non-finite ones (correct, only slower).
+        done = np.isfinite(v.sum(axis=1))
         stop_at = np.full(n, -1, dtype=np.int64)
         kept = np.full(n, -1, dtype=np.int64)
-        if m == 0:
+        k = self.k
+        if m <= k:
             return stop_at, kept, done
-        vt = np.ascontiguousarray(v.T)  # (eval, job): one eval of every job is one row
-        streak = np.zeros(n, dtype=np.int64)
-        best, best_at = vt[0].copy(), np.zeros(n, dtype=np.int64)
-        zero = np.zeros(n, dtype=np.int64)
-        open_ = np.ones(n, dtype=bool)  # not yet stopped
-        for j in range(1, m):
-            col = vt[j]
-            streak = np.where(col < vt[j - 1], streak + 1, zero)
-            better = col > best
-            best = np.where(better, col, best)
-            best_at[better] = j
-            hit = open_ & (streak >= self.k)
-            stop_at[hit] = j
-            kept[hit] = best_at[hit]
-            open_ &= ~hit
+        # Whole rows at once: run[:, p] says evals p + 1 .. p + k each fell below the one
+        # before, so the streak first reaches k at the first such p, eval p + k.
+        run = v[:, 1: m - k + 1] < v[:, : m - k]
+        for s in range(1, k):
+            run &= v[:, 1 + s: m - k + 1 + s] < v[:, s: m - k + s]
+        first = run.argmax(axis=1)
+        rows = np.flatnonzero(run[np.arange(n), first])
+        at = first[rows] + k
+        stop_at[rows] = at
+        # The best eval up to the stop, the earliest on ties (argmax takes the first).
+        upto = v[rows]
+        np.copyto(upto, -np.inf, where=np.arange(m) > at[:, None])
+        kept[rows] = upto.argmax(axis=1)
         return stop_at, kept, done
 
     def _rule_state(self) -> dict[str, Any]:

@@ -11,9 +11,9 @@ The scheduler sees ``JobView``s only. The simulator alone reads the hidden workl
 
 Two paths, one result. When the EvalStop overlay's rule is per-job (every shipped rule),
 each job's stop point is found before the run (``evalstop.sim.stops``), so no detector is
-called in the loop; and a scheduler that needs no checkpoints (FIFO, SJF-Est) then gets
-one event per job start instead of one per eval: the job's end (stop or completion),
-computed with the same expression as that eval's event time. Otherwise (a rule that pools
+called in the loop; and a scheduler that needs no checkpoints (FIFO) then gets one event
+per job instead of one per eval: the job's end (stop or completion), at the time that
+eval's event would have had (``evalstop.sim.ends``). Otherwise (a rule that pools
 jobs, or ``plan_stops=False``) every eval is an event and the detector is asked at each.
 The cyclic garbage collector is paused during the loop: the loop makes no cycles, and a
 collector scanning a heap that grows with the trace made big runs superlinear.
@@ -31,6 +31,7 @@ import numpy as np
 from evalstop.schedulers.base import Scheduler
 from evalstop.schedulers.overlay import EvalStop
 from evalstop.sim import srtf_loop
+from evalstop.sim.ends import run_ends
 from evalstop.sim.result import SimResult
 from evalstop.sim.stops import plan_for
 from evalstop.sim.view import JobView
@@ -75,8 +76,11 @@ def simulate(
     gc_was_on = gc.isenabled()
     gc.disable()
     try:
-        return _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline,
-                    plan_for(workload, scheduler) if plan_stops else None, wall0)
+        plan = plan_for(workload, scheduler) if plan_stops else None
+        if plan is not None and not scheduler.needs_checkpoints:
+            return run_ends(workload, n_gpus, scheduler, plan, record_timeline, wall0)
+        return _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan,
+                    wall0)
     finally:
         if gc_was_on:
             gc.enable()
@@ -123,14 +127,12 @@ def _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan,
     on_end = scheduler.on_end
     if plan is None:  # the event path: ends come from the scheduler's answers
         end_eval, plan_stop, plan_kept = [last] * n, [False] * n, [last] * n
-        hears = True
     else:
         end_eval, plan_stop = plan.end_eval.tolist(), plan.stopped.tolist()
         plan_kept = (plan.kept_eval + 1).tolist()  # as a best step
         base = getattr(scheduler, "base", scheduler)
-        hears = scheduler.needs_checkpoints
         # The detector is not asked (its stops are planned); the base still is, if it
-        # listens. No evals heard: each job's one event is its end.
+        # listens.
         on_eval = base.on_eval if type(base).on_eval is not Scheduler.on_eval else None
         if base is not scheduler and all(
                 getattr(type(scheduler), f) is getattr(EvalStop, f)
@@ -167,66 +169,7 @@ def _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan,
         # it keeps big traces in memory.
         v.steps = v.evals = v.losses = v.proxies = []
 
-    while not hears:
-        # Ends only (a planned run under a scheduler that needs no checkpoints and never
-        # preempts): the loop below with everything preemption needs taken out. A job
-        # starts once, from progress 0 and without overhead, so its end event's time
-        # ``t + 0.0 + (grid[end] - 0.0) * dur`` is ``t + grid[end] * dur``, bit for bit.
-        t_heap = heap[0][0] if heap else inf
-        t_arr = arrival[ai] if ai < n else inf
-        t = t_heap if t_heap <= t_arr else t_arr  # noqa: FURB136
-        if t == inf:
-            break
-        while heap and heap[0][0] == t:
-            i = pop(heap)[2]
-            j = end_eval[i]
-            v = views[i]
-            finish_s[i] = t
-            gpu_s[i] = gpus[i] * (t - seg_start[i])
-            end_progress[i] = v.progress = grid[j]
-            was_stopped = plan_stop[i]
-            if was_stopped:
-                stopped[i] = True
-                stop_eval[i] = j
-                kept_eval[i] = plan_kept[i] - 1
-            free += gpus[i]
-            v.running = False
-            on_end(v, t, was_stopped)
-        while ai < n and arrival[ai] == t:
-            v = views[ai] = JobView(ai, ids[ai], types[ai], tenants[ai], gpus[ai],
-                                    arrival[ai], est[ai])
-            submit(v, t)
-            ai += 1
-        to_start, to_preempt = schedule(t, free)
-        if to_preempt:
-            raise RuntimeError(f"scheduler {scheduler.name} preempted a job but declares "
-                               "needs_checkpoints = False (no preemption)")
-        for v in to_start:
-            i = v.index
-            if v.running or finish_s[i] == finish_s[i]:
-                raise RuntimeError(f"scheduler {scheduler.name} started job {v.job_id} twice")
-            free -= gpus[i]
-            if free < 0:
-                raise RuntimeError(f"scheduler {scheduler.name} over-allocated GPUs at t={t}")
-            start_s[i] = seg_start[i] = t
-            v.running = True
-            seq += 1
-            push(heap, (t + grid[end_eval[i]] * dur[i], seq, i))
-        if record_timeline:
-            used = n_gpus - free
-            if used != tl_used[-1]:
-                if tl_t[-1] == t:
-                    tl_used[-1] = used
-                else:
-                    tl_t.append(t)
-                    tl_used.append(used)
-        if free == n_gpus and ai >= n and scheduler.queue_length:
-            raise RuntimeError(
-                f"scheduler {scheduler.name} left {scheduler.queue_length} jobs waiting "
-                "on an idle cluster"
-            )
-
-    while hears:
+    while True:
         t_heap = heap[0][0] if heap else inf
         t_arr = arrival[ai] if ai < n else inf
         t = t_heap if t_heap <= t_arr else t_arr  # noqa: FURB136 (min() is slower here)

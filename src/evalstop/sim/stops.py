@@ -9,8 +9,8 @@ detector call at all, and schedulers that ignore checkpoints need no checkpoint 
 
 Rules opt in by declaring ``per_job = True`` (a rule that pools information across jobs,
 such as a fleet-wide noise prior, must not, and keeps the event path). A rule may supply a
-vectorised ``stop_index`` over all jobs at once (k-decline does); every other per-job rule
-runs its own detector objects job by job here, fed exactly what the event path feeds them,
+vectorised ``stop_index`` over all jobs at once (k-decline and cusum-drop do); every other
+per-job rule runs its own detector objects job by job here, fed what the event path feeds them,
 so the decisions are the same by construction. ``tests/test_sim_fastpath.py`` compares
 every stop, start and finish with the event path.
 """
@@ -58,6 +58,10 @@ def stop_index(new_detector, obs: np.ndarray, loss: np.ndarray, proxy: np.ndarra
         found = vectorised(obs if every else obs[rows])
         if found is not None:
             stop_at, kept, done = found
+            if every and done.all():  # the common case, without a gather per array
+                hit = stop_at >= 0
+                return StopPlan(np.where(hit, stop_at, m - 1), hit,
+                                np.where(hit, kept, m - 1))
             _apply(plan, rows[done], stop_at[done], kept[done])
             rows = rows[~done]  # rows the vectorised rule leaves to the objects (e.g. NaN)
     _by_objects(plan, new_detector, obs, loss, proxy, progress, rows)

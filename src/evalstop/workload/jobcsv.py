@@ -12,12 +12,16 @@ problem`` for the file as a whole), so the CLI can print it as it is.
 from __future__ import annotations
 
 import csv
+import gc
+import io
 import math
+import os
 from pathlib import Path
 
 import numpy as np
 
 from evalstop.errors import InputError
+from evalstop import lines as line_limits
 from evalstop.lines import bounded_lines
 from evalstop.workload.build import DEFAULT_TENANT
 from evalstop.workload.model import JOB_TYPES
@@ -101,8 +105,13 @@ def read_job_csv(path: str | Path) -> JobTable:
 
     Rows are checked column by column (``_fast_columns``); only when that finds a problem
     are they checked again row by row, in file order, to name the first bad line exactly
-    as a row-by-row reader would."""
+    as a row-by-row reader would. A plain file (no blank or multi-line rows, every line
+    short, UTF-8) is read whole and parsed at once (``_whole_file``); anything else, and
+    every error, goes the line-by-line way."""
     path = str(path)
+    table = _whole_file(path)
+    if table is not None:
+        return table
     header: list[str] | None = None
     records: list[list[str]] = []
     lines: list[int] = []
@@ -136,7 +145,7 @@ def read_job_csv(path: str | Path) -> JobTable:
         if stopped_by is not None:
             raise stopped_by
         raise InputError(f"{path}: empty file (no header, no jobs)")
-    cols = None if stopped_by is not None else _fast_columns(header, records)
+    cols = None if stopped_by is not None else _fast_columns(header, list(zip(*records)))
     if cols is None:
         # Some row is bad (or the reading stopped early): the first problem in file order
         # wins, as it would reading row by row.
@@ -145,7 +154,10 @@ def read_job_csv(path: str | Path) -> JobTable:
             raise stopped_by
     if not lines:
         raise InputError(f"{path}: no jobs (a header but no rows)")
+    return _table(cols, lines, path)
 
+
+def _table(cols: dict, lines, path: str) -> JobTable:
     def optional(name, dtype):
         return np.array(cols[name], dtype=dtype) if name in cols else None
 
@@ -158,6 +170,104 @@ def read_job_csv(path: str | Path) -> JobTable:
                     est_duration_s=optional("est_duration_s", float),
                     line=np.array(lines, dtype=np.int64),
                     source=path)
+
+
+# Files up to this size may be read whole (the streaming reader holds every row anyway).
+WHOLE_FILE_BYTES = 1 << 28
+
+
+def _whole_file(path: str) -> JobTable | None:
+    """The table of a plain file, read at once; None for anything else (and for every
+    error): the line-by-line reader then answers, with its exact messages."""
+    try:
+        with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size > WHOLE_FILE_BYTES:
+                return None
+            data = _short_lines(f, line_limits.MAX_LINE_CHARS)
+    except OSError:
+        return None
+    if data is None:
+        return None
+    raw = np.frombuffer(data, dtype=np.uint8)
+    breaks = np.flatnonzero(raw == 10)
+    # No line longer than the streaming reader takes (bytes count at least the characters).
+    if np.diff(breaks, prepend=-1, append=len(data)).max() > line_limits.MAX_LINE_CHARS:
+        return None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+    paused = gc.isenabled()
+    gc.disable()  # a list per row: the collector would walk them all, again and again
+    try:
+        found = _plain_columns(data, raw, breaks, text) or _csv_columns(text)
+        if found is None:
+            return None
+        header, columns, n_lines = found
+        if not "".join(header).strip():
+            return None
+        try:
+            header = _header(header, path, 1)
+        except InputError:
+            return None
+        cols = _fast_columns(header, columns)  # None for a bad or whitespace-only row
+        if cols is None:
+            return None
+        return _table(cols, range(2, n_lines + 1), path)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _short_lines(f, limit: int) -> bytes | None:
+    """The file's bytes, read a block at a time; None as soon as a line runs past
+    ``limit``, so an enormous line is never held whole (the line-by-line reader then
+    refuses it)."""
+    block = min(1 << 20, limit + 1)
+    parts, run = [], 0  # run: bytes since the last newline
+    while chunk := f.read(block):
+        parts.append(chunk)
+        nl = chunk.rfind(b"\n")
+        run = run + len(chunk) if nl < 0 else len(chunk) - nl - 1
+        if run > limit:
+            return None
+    return b"".join(parts)
+
+
+def _plain_columns(data: bytes, raw: np.ndarray, breaks: np.ndarray, text: str):
+    """``(header, columns, lines)`` of a file without quotes, NUL or lone carriage
+    returns, where every line has the header's number of commas: then the csv module's
+    fields are the text split at commas and line ends, so each column is a slice of one
+    flat list. None otherwise."""
+    if b'"' in data or b"\0" in data or data.count(b"\r") != data.count(b"\r\n"):
+        return None
+    end = len(data) - (1 if data.endswith(b"\n") else 0)  # a last newline ends the last line
+    line_ends = breaks[breaks < end]
+    commas = np.flatnonzero(raw == 44)
+    per_line = np.diff(np.searchsorted(commas, np.append(line_ends, end)), prepend=0)
+    if len(per_line) < 2 or (per_line != per_line[0]).any():
+        return None  # a blank line or a short row: the csv way says which
+    width = int(per_line[0]) + 1
+    body = text.replace("\r\n", "\n")
+    if body.endswith("\n"):
+        body = body[:-1]
+    fields = body.replace("\n", ",").split(",")
+    return fields[:width], [fields[width + j:: width] for j in range(width)], len(per_line)
+
+
+def _csv_columns(text: str):
+    """``(header, columns, lines)`` by the csv module when every row is one line as long
+    as the header; None otherwise."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        rows = list(reader)
+    except csv.Error:
+        return None
+    if len(rows) < 2 or reader.line_num != len(rows):
+        return None  # a quoted newline: line numbers are not row numbers
+    if set(map(len, rows)) != {len(rows[0])}:
+        return None
+    return rows[0], list(zip(*rows[1:])), len(rows)
 
 
 def _row_by_row(header, records, lines, path) -> dict[str, list]:
@@ -176,15 +286,16 @@ def _row_by_row(header, records, lines, path) -> dict[str, list]:
     return cols
 
 
-def _fast_columns(header, records) -> dict[str, list] | None:
-    """The columns of ``records`` if every row is good, else None. The same conversions
-    as ``_parse_row`` (Python's ``float`` on each stripped cell), one column at a time."""
-    if not records:
+def _fast_columns(header, columns) -> dict[str, list] | None:
+    """The columns (each a sequence of cells, one per row) if every row is good, else
+    None. The same conversions as ``_parse_row`` (Python's ``float`` on each stripped
+    cell), one column at a time."""
+    if not columns or not len(columns[0]):
         return {c: [] for c in REQUIRED + OPTIONAL if c in header}
-    raw = dict(zip(header, zip(*records)))
+    raw = dict(zip(header, columns))
 
     def cells(name):
-        return [c.strip() for c in raw[name]]
+        return list(map(str.strip, raw[name]))
 
     cols: dict[str, list] = {}
     try:
@@ -199,20 +310,21 @@ def _fast_columns(header, records) -> dict[str, list] | None:
                 and np.isfinite(gpus).all() and (gpus >= 1).all() and (gpus <= MAX_GPUS).all()
                 and (gpus == np.floor(gpus)).all()):
             return None
-        cols.update(job_id=ids, arrival_s=arrival.tolist(), duration_s=duration.tolist(),
-                    gpus=gpus.astype(np.int64).tolist())
+        cols.update(job_id=ids, arrival_s=arrival, duration_s=duration,
+                    gpus=gpus.astype(np.int64))
         if "type" in raw:
-            types = [t.lower() for t in cells("type")]
+            types = list(map(str.lower, cells("type")))
             if not set(types) <= set(JOB_TYPES):
                 return None
             cols["type"] = types
         if "tenant" in raw:
-            cols["tenant"] = [t or DEFAULT_TENANT for t in cells("tenant")]
+            tenants = cells("tenant")
+            cols["tenant"] = [t or DEFAULT_TENANT for t in tenants] if "" in tenants else tenants
         if "est_duration_s" in raw:
             est = np.array(list(map(float, cells("est_duration_s"))))
             if not (np.isfinite(est).all() and (est > 0).all()):
                 return None
-            cols["est_duration_s"] = est.tolist()
+            cols["est_duration_s"] = est
     except ValueError:  # a cell that is not a number
         return None
     return cols
