@@ -71,7 +71,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--preset", default=None, metavar="NAME",
                    help="run every study on a workload knob preset (known: "
                         "paper-assumptions: the knobs under which the paper's main table "
-                        "holds; see README, Workloads)")
+                        "holds; see docs/workloads.md)")
     p.add_argument("--no-progress", action="store_true",
                    help="no progress bar (on a terminal) or progress lines (elsewhere)")
     add_ray_option(p)

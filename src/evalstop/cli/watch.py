@@ -38,7 +38,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--policy", default=None, metavar="FILE",
                    help="TOML policy: per-tenant metric, mode, detector, noise (eval_n/sigma) "
                         "and eval group, action, checkpoint root, dry-run and allow list (see "
-                        "the README); replaces --detector/--mode/--action/--checkpoint-*/"
+                        "docs/watch.md); replaces --detector/--mode/--action/--checkpoint-*/"
                         "--tenant-pattern/--tb-tag")
     p.add_argument("--check-policy", action="store_true",
                    help="with --policy: check it, print each tenant's effective rule, exit")

@@ -24,12 +24,13 @@ for _cls in (KDecline, StopAt, LossPlateau, Patience, NoiseDrop, SlopeTest, Cusu
     register(_cls)
 
 # The recommended default, chosen on tuning material only by benchmarks/tune_default.py
-# (issue 11: runs of 5-60 evals, pass rates over N prompts, short runs; see README.md, "Which
-# rule to choose"); the paper's rule stays as evalstop:k=2. Issue 11's third round (tuning
-# short drops that fall over two evals or after a rise) lowered h and raised clip from
-# ROUND1_DEFAULT_SPEC, the first round's pick. Before issue 11 the default was
-# cusum-drop:h=2.0,k=0.75,clip=2.0,smooth=9,min_evals=6,trim=2 (PREVIOUS_DEFAULT_SPEC), which
-# replaced noise-drop:m=1.4,n=2,smooth=9; all are still spellable unchanged.
+# (issue 11: runs of 5-60 evals, pass rates over N prompts, short runs; see
+# docs/stop-rules.md, "The default on real-shaped runs"); the paper's rule stays as
+# evalstop:k=2. Issue 11's third round (tuning short drops that fall over two evals or
+# after a rise) lowered h and raised clip from ROUND1_DEFAULT_SPEC, the first round's pick.
+# Before issue 11 the default was cusum-drop:h=2.0,k=0.75,clip=2.0,smooth=9,min_evals=6,
+# trim=2 (PREVIOUS_DEFAULT_SPEC), which replaced noise-drop:m=1.4,n=2,smooth=9; all are still
+# spellable unchanged.
 DEFAULT_SPEC = "cusum-drop:h=2.5,k=1.5,clip=3.0,smooth=15,min_evals=4,trim=3,smooth_min=3"
 ROUND1_DEFAULT_SPEC = "cusum-drop:h=3.0,k=1.5,clip=2.5,smooth=15,min_evals=4,trim=3,smooth_min=3"
 PREVIOUS_DEFAULT_SPEC = "cusum-drop:h=2.0,k=0.75,clip=2.0,smooth=9,min_evals=6,trim=2"

@@ -1,4 +1,4 @@
-"""Detector specs ``NAME[:key=value,...]`` (README, "Stop rules") and the registry behind them."""
+"""Detector specs ``NAME[:key=value,...]`` (docs/stop-rules.md) and the registry behind them."""
 
 from __future__ import annotations
 

@@ -54,12 +54,12 @@ class KnobPreset:
 
 
 # Found by ``python benchmarks/paper_assumptions_search.py`` (the search is
-# ``evalstop.experiments.assumption_search.search``; its printed table is in README.md,
-# "Workloads"). Search seeds are not the reproduce seeds.
+# ``evalstop.experiments.assumption_search.search``; its printed table is in
+# docs/workloads.md, "Knobs"). Search seeds are not the reproduce seeds.
 PAPER_ASSUMPTIONS = KnobPreset(
     name="paper-assumptions",
     # cost 5 (two doublings each of c_late and c_decline, plus RLHF-only watching); two
-    # other settings of cost 5 pass too, with smaller margins (see README).
+    # other settings of cost 5 pass too, with smaller margins (see docs/workloads.md).
     c_late=4.0, c_decline=4.0, n_evals=20, watch_lora_dpo=False,
     how="the least-changed knob setting whose main-table precision, recall and FPR "
         "(evalstop:k=2) lie in the paper's region on held-out search seeds",

@@ -1,8 +1,9 @@
 """One lab run's settings. Plain data, numpy-free and torch-free, so the CLI and the
 corpus code can build and check configs without importing torch.
 
-The defaults are the calibrated setting the shipped corpus uses (README.md, "Real reward-hacking traces: the lab", says
-how they were chosen); ``pairs``, ``beta`` and ``seed`` are what a corpus varies.
+The defaults are the calibrated setting the shipped corpus uses (docs/lab.md, "How the setup
+was calibrated", says how they were chosen); ``pairs``, ``beta`` and ``seed`` are what a
+corpus varies.
 """
 
 from __future__ import annotations

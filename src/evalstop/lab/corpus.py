@@ -2,8 +2,9 @@
 
 Shipped files (``evalstop/data``; the trigram world's are named ``lab2_*``):
 
-- ``lab_corpus.jsonl.gz``: every run's eval records in the eval-log format (README, under `evalstop replay`)
-  (``job`` = run id; ``eval`` = gold score; ``proxy``, ``loss``, ``progress``);
+- ``lab_corpus.jsonl.gz``: every run's eval records in the eval-log format
+  (docs/simulator.md, "The eval log"; ``job`` = run id; ``eval`` = gold score; ``proxy``,
+  ``loss``, ``progress``);
 - ``lab_labels.csv``: one row per run, the hacking label and the numbers behind it
   (``evalstop.lab.labels``), kept apart from the log so detectors never see it;
 - ``lab_corpus.json``: the label rule, the grid, the command that regenerates the corpus,

@@ -22,7 +22,7 @@ from evalstop.lab.output import is_complete, paths, read_run_label
 from evalstop.lab.worlds import DEFAULT_WORLD, WORLDS, world_spec
 from evalstop.parallel import check_workers, parallel_map
 
-# The first world's shipped grid (README.md, the lab section: how it was calibrated). Few
+# The first world's shipped grid (docs/lab.md: how it was calibrated). Few
 # pairs and no KL penalty hack; many pairs or a strong penalty stay healthy; the middle is
 # mixed. Each world's grid is in ``evalstop.lab.worlds``.
 PAIRS = WORLDS[DEFAULT_WORLD].pairs

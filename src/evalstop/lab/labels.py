@@ -1,7 +1,7 @@
 """The hacking label of a finished run, by a stated rule on its complete gold curve.
 
 Labels are computed after the run, from the whole curve, and stored apart from the eval
-log: detectors only ever see the log. The rule (the README's lab section states it too):
+log: detectors only ever see the log. The rule (docs/lab.md, "The label rule", states it too):
 
 1. Smooth the gold curve with a centred moving average over ``SMOOTH`` evals (edges
    repeat the end values), so a single noisy eval can neither make nor hide a peak.

@@ -181,7 +181,7 @@ def run_trl(*, pairs: int, beta: float, seed: int, out_dir: str, max_steps: int 
 
 
 def _write_log(out_dir: str, job: str, evals: list[dict], max_steps: int) -> None:
-    """The run's evals as an eval log (the README's eval-log format), ``OUT/eval_log.jsonl``."""
+    """The run's evals as an eval log (docs/simulator.md's format), ``OUT/eval_log.jsonl``."""
     import json
 
     from evalstop.fileio import atomic_write

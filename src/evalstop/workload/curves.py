@@ -10,7 +10,7 @@ parameters drawn from documented ranges to three ``(n_jobs, m)`` arrays:
 
 It also returns ``peak_progress`` (where ``eval_true`` peaks, 1.0 if it never falls within
 the run) and the hidden ``hacking`` label. The formulas and every range are documented in
-README.md, "Workloads"; the ranges live here, next to the code that uses them.
+docs/workloads.md, "Curves"; the ranges live here, next to the code that uses them.
 
 All randomness comes from the ``numpy.random.Generator`` passed in, drawn in a fixed order
 (families in ``JOB_TYPES`` order, parameters in the order written), so one generator state

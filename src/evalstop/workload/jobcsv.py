@@ -1,4 +1,4 @@
-"""Read a job trace CSV (the contract in the README, "Job traces (CSV)") into a ``JobTable``.
+"""Read a job trace CSV (the contract in docs/simulator.md, "Job traces (CSV)") into a ``JobTable``.
 
 Required columns: ``job_id, arrival_s, duration_s, gpus``. Optional: ``type`` (one of
 JOB_TYPES, case-insensitive), ``tenant`` (an empty cell means the default tenant) and

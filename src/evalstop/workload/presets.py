@@ -3,7 +3,7 @@
 Per job type, GPU demand is one of a few sizes (equally likely) and the uninterrupted run
 time is log-uniform between two bounds: bounded like a platform's real limits, spread over
 a factor of 3-4 like real fine-tuning jobs, and with a closed-form mean, which the Poisson
-arrival rate needs (see arrivals.py). Rationale for each number: README.md, "Workloads".
+arrival rate needs (see arrivals.py). Rationale for each number: docs/workloads.md.
 """
 
 from __future__ import annotations
