@@ -183,7 +183,7 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
             ea_bound += gpus[i]
         # Drop entries of jobs no longer running (looked at every 64th start; at most
         # n_gpus jobs run).
-        if not order & 63 and len(worst) > 64 + 4 * n_gpus:
+        if not order & 63 and len(worst) > 64 + 2 * n_gpus:
             worst[:] = [e for e in worst if live[e[5]] is e]
             heapify(worst)
 
