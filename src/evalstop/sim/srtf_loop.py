@@ -28,7 +28,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from bisect import insort
+from bisect import bisect_left, insort
 
 import numpy as np
 
@@ -111,20 +111,12 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
     gpus = workload.gpus.tolist()
     arrival = workload.arrival_s.tolist()
     est = workload.est_duration_s.tolist()
-    end_eval, plan_stop = plan.end_eval.tolist(), plan.stopped.tolist()
-    plan_kept = plan.kept_eval.tolist()
+    end_eval = plan.end_eval.tolist()
 
     nan, inf = math.nan, math.inf
     start_s = [nan] * n
     finish_s = [nan] * n
-    stopped = [False] * n
-    stop_eval = [-1] * n
-    kept_eval = [last] * n
-    end_progress = [0.0] * n
     gpu_s = [0.0] * n
-    seg_start = [0.0] * n
-    seg_oh = [0.0] * n
-    seg_p0 = [0.0] * n
     segs: list = [None] * n  # running segment: (start, overhead, p0, dur, j0, call, order, grid)
     done = [-1] * n  # the last eval processed, as of when SRTF-Est last looked
     nxt = [inf] * n  # the time of the eval after it (inf: none before the job's end)
@@ -146,16 +138,21 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
     # (-key, time, batch, 0, _Rank, job) for one set at an eval: the checkpoint loop's
     # (-key, version) order.
     worst: list = []
-    wseq = order = n_running = 0
+    wseq = order = 0
+    # What the last in-place count that fell short (enough_above) found: running jobs with
+    # keys above ``ea_limit`` held at most ``ea_bound`` GPUs. Keys only fall while a job
+    # runs, so only a start can add to that; ``start`` adds its GPUs when its key is above
+    # the limit, and until the bound reaches what the head is short of, the count would
+    # fall short again (on Philly this answers 35k of the 56k counts).
+    ea_limit, ea_bound = inf, 0
     free = n_gpus
     ai = 0
     tl_t: list[float] = [0.0]
     tl_used: list[int] = [0]
 
     def start(i, key, t, call, cid):
-        nonlocal order, n_running
+        nonlocal order, ea_bound
         moved[i] = cid
-        n_running += 1
         order += 1
         if gone[i] == cid:
             # Preempted and restarted in one call: the checkpoint loop keeps it running
@@ -163,6 +160,8 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
             gone[i] = 0
             e = live[i] = (-key, t, call, 1, order, i)
             push(worst, e)
+            if key > ea_limit:
+                ea_bound += gpus[i]
             return
         if n_pre[i]:
             key = est[i] * (1.0 - prog[i])  # the wait key predates the progress made
@@ -171,9 +170,7 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
             oh = 0.0
         if start_s[i] != start_s[i]:
             start_s[i] = t
-        p0 = seg_p0[i] = prog[i]
-        seg_start[i] = t
-        seg_oh[i] = oh
+        p0 = prog[i]
         d = dur[i]
         te = end_t[i] = t + oh + (grid[end_eval[i]] - p0) * d
         push(events, (te, i))
@@ -182,7 +179,11 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
         nxt[i] = t + oh + (grid[j] - p0) * d if j < end_eval[i] else inf
         e = live[i] = (-key, t, call, 1, order, i)
         push(worst, e)
-        if len(worst) > 64 + 4 * n_running:  # drop entries of jobs no longer running
+        if key > ea_limit:
+            ea_bound += gpus[i]
+        # Drop entries of jobs no longer running (looked at every 64th start; at most
+        # n_gpus jobs run).
+        if not order & 63 and len(worst) > 64 + 2 * n_gpus:
             worst[:] = [e for e in worst if live[e[5]] is e]
             heapify(worst)
 
@@ -203,6 +204,20 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
         # The queue in key order, at most ``depth`` deep, starting each job that fits.
         looked = b = 0
         while looked < depth and free > 0:
+            if free == 1:
+                # Only a one-GPU job fits: the multi-GPU jobs ahead of it are looked at and
+                # skipped, all at once.
+                if not wait:
+                    break
+                if b < len(wait_big) and wait_big[b] < wait[0]:
+                    k = bisect_left(wait_big, wait[0], b)
+                    looked += k - b
+                    b = k
+                    if looked >= depth:
+                        break
+                e = pop(wait)
+                start(e[2], e[0], t, call, cid)
+                return 0
             if wait and not (b < len(wait_big) and wait_big[b] < wait[0]):
                 e = pop(wait)
                 free -= 1
@@ -228,23 +243,29 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
         and then the search below would pop and push back every candidate, at each arrival
         until the head fits; here the heap is read in place instead: a subtree whose root's
         stored key is at most ``limit`` holds no candidate, stored keys being upper bounds."""
+        nonlocal ea_limit, ea_bound
         n_w = len(worst)
         stack = [0] if n_w else []
         fresh = []
+        held = 0  # the GPUs of every running job above the limit, this call's starts too
         while stack:
             k = stack.pop()
             e = worst[k]
             if -e[0] <= limit:
                 continue
             i = e[5]
-            if live[i] is e and moved[i] != cid:
-                if nxt[i] <= t:
-                    e = live[i] = refresh(i, t)
-                    fresh.append(e)  # pushed below; the heap is not moved while read
-                if -e[0] > limit:
-                    short -= gpus[i]
-                    if short <= 0:
-                        break
+            if live[i] is e:
+                if moved[i] != cid:
+                    if nxt[i] <= t:
+                        e = live[i] = refresh(i, t)
+                        fresh.append(e)  # pushed below; the heap is not moved while read
+                    if -e[0] > limit:
+                        short -= gpus[i]
+                        if short <= 0:
+                            break
+                        held += gpus[i]
+                elif -e[0] > limit:
+                    held += gpus[i]
             k = 2 * k + 1
             if k < n_w:
                 stack.append(k)
@@ -252,10 +273,12 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
                     stack.append(k + 1)
         for e in fresh:
             push(worst, e)
+        if short > 0:
+            ea_limit, ea_bound = limit, held
         return short <= 0
 
     def preempt_for_head(free, t, call, cid, preempted):
-        nonlocal wseq, n_running
+        nonlocal wseq
         rounds = 0
         while (wait or wait_big) and rounds < depth:
             rounds += 1
@@ -271,7 +294,8 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
             # The top's stored key bounds every key: most calls end here. Short of one GPU,
             # the search below stops at the first candidate anyway.
             if not worst or -worst[0][0] <= limit or (
-                    need - free > 1 and not enough_above(limit, need - free, t, cid)):
+                    need - free > 1 and ((limit >= ea_limit and ea_bound < need - free)
+                                         or not enough_above(limit, need - free, t, cid))):
                 break
             victims, popped, gain = [], [], 0
             while worst and free + gain < need:
@@ -306,7 +330,6 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
                 moved[i] = gone[i] = cid
                 preempted.append(i)
                 live[i] = None
-                n_running -= 1
                 wseq += 1
                 if gpus[i] == 1:
                     push(wait, (est[i] * (1.0 - prog[i]), wseq, i))
@@ -330,34 +353,28 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
             if end_t[i] != t:
                 continue  # a preempted segment's end, or a copy of one already handled
             end_t[i] = nan
-            j = end_eval[i]
-            finish_s[i] = t
-            gpu_s[i] += gpus[i] * (t - seg_start[i])
-            end_progress[i] = grid[j]
-            if plan_stop[i]:
-                stopped[i] = True
-                stop_eval[i] = j
-                kept_eval[i] = plan_kept[i]
+            finish_s[i] = t  # (how it ended, every job's planned end, is filled in below)
+            gpu_s[i] += gpus[i] * (t - segs[i][0])
             free += gpus[i]
             live[i] = None
-            n_running -= 1
             changed = True
         alone = -1
-        if (ai < n and arrival[ai] == t and not wait and not wait_big and gpus[ai] <= free
-                and (ai + 1 == n or arrival[ai + 1] != t)):
-            # One arrival at an empty queue, and it fits: the call below would push it and
-            # pop it at once (on Philly, 42% of arrivals).
-            alone = ai
-            ai += 1
+        if ai < n and arrival[ai] == t:
             changed = True
-        while ai < n and arrival[ai] == t:
-            wseq += 1
-            if gpus[ai] == 1:
-                push(wait, (est[ai], wseq, ai))  # est * (1 - 0.0) is est
+            if (not wait and not wait_big and gpus[ai] <= free
+                    and (ai + 1 == n or arrival[ai + 1] != t)):
+                # One arrival at an empty queue, and it fits: the call below would push it
+                # and pop it at once (on Philly, 42% of arrivals).
+                alone = ai
+                ai += 1
             else:
-                insort(wait_big, (est[ai], wseq, ai))
-            ai += 1
-            changed = True
+                while ai < n and arrival[ai] == t:
+                    wseq += 1
+                    if gpus[ai] == 1:
+                        push(wait, (est[ai], wseq, ai))  # est * (1 - 0.0) is est
+                    else:
+                        insort(wait_big, (est[ai], wseq, ai))
+                    ai += 1
         if not changed:
             continue
         if t == t_call:
@@ -382,13 +399,14 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
                 for i in preempted:
                     if gone[i] != cid:
                         continue  # restarted in the same call: it never stopped
-                    p = seg_p0[i] + max(0.0, t - seg_start[i] - seg_oh[i]) / dur[i]
+                    s, oh, p0, d = segs[i][:4]
+                    p = p0 + max(0.0, t - s - oh) / d
                     prog[i] = min(p, grid[done[i] + 1])
-                    gpu_s[i] += gpus[i] * (t - seg_start[i])
+                    gpu_s[i] += gpus[i] * (t - s)
                     end_t[i] = nan
                     n_pre[i] += 1
                 preempted.clear()
-                if len(events) > 64 + 2 * n_running:
+                if len(events) > 64 + 2 * n_gpus:
                     # A preempted segment's end would stay in the heap until its time: on
                     # Philly, 40 stale ends for each live one, paid for by every push and pop.
                     events[:] = [e for e in events if end_t[e[1]] == e[0]]
@@ -406,16 +424,18 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
                                "jobs waiting "
                                "on an idle cluster")
 
-    stop_eval_a = np.array(stop_eval, dtype=np.int64)
-    stopped_a = np.array(stopped, dtype=bool)
+    # Every job ran to its planned end (or the loop raised above).
+    stopped_a = np.array(plan.stopped, dtype=bool)
+    stop_eval_a = np.where(stopped_a, plan.end_eval, -1).astype(np.int64)
+    kept_eval_a = np.where(stopped_a, plan.kept_eval, last).astype(np.int64)
     n_evals_seen = int(np.where(stopped_a, stop_eval_a + 1, m).sum())
     res = SimResult(
         start_s=np.array(start_s),
         finish_s=np.array(finish_s),
         stopped=stopped_a,
         stop_eval=stop_eval_a,
-        kept_eval=np.array(kept_eval, dtype=np.int64),
-        end_progress=np.array(end_progress),
+        kept_eval=kept_eval_a,
+        end_progress=np.array(grid)[plan.end_eval],
         gpu_s=np.array(gpu_s),
         n_preemptions=np.array(n_pre, dtype=np.int64),
         timeline_t=np.array(tl_t),
