@@ -319,7 +319,7 @@ def _block(det, vt: np.ndarray):
         # z of the evals since the level (oldest first). An eval before a row's own first
         # gets z = -inf, which leaves its W at 0, as not counting it does.
         i0 = int(first.min())
-        x = vt[i0:n, rows]
+        x = vt[i0:n].take(rows, axis=1)  # C order: the CUSUM below runs row by row
         pos = sigma > 0.0
         if pos.all():
             z = np.minimum((lv - x) / sigma, det.clip)
@@ -374,5 +374,5 @@ def stop_index(det, obs: np.ndarray):
             stop_at[part], kept[part] = _block(det, vt)
         elif may.any():
             idx = (np.arange(b, min(b + BLOCK, size)) if every else part)[may]
-            stop_at[idx], kept[idx] = _block(det, vt[:, may])
+            stop_at[idx], kept[idx] = _block(det, vt.compress(may, axis=1))  # C order
     return stop_at, kept, done
