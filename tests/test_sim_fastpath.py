@@ -130,6 +130,9 @@ CUSUM_SPECS = [
 ]
 
 
+KINDS = ["noisy", "steps", "grid", "const", "plateau"]
+
+
 def _cusum_rows(rng, kind, n, m):
     if kind == "noisy":  # rises then falls, with noise
         peak = rng.uniform(0.2, 1.2, (n, 1))
@@ -142,6 +145,12 @@ def _cusum_rows(rng, kind, n, m):
         return (steps - steps.min()) / (np.ptp(steps) + 1)
     if kind == "grid":  # scores on a 1/8 grid: exact drops, z at the clip, W exactly h
         return rng.integers(0, 9, (n, 1)) / 8 - np.cumsum(rng.random((n, m)) < 0.3, axis=1) / 8
+    if kind == "plateau":  # a tied run at the top, then drops on a grid: the level is
+        # clamped to its top kept value and equals the bound on it exactly
+        top = rng.integers(2, 9, (n, 1)) / 8
+        rise = np.minimum(np.arange(m)[None, :] / 8, top)
+        drop = np.cumsum(rng.random((n, m)) < 0.4, axis=1) * (np.arange(m) > m // 2) / 8
+        return rise - drop
     obs = np.full((n, m), 0.5)  # constant, then a drop of a few tenths
     obs[:, m // 2:] -= rng.integers(0, 3, (n, 1)) * 0.1
     return obs
@@ -163,7 +172,7 @@ def _objects(spec, mode, obs, grid):
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 10_000), st.sampled_from(CUSUM_SPECS), st.sampled_from(["max", "min"]),
-       st.sampled_from(["noisy", "steps", "grid", "const"]))
+       st.sampled_from(KINDS))
 def test_vectorised_cusum_drop_is_the_rule(seed, spec, mode, kind):
     rng = np.random.default_rng(seed)
     m = int(rng.integers(1, 40))
@@ -179,6 +188,39 @@ def test_vectorised_cusum_drop_is_the_rule(seed, spec, mode, kind):
     fast = stop_index(lambda: make_detector(spec, mode=mode), obs, z, z, grid)
     assert list(zip(fast.end_eval, fast.kept_eval, fast.stopped)) == _objects(spec, mode, obs,
                                                                              grid)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from(CUSUM_SPECS), st.sampled_from(["max", "min"]),
+       st.sampled_from(KINDS))
+def test_the_bound_keeps_every_job_the_rule_stops(seed, spec, mode, kind):
+    """``_may_stop`` leaves out only jobs the objects never stop (it is a bound, not a
+    guess), on ties, exact drops, z at the clip and W exactly at h."""
+    from evalstop.detectors.cusum_drop_array import _may_stop
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(1, 40))
+    obs = _cusum_rows(rng, kind, 60, m)
+    if "eval_n" in spec:
+        obs = np.clip(obs, 0.0, 1.0)
+    det = make_detector(spec, mode=mode)
+    vt = (obs * det._sign).T.copy()
+    may = _may_stop(det, vt)
+    stopped = [s for _, _, s in _objects(spec, mode, obs, np.arange(1, m + 1) / m)]
+    assert not np.any(np.array(stopped, dtype=bool) & ~may)
+
+
+def test_the_bound_leaves_out_jobs_on_the_trace():
+    """The default rule's bound spares the level windows of a share of the Philly jobs
+    (else it would only cost time), and the planned stops are still the objects'."""
+    from evalstop.detectors.cusum_drop_array import _may_stop
+    w = trace_workload(load_philly(limit=300), np.random.default_rng(2))
+    det = make_detector("default")
+    may = _may_stop(det, w.eval_obs.T.copy())
+    assert 0.1 < 1 - may.mean() < 0.9
+    grid = w.eval_progress
+    fast = stop_index(lambda: make_detector("default"), w.eval_obs, w.loss, w.proxy, grid)
+    assert list(zip(fast.end_eval, fast.kept_eval, fast.stopped)) == _objects(
+        "default", "max", w.eval_obs, grid)
 
 
 def test_the_array_version_declines_what_it_does_not_repeat():
