@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import heapq
 import math
-import time
 
 import numpy as np
 
 from evalstop.schedulers.base import Scheduler
 from evalstop.schedulers.overlay import EvalStop
-from evalstop.sim.result import SimResult
+from evalstop.sim.result import planned_result
 from evalstop.sim.stops import StopPlan
 from evalstop.sim.view import JobView
 
@@ -65,7 +64,7 @@ def _callbacks(scheduler):
 
 
 def run_ends(workload, n_gpus: int, scheduler, plan: StopPlan, record_timeline: bool,
-             wall0: float) -> SimResult:
+             wall0: float):
     n, m = workload.n_jobs, workload.n_evals
     for name in ("eval_obs", "loss", "proxy"):
         if getattr(workload, name).shape != (n, m):
@@ -140,26 +139,7 @@ def run_ends(workload, n_gpus: int, scheduler, plan: StopPlan, record_timeline: 
 
     start = np.array(start_s)
     finish = start + np.array(run_s)  # the end events' times, as pushed
-    stopped = plan.stopped.copy()
-    stop_eval = np.where(stopped, end_eval, -1).astype(np.int64)
-    res = SimResult(
-        start_s=start,
-        finish_s=finish,
-        stopped=stopped,
-        stop_eval=stop_eval,
-        kept_eval=np.where(stopped, plan.kept_eval, m - 1).astype(np.int64),
-        end_progress=end_grid,
-        gpu_s=workload.gpus * (finish - start),
-        n_preemptions=np.zeros(n, dtype=np.int64),
-        timeline_t=np.array(tl_t),
-        timeline_used=np.array(tl_used, dtype=np.int64),
-        n_gpus=n_gpus,
-        scheduler=name,
-        detector=getattr(scheduler, "detector_spec", None),
-    )
-    # Every job ends, and each of its evals up to its end is counted as observed.
-    n_evals_seen = int((end_eval + 1).sum())
-    res.n_events, res.n_eval_events = n_evals_seen + n, n_evals_seen
-    res.wall_s = time.perf_counter() - wall0
-    res._arrival = workload.arrival_s
-    return res
+    return planned_result(workload, plan, grid, start_s=start, finish_s=finish,
+                          gpu_s=workload.gpus * (finish - start),
+                          n_preemptions=np.zeros(n, dtype=np.int64), tl_t=tl_t,
+                          tl_used=tl_used, n_gpus=n_gpus, scheduler=scheduler, wall0=wall0)

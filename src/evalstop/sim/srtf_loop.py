@@ -27,14 +27,13 @@ from __future__ import annotations
 
 import heapq
 import math
-import time
 from bisect import bisect_left, insort
 
 import numpy as np
 
 from evalstop.schedulers.overlay import EvalStop
 from evalstop.schedulers.srtf import SRTFEst
-from evalstop.sim.result import SimResult
+from evalstop.sim.result import planned_result
 
 ENABLED = True
 _HOOKS = ("bind", "submit", "schedule", "on_eval", "on_end", "key")
@@ -425,27 +424,7 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
                                "on an idle cluster")
 
     # Every job ran to its planned end (or the loop raised above).
-    stopped_a = np.array(plan.stopped, dtype=bool)
-    stop_eval_a = np.where(stopped_a, plan.end_eval, -1).astype(np.int64)
-    kept_eval_a = np.where(stopped_a, plan.kept_eval, last).astype(np.int64)
-    n_evals_seen = int(np.where(stopped_a, stop_eval_a + 1, m).sum())
-    res = SimResult(
-        start_s=np.array(start_s),
-        finish_s=np.array(finish_s),
-        stopped=stopped_a,
-        stop_eval=stop_eval_a,
-        kept_eval=kept_eval_a,
-        end_progress=np.array(grid)[plan.end_eval],
-        gpu_s=np.array(gpu_s),
-        n_preemptions=np.array(n_pre, dtype=np.int64),
-        timeline_t=np.array(tl_t),
-        timeline_used=np.array(tl_used, dtype=np.int64),
-        n_gpus=n_gpus,
-        scheduler=scheduler.name,
-        detector=getattr(scheduler, "detector_spec", None),
-        n_events=n_evals_seen + n,
-        n_eval_events=n_evals_seen,
-        wall_s=time.perf_counter() - wall0,
-    )
-    res._arrival = workload.arrival_s
-    return res
+    return planned_result(workload, plan, np.array(grid), start_s=np.array(start_s),
+                          finish_s=np.array(finish_s), gpu_s=np.array(gpu_s),
+                          n_preemptions=np.array(n_pre, dtype=np.int64), tl_t=tl_t,
+                          tl_used=tl_used, n_gpus=n_gpus, scheduler=scheduler, wall0=wall0)
