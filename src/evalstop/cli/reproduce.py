@@ -154,14 +154,16 @@ def _run_into(stage: Path, args, experiments, settings, workers: int,
         runs = run_experiments(experiments, settings, workers=workers, progress=progress)
         sim_wall = time.perf_counter() - t0
         bench = None
+        if ray_engine is None and workers > 1:
+            # Two processes beside this one: the detector benchmark in one, the report's
+            # heaviest figures in the other (report.build.HEAVY_SECTIONS), while this one
+            # writes the rest; all single-threaded, so the tail of the run uses both cores.
+            pool = ProcessPoolExecutor(max_workers=2, initializer=die_with_parent,
+                                       initargs=(os.getpid(),))
         if not args.no_detectors:
             note("detector benchmark: started", enabled=progress)
             # One seed fixes the whole report: the benchmark takes the base seed too.
-            if ray_engine is None and workers > 1:
-                # Its own process, while this one writes the studies' tables and figures:
-                # both are single-threaded, so on 2 cores the report costs no extra time.
-                pool = ProcessPoolExecutor(max_workers=1, initializer=die_with_parent,
-                                           initargs=(os.getpid(),))
+            if pool is not None:
                 # No bar from the other process (as before); progress lines, in a log,
                 # show where the run is while this one writes the report.
                 future = pool.submit(_benchmark, stage / DIR, args.seed, args.quick,
@@ -174,7 +176,7 @@ def _run_into(stage: Path, args, experiments, settings, workers: int,
     info = RunInfo(wall_s=sim_wall, workers=workers, quick=args.quick, command=_command(args))
     note("report: writing tables and figures", enabled=progress)
     try:
-        write_report(runs, stage, info, detectors=bench)
+        write_report(runs, stage, info, detectors=bench, executor=pool)
     except BaseException:
         if pool is not None:
             stop_pool(pool)

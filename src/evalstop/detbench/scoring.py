@@ -29,7 +29,7 @@ import numpy as np
 
 from evalstop.detbench.lineup import for_cell
 from evalstop.detbench.runs import RunSet
-from evalstop.detectors import make_detector
+from evalstop.detectors.registry import detector_factory
 from evalstop.metrics.harm import harm
 
 
@@ -44,7 +44,7 @@ def run_detector(spec: str, rs: RunSet) -> Outcome:
     """Feed every run of a cell to a fresh detector, eval by eval (step = eval index + 1).
     A ``lineup.CELL_SIGMA`` in the spec becomes the cell's noise sigma."""
     spec = for_cell(spec, rs.sigma)
-    make_detector(spec)  # a bad spec fails before any work
+    new = detector_factory(spec)  # parsed once; a bad spec fails before any work
     evals = rs.eval.tolist()
     proxies = rs.proxy.tolist() if rs.proxy is not None else None
     losses = rs.loss.tolist()
@@ -54,7 +54,7 @@ def run_detector(spec: str, rs: RunSet) -> Outcome:
     stop_idx = np.full(rs.runs, -1)
     kept_idx = np.full(rs.runs, last)
     for i, scores in enumerate(evals):
-        det = make_detector(spec)
+        det = new()
         proxy = proxies[i] if proxies is not None else None
         for j, score in enumerate(scores):
             d = det.update(j + 1, score, loss=losses[i][j],

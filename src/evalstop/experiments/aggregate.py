@@ -43,8 +43,34 @@ def _by_seed(rows: list[dict], metric: str) -> dict[int, float]:
     return {r["seed"]: float(r.get(metric, math.nan)) for r in rows}
 
 
+class _Memo:
+    """The statistics of one summary, computed once per distinct input: many cells repeat
+    (a baseline's metrics in every point, metrics that are 0 on every seed), and on the
+    frontier study a third of the pairs and a fifth of the samples are distinct. Keyed by
+    the values' bytes, so -0.0, 0.0 and every NaN stay apart."""
+
+    def __init__(self):
+        self._level: dict[bytes, object] = {}
+        self._pair: dict[bytes, tuple] = {}
+
+    def level(self, values: list[float]):
+        key = np.asarray(values, dtype=float).tobytes()
+        hit = self._level.get(key)
+        if hit is None:
+            hit = self._level[key] = mean_ci(values)
+        return hit
+
+    def change(self, a: list[float], b: list[float]) -> tuple:
+        key = np.asarray(a + b, dtype=float).tobytes()
+        hit = self._pair.get(key)
+        if hit is None:
+            hit = self._pair[key] = (change_ci(a, b), paired_wilcoxon(a, b))
+        return hit
+
+
 def summarize(experiment: Experiment, rows: list[dict]) -> list[dict]:
     metrics = metric_names(rows)
+    memo = _Memo()
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in rows:
         groups.setdefault((r["point"], r["method"]), []).append(r)
@@ -58,7 +84,7 @@ def summarize(experiment: Experiment, rows: list[dict]) -> list[dict]:
             x = mine[0]["x"]
             for metric in metrics:
                 ours = _by_seed(mine, metric)
-                ci = mean_ci(list(ours.values()))
+                ci = memo.level(list(ours.values()))
                 row = {"experiment": experiment.name, "point": point.label, "method": m.label,
                        "x": x, "metric": metric, "n": ci.n, "mean": ci.mean, "lo": ci.lo,
                        "hi": ci.hi, "baseline": m.baseline, "baseline_mean": math.nan,
@@ -68,11 +94,11 @@ def summarize(experiment: Experiment, rows: list[dict]) -> list[dict]:
                     base = _by_seed(base_rows, metric)
                     seeds = sorted(set(ours) & set(base))
                     a, b = [ours[s] for s in seeds], [base[s] for s in seeds]
-                    row.update(baseline_mean=mean_ci(b).mean)
+                    row.update(baseline_mean=memo.level(b).mean)
                     if metric not in LEVEL_ONLY:
-                        change = change_ci(a, b)
+                        change, p = memo.change(a, b)
                         row.update(delta_pct=change.mean, delta_lo=change.lo,
-                                   delta_hi=change.hi, p_value=paired_wilcoxon(a, b))
+                                   delta_hi=change.hi, p_value=p)
                 out.append(row)
     return out
 

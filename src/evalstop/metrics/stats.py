@@ -14,7 +14,6 @@ from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
-from scipy import stats as _st
 
 
 class Interval(NamedTuple):
@@ -53,7 +52,9 @@ def mean_ci(values, level: float = 0.95) -> Interval:
 def _t_quantile(q: float, df: int) -> float:
     # A study summarises thousands of cells with a handful of seed counts; scipy's ppf
     # costs about a millisecond a call.
-    return float(_st.t.ppf(q, df=df))
+    from scipy import stats  # here: importing scipy.stats costs each process ~1 s
+
+    return float(stats.t.ppf(q, df=df))
 
 
 @lru_cache(maxsize=64)
@@ -91,12 +92,28 @@ def paired_wilcoxon(method, baseline) -> float:
     if np.all(d == 0):
         return 1.0
     nz = d[d != 0]
-    ranks = _st.rankdata(np.abs(nz))  # average ranks of the non-zero differences
-    tied = nz.size != np.unique(np.abs(nz)).size
+    ranks, tied = _average_ranks(np.abs(nz))
     if d.size <= 13 or (d.size <= 50 and not tied and nz.size == d.size):
         return _exact_p(ranks, nz > 0)
-    return float(_st.wilcoxon(d, zero_method="wilcox", alternative="two-sided",
-                              method="asymptotic").pvalue)
+    from scipy import stats
+
+    return float(stats.wilcoxon(d, zero_method="wilcox", alternative="two-sided",
+                                method="asymptotic").pvalue)
+
+
+def _average_ranks(x: np.ndarray) -> tuple[np.ndarray, bool]:
+    """``scipy.stats.rankdata(x)`` (ties get the mean of their ranks) and whether any tie:
+    the same arithmetic, without the per-call overhead that made it a third of a summary."""
+    order = np.argsort(x, kind="mergesort")
+    xs = x[order]
+    first = np.empty(x.size, dtype=bool)
+    first[0] = True
+    np.not_equal(xs[1:], xs[:-1], out=first[1:])
+    dense = np.cumsum(first)
+    bounds = np.append(np.flatnonzero(first), x.size)
+    ranks = np.empty(x.size, dtype=float)
+    ranks[order] = 0.5 * (bounds[dense] + bounds[dense - 1] + 1)
+    return ranks, bool(dense[-1] != x.size)
 
 
 def _exact_p(ranks: np.ndarray, positive: np.ndarray) -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -21,6 +22,9 @@ from evalstop.report.markdown import to_markdown
 from evalstop.report.sections import claim_map, detbench, section_for
 
 TITLE = "EvalStop: the paper's studies, reproduced in simulation"
+# The sections that draw the most (claim-map heatmaps, the real corpus, the frontier): given
+# an executor, these are drawn in another process while this one draws the rest.
+HEAVY_SECTIONS = ("claim_map", "real_corpus", "frontier")
 
 
 @dataclass
@@ -83,14 +87,19 @@ def _at_a_glance(summaries: dict[str, Summary]) -> list[Block]:
             Para("The main table's individual figures are compared in the `main` section.")]
 
 
+def _section(name: str, ctx: SectionContext) -> list[Block]:
+    return section_for(name)(ctx)
+
+
 def write_report(runs: dict[str, ExperimentRun], out_dir: str | Path, info: RunInfo, *,
-                 detectors: dict | Callable[[], tuple[dict, float]] | None = None
-                 ) -> ReportFiles:
+                 detectors: dict | Callable[[], tuple[dict, float]] | None = None,
+                 executor: Executor | None = None) -> ReportFiles:
     """``detectors``: the summary ``run_detector_benchmark`` returned, run into
     ``<out_dir>/detectors``; it adds the benchmark's section (None: no section). It may
     also be a zero-argument callable returning (summary, seconds): it is called only after
     the studies' tables and figures are written, so the benchmark can run in another
-    process meanwhile."""
+    process meanwhile. ``executor`` (e.g. a one-process pool): the ``HEAVY_SECTIONS`` are
+    drawn there, beside the rest; the report is the same either way."""
     if not runs:
         raise ValueError("no experiments to report")
     out = Path(out_dir)
@@ -104,9 +113,14 @@ def write_report(runs: dict[str, ExperimentRun], out_dir: str | Path, info: RunI
                          "n_sims": run.n_sims, "sim_s": run.sim_s, "rows": run.rows,
                          "summary": rows}
     preset = next(iter(runs.values())).settings.preset
-    studies = []
-    for name, run in runs.items():
-        studies += section_for(name)(SectionContext(run, summaries[name], out, summaries))
+    contexts = {name: SectionContext(run, summaries[name], out, summaries)
+                for name, run in runs.items()}
+    elsewhere = {name: executor.submit(_section, name, contexts[name])
+                 for name in HEAVY_SECTIONS if name in runs and executor is not None}
+    drawn = {name: _section(name, ctx) for name, ctx in contexts.items()
+             if name not in elsewhere}
+    studies = [block for name in runs
+               for block in (elsewhere[name].result() if name in elsewhere else drawn[name])]
     if callable(detectors):
         detectors, seconds = detectors()
         info = replace(info, detectors_s=seconds)
