@@ -147,3 +147,28 @@ def test_a_new_experiment_is_just_data():
 def test_bad_worker_count():
     with pytest.raises(ValueError, match="workers"):
         run_experiments(select("main"), TINY, workers=0, progress=False)
+
+
+def test_summary_statistics_are_computed_once_per_distinct_sample(monkeypatch):
+    # The summary remembers each distinct sample's statistics; a repeat must give the very
+    # same numbers, and samples equal as floats but not as bits (-0.0 and 0.0) stay apart.
+    from evalstop.experiments import aggregate
+
+    calls = []
+    real = aggregate.mean_ci
+
+    def counting(values, *a):
+        calls.append(tuple(values))
+        return real(values, *a)
+
+    monkeypatch.setattr(aggregate, "mean_ci", counting)
+    exp = Experiment("memo", "memo", "repeats?",
+                     (Point("p", {}, (Method("a", "fifo"), Method("b", "fifo"))),))
+    rows = [{"experiment": "memo", "point": "p", "method": m, "x": 0.0, "seed": s,
+             "same": 1.0, "zero": z}
+            for m, zs in (("a", (0.0, 0.0)), ("b", (-0.0, -0.0))) for s, z in enumerate(zs)]
+    out = {(r["method"], r["metric"]): r for r in summarize(exp, rows)}
+    assert out[("a", "same")]["mean"] == out[("b", "same")]["mean"] == 1.0
+    assert out[("b", "zero")]["mean"] == real([-0.0, -0.0]).mean
+    # a: "same" and "zero"; b: "same" repeats a's sample, its -0.0 "zero" does not
+    assert [repr(c) for c in calls] == ["(1.0, 1.0)", "(0.0, 0.0)", "(-0.0, -0.0)"]

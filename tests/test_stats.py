@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
@@ -92,3 +92,25 @@ def test_change_ci_is_the_change_of_means_with_a_reproducible_interval():
     assert math.isnan(change_ci([1.0], [2.0]).lo)
     with pytest.raises(ValueError, match="n_boot"):
         change_ci(ours, base, n_boot=0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([0.5, 1.0, 1.5, 2.0, 3.0, 7.25, 1e-9, 4e6]), min_size=1,
+                max_size=40))
+def test_average_ranks_are_scipys_rankdata(values):
+    from scipy.stats import rankdata
+
+    from evalstop.metrics.stats import _average_ranks
+
+    x = np.asarray(values, dtype=float)
+    ranks, tied = _average_ranks(x)
+    assert np.array_equal(ranks, rankdata(x))
+    assert tied == (np.unique(x).size != x.size)
+
+
+def test_t_scale_is_the_scipy_ratio_it_stands_for():
+    from scipy import stats
+
+    from evalstop.detbench.runs import T_DF, T_SCALE
+
+    assert T_SCALE == float(stats.norm.ppf(0.75) / stats.t.ppf(0.75, T_DF))

@@ -1,4 +1,5 @@
-"""The paper's rule, ``evalstop:k=K`` (arXiv 2606.04145, Sec. 3; its exact semantics are in the README).
+"""The paper's rule, ``evalstop:k=K`` (arXiv 2606.04145, Sec. 3; its exact semantics are
+in docs/stop-rules.md, "The detector interface").
 
 A decline is an eval strictly lower than the previous eval of the same job. The streak
 grows by one on each decline and resets to 0 on any eval that is not lower. The job is

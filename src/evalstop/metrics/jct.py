@@ -21,11 +21,8 @@ def _summary(values: np.ndarray, prefix: str) -> dict[str, float]:
     v = values[np.isfinite(values)]
     if v.size == 0:
         return {f"{prefix}_mean_s": np.nan, f"{prefix}_p50_s": np.nan, f"{prefix}_p95_s": np.nan}
-    return {
-        f"{prefix}_mean_s": float(v.mean()),
-        f"{prefix}_p50_s": float(np.percentile(v, 50)),
-        f"{prefix}_p95_s": float(np.percentile(v, 95)),
-    }
+    p50, p95 = np.percentile(v, [50, 95]).tolist()  # one call: half the cost, same values
+    return {f"{prefix}_mean_s": float(v.mean()), f"{prefix}_p50_s": p50, f"{prefix}_p95_s": p95}
 
 
 def jct_metrics(workload: Workload, result: SimResult) -> dict[str, float]:

@@ -1,5 +1,6 @@
-"""FIFO, as the README pins it ("The simulator"): strict arrival order (ties keep input order), no backfill
-(a head job that does not fit blocks those behind it), no preemption."""
+"""FIFO, as docs/simulator.md pins it ("Scheduling semantics and event order"): strict
+arrival order (ties keep input order), no backfill (a head job that does not fit blocks
+those behind it), no preemption."""
 
 from __future__ import annotations
 
