@@ -62,8 +62,12 @@ def parallel_map(fn: Callable, items: Sequence, *, workers: int, progress: bool 
             with ProcessPoolExecutor(max_workers=min(workers, len(items)),
                                      initializer=die_with_parent,
                                      initargs=(os.getpid(),)) as pool:
-                futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
+                futures: dict = {}
                 try:
+                    # Submitting is inside: workers start while the rest is queued, and a
+                    # Ctrl-C then would leave the pool's exit to wait for every task.
+                    for i, item in enumerate(items):
+                        futures[pool.submit(fn, item)] = i
                     for fut in as_completed(futures):
                         out[futures[fut]] = fut.result()
                         bar.update()

@@ -150,41 +150,43 @@ def _run_into(stage: Path, args, experiments, settings, workers: int,
 
     t0 = time.perf_counter()
     pool = None
-    with engine_for(args) as ray_engine:  # --ray: the same tasks, as Ray tasks
-        runs = run_experiments(experiments, settings, workers=workers, progress=progress)
-        sim_wall = time.perf_counter() - t0
-        bench = None
-        if ray_engine is None and workers > 1:
-            # Two processes beside this one: the detector benchmark in one, the report's
-            # heaviest figures in the other (report.build.HEAVY_SECTIONS), while this one
-            # writes the rest; all single-threaded, so the tail of the run uses both cores.
-            pool = ProcessPoolExecutor(max_workers=2, initializer=die_with_parent,
-                                       initargs=(os.getpid(),))
-        if not args.no_detectors:
-            note("detector benchmark: started", enabled=progress)
-            # One seed fixes the whole report: the benchmark takes the base seed too.
-            if pool is not None:
-                # No bar from the other process (as before); progress lines, in a log,
-                # show where the run is while this one writes the report.
-                future = pool.submit(_benchmark, stage / DIR, args.seed, args.quick,
-                                     progress and not is_terminal(sys.stderr))
-                bench = future.result
-            else:
-                done = _benchmark(stage / DIR, args.seed, args.quick, progress)
-                bench = lambda: done  # noqa: E731 (the same shape as future.result)
-        ray_summary = None if ray_engine is None else ray_engine.summary()
-    info = RunInfo(wall_s=sim_wall, workers=workers, quick=args.quick, command=_command(args))
-    note("report: writing tables and figures", enabled=progress)
     try:
+        with engine_for(args) as ray_engine:  # --ray: the same tasks, as Ray tasks
+            runs = run_experiments(experiments, settings, workers=workers, progress=progress)
+            sim_wall = time.perf_counter() - t0
+            bench = None
+            if ray_engine is None and workers > 1:
+                # Two processes beside this one: the detector benchmark in one, the report's
+                # heaviest figures in the other (report.build.HEAVY_SECTIONS), while this one
+                # writes the rest; all single-threaded, so the tail of the run uses both cores.
+                pool = ProcessPoolExecutor(max_workers=2, initializer=die_with_parent,
+                                           initargs=(os.getpid(),))
+            if not args.no_detectors:
+                note("detector benchmark: started", enabled=progress)
+                # One seed fixes the whole report: the benchmark takes the base seed too.
+                if pool is not None:
+                    # No bar from the other process (as before); progress lines, in a log,
+                    # show where the run is while this one writes the report.
+                    future = pool.submit(_benchmark, stage / DIR, args.seed, args.quick,
+                                         progress and not is_terminal(sys.stderr))
+                    bench = future.result
+                else:
+                    done = _benchmark(stage / DIR, args.seed, args.quick, progress)
+                    bench = lambda: done  # noqa: E731 (the same shape as future.result)
+            ray_summary = None if ray_engine is None else ray_engine.summary()
+        info = RunInfo(wall_s=sim_wall, workers=workers, quick=args.quick,
+                       command=_command(args))
+        note("report: writing tables and figures", enabled=progress)
         write_report(runs, stage, info, detectors=bench, executor=pool)
+        bench_s = None if bench is None else bench()[1]
     except BaseException:
+        # Queued work cancelled and running work killed: a Ctrl-C ends the run at once.
         if pool is not None:
             stop_pool(pool)
         raise
     finally:
         if pool is not None:
             pool.shutdown(wait=False)
-    bench_s = None if bench is None else bench()[1]
     return sim_wall, bench_s, ray_summary
 
 
