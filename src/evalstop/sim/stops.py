@@ -13,8 +13,9 @@ vectorised ``stop_index`` over all jobs at once (k-decline, cusum-drop, slope, n
 patience, stopat and loss-plateau do; one that reads the loss or the eval grid takes them as
 the keyword parameters ``loss`` and ``progress``); every other per-job rule, and any row an
 array leaves (``done`` False), runs its own detector objects job by job here, fed what the
-event path feeds them, so the decisions are the same by construction. ``tests/test_sim_fastpath.py`` compares
-every stop, start and finish with the event path.
+event path feeds them, so the decisions are the same by construction.
+``tests/test_sim_fastpath.py`` compares every stop, start and finish with the event path,
+and ``tests/test_stop_index_*.py`` each array with the objects.
 """
 
 from __future__ import annotations
