@@ -7,7 +7,7 @@ import numpy as np
 from evalstop.detectors import make_detector
 from evalstop.sim.stops import _by_objects, no_stops, stop_index
 
-KINDS = ("curve", "steps", "grid", "plateau", "constant", "wide")
+KINDS = ("curve", "steps", "grid", "decimal", "plateau", "constant", "wide")
 
 
 def scores(rng, kind, n, m):
@@ -24,6 +24,9 @@ def scores(rng, kind, n, m):
     if kind == "grid":  # scores on a 1/8 grid falling now and then: exact drops
         return np.clip(rng.integers(0, 9, (n, 1)) / 8
                        - np.cumsum(rng.random((n, m)) < 0.3, axis=1) / 8, 0.0, 1.0)
+    if kind == "decimal":  # pass rates over 100 items, moving a few points: decimal ties
+        walk = rng.integers(20, 80, (n, 1)) + np.cumsum(rng.integers(-6, 7, (n, m)), axis=1)
+        return np.clip(walk, 0, 100) / 100
     if kind == "plateau":  # a rise to a tied top, then drops on a grid
         top = rng.integers(2, 9, (n, 1)) / 8
         rise = np.minimum(np.arange(m)[None, :] / 8, top)

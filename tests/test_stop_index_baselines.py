@@ -11,6 +11,7 @@ from evalstop.detectors import LossPlateau, Patience, StopAt, make_detector
 from evalstop.sim.stops import stop_index
 
 SPECS = ("patience", "patience:n=1", "patience:n=4,min_delta=0.05", "patience:min_delta=0.125",
+         "patience:n=2,min_delta=0.03", "patience:n=1,min_delta=0.1",
          "stopat", "stopat:p=1", "stopat:p=0.3", "loss-plateau", "loss-plateau:window=1,eps=0",
          "loss-plateau:window=3,eps=0.2", "loss-plateau:window=40")
 
@@ -91,3 +92,13 @@ def test_the_arrays_decline_a_changed_rule():
     assert Late().stop_index(obs) is None
     assert Never().stop_index(obs, progress=np.arange(1, 9) / 8) is None
     assert Raw().stop_index(obs, loss=obs) is None
+
+
+def test_stopat_takes_the_grid_as_the_object_does():
+    """Grid points just inside and just outside the 1e-12 tolerance below p."""
+    obs = np.random.default_rng(1).random((4, 5))
+    for near in (0.5e-12, 0.99e-12, 1.01e-12, 1.5e-12):
+        grid = np.array([0.2, 0.4, 0.65 - near, 0.8, 1.0])
+        want = 2 if near < 1e-12 else 3
+        assert by_objects("stopat", "max", obs, obs, grid).end_eval.tolist() == [want] * 4
+        assert_same_plan("stopat", "max", obs, obs, grid)

@@ -1,6 +1,7 @@
 """``slope``'s array stop_index gives the objects' stop and kept eval on every row it
 answers, bit for bit, and leaves to them what it cannot repeat."""
 
+import math
 import sys
 
 import numpy as np
@@ -105,3 +106,45 @@ def test_short_rows_never_stop():
     for spec in ("slope:window=5", "slope:window=5,sigma=0.1"):
         assert by_objects(spec, "max", obs, obs, np.arange(1, 5) / 4).stopped.tolist() == [False]
         assert_same_plan(spec, "max", obs)
+
+
+def _slope_t_mul(xs, ys):
+    """``slope_test._slope_t`` with each residual squared as ``r * r`` (the array's square)
+    instead of ``** 2``: every other operation as the object's, in its order."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    resid = sum((y - my - slope * (x - mx)) * (y - my - slope * (x - mx))
+                for x, y in zip(xs, ys))
+    se = math.sqrt(resid / (n - 2) / sxx)
+    if se == 0.0:
+        return 0.0 if slope == 0.0 else math.copysign(math.inf, slope)
+    return slope / se
+
+
+@pytest.mark.skipif(not ANSWERS, reason="the objects decide on Python 3.12+")
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from(SPECS), st.sampled_from(["max", "min"]),
+       st.sampled_from(KINDS[:-1]))
+def test_each_statistic_is_the_objects_float(seed, spec, mode, kind):
+    """Float for float: the z statistic is the object's; the t statistic is the object's
+    arithmetic with ``r * r`` for the square (which the margin covers)."""
+    from evalstop.detectors.slope_array import statistics
+    from evalstop.detectors.slope_test import _slope_z
+    rng = np.random.default_rng(seed)
+    det = make_detector(spec, mode=mode)
+    m = det.window + int(rng.integers(0, 12))
+    obs = scores(rng, kind, 20, m)
+    t, crit = statistics(det, obs * det._sign)
+    for i, row in enumerate(obs):
+        obj = make_detector(spec, mode=mode)
+        for j, x in enumerate(row):
+            obj.update_stop(j + 1, x, 0.0, 0.0, (j + 1) / m)
+            obj._stop_step = None  # keep it listening after a stop
+            if j + 1 >= det.window:
+                known = obj._known_sigma()
+                want = (_slope_t_mul(obj._xs, obj._ys) if known is None
+                        else _slope_z(obj._xs, obj._ys, known))
+                assert t[i, j + 1 - det.window] == want
+    assert crit == (det._t_crit if known is None else det._z_crit)

@@ -45,15 +45,7 @@ def stop_index(det, obs: np.ndarray):
         return stop_at, np.full(n, -1, dtype=np.int64), done
     rows = np.flatnonzero(done)
     vr = v[rows]
-    # Medians of the windows ending at evals s - 1 .. m - 1, then their running best.
-    win = np.sort(np.lib.stride_tricks.sliding_window_view(vr, s, axis=1), axis=2)
-    if s % 2:
-        med = win[:, :, s // 2]
-    else:
-        med = (win[:, :, s // 2 - 1] + win[:, :, s // 2]) / 2
-    best = np.maximum.accumulate(med, axis=1)
-    level = np.full(vr.shape, -np.inf)
-    level[:, s - 1:] = best
+    level = levels(det, vr)
     # Each of the last N evals below the level, at eval j (j >= first).
     below = np.ones((rows.size, m - first), dtype=bool)
     for i in range(need):
@@ -67,14 +59,7 @@ def stop_index(det, obs: np.ndarray):
         if cand.size == 0:
             continue
         lv = level[cand, j]
-        if det.sigma is not None:
-            sigma = det.sigma
-        elif det.eval_n is not None:  # stated_noise.binomial_sigma at the level
-            p = np.minimum(np.maximum(det._sign * lv, 0.0), 1.0)
-            q = (p * det.eval_n + 2.0) / (det.eval_n + 4.0)
-            sigma = np.sqrt(q * (1.0 - q) / det.eval_n)
-        else:
-            sigma = _sigma_hat(d_all[: j - 1, cand])
+        sigma = noise(det, d_all, lv, j, cand)
         bar = lv - det.m * sigma
         hit = np.ones(cand.size, dtype=bool)
         for i in range(need):
@@ -82,3 +67,33 @@ def stop_index(det, obs: np.ndarray):
         at[cand[hit]] = j
     stop_at[rows] = at
     return stop_at, best_upto(v, stop_at), done
+
+
+def levels(det, vr: np.ndarray) -> np.ndarray:
+    """The object's best level after each eval (row, eval) of each row of ``vr``
+    (higher-is-better values); -inf while there is none (the object's None)."""
+    s = det.smooth
+    level = np.full(vr.shape, -np.inf)
+    if vr.shape[1] < s:
+        return level
+    # Medians of the windows ending at evals s - 1 .. m - 1, then their running best.
+    win = np.sort(np.lib.stride_tricks.sliding_window_view(vr, s, axis=1), axis=2)
+    if s % 2:
+        med = win[:, :, s // 2]
+    else:
+        med = (win[:, :, s // 2 - 1] + win[:, :, s // 2]) / 2
+    level[:, s - 1:] = np.maximum.accumulate(med, axis=1)
+    return level
+
+
+def noise(det, d_all: np.ndarray, lv: np.ndarray, j: int, cand: np.ndarray):
+    """``NoiseAware._noise`` of rows ``cand`` after eval j, at their levels ``lv``, given
+    every row's second differences ``d_all`` (difference, row); at least MIN_DIFFS of them
+    for the job's own estimate."""
+    if det.sigma is not None:
+        return det.sigma
+    if det.eval_n is not None:  # stated_noise.binomial_sigma at the level
+        p = np.minimum(np.maximum(det._sign * lv, 0.0), 1.0)
+        q = (p * det.eval_n + 2.0) / (det.eval_n + 4.0)
+        return np.sqrt(q * (1.0 - q) / det.eval_n)
+    return _sigma_hat(d_all[: j - 1, cand])

@@ -55,8 +55,30 @@ def stop_index(det, obs: np.ndarray):
     if not known:
         done &= ((size == 0.0) | ((size >= TINY) & (size <= HUGE))).all(axis=1)
     rows = np.flatnonzero(done)
-    vr = v[rows]
-    k = m - w + 1  # windows, ending at evals w - 1 .. m - 1
+    t, crit = statistics(det, v[rows])
+    if known:
+        unsure = np.zeros(rows.size, dtype=bool)
+    else:
+        near = np.isfinite(t) & (np.abs(t + crit) <= MARGIN * (np.abs(t) + crit))
+        unsure = near.any(axis=1)
+    at = first_hit(t < -crit, w - 1)
+    at[unsure] = -1
+    stop_at[rows] = at
+    done[rows[unsure]] = False
+    return stop_at, best_upto(v, stop_at), done
+
+
+def statistics(det, vr: np.ndarray) -> tuple[np.ndarray, float]:
+    """``(t, crit)``: the object's test statistic for the window ending at each eval
+    w - 1 .. m - 1 of each row of ``vr`` (higher-is-better values, m >= w), and the critical
+    value it is compared with (a stop where ``t < -crit``)."""
+    with np.errstate(all="ignore"):  # as the object's floats: inf and nan, no warnings
+        return _statistics(det, vr)
+
+
+def _statistics(det, vr):
+    w = det.window
+    k = vr.shape[1] - w + 1
     cols = [vr[:, i: i + k] for i in range(w)]  # column i of every window
     # The steps of a window are a + 1, ..., a + w: their deviations from their mean are
     # i - (w - 1) / 2 whatever a, exactly (as is the object's mean, a sum of integers / w).
@@ -65,27 +87,16 @@ def stop_index(det, obs: np.ndarray):
     my = sum_in_order(cols) / w
     dy = [c - my for c in cols]
     slope = sum_in_order([d * e for d, e in zip(dx, dy)]) / sxx
-    if known:
+    if det.sigma is not None or det.eval_n is not None:
         if det.sigma is not None:
             sigma = det.sigma
         else:  # stated_noise.binomial_sigma at the window's mean, as _known_sigma asks
             p = np.minimum(np.maximum(det._sign * my, 0.0), 1.0)
             q = (p * det.eval_n + 2.0) / (det.eval_n + 4.0)
             sigma = np.sqrt(q * (1.0 - q) / det.eval_n)
-        t = slope / (sigma / math.sqrt(sxx))  # sigma > 0: stated > 0, binomial > 0
-        crit = det._z_crit
-        unsure = np.zeros(rows.size, dtype=bool)
-    else:
-        resid = sum_in_order([(e - slope * d) ** 2 for d, e in zip(dx, dy)])
-        se = np.sqrt(resid / (w - 2) / sxx)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = np.where(se == 0.0, np.where(slope == 0.0, 0.0, np.copysign(np.inf, slope)),
-                         slope / se)
-        crit = det._t_crit
-        near = np.isfinite(t) & (np.abs(t + crit) <= MARGIN * (np.abs(t) + crit))
-        unsure = near.any(axis=1)
-    at = first_hit(t < -crit, w - 1)
-    at[unsure] = -1
-    stop_at[rows] = at
-    done[rows[unsure]] = False
-    return stop_at, best_upto(v, stop_at), done
+        return slope / (sigma / math.sqrt(sxx)), det._z_crit  # sigma > 0 either way
+    resid = sum_in_order([(e - slope * d) ** 2 for d, e in zip(dx, dy)])  # r * r, not pow
+    se = np.sqrt(resid / (w - 2) / sxx)
+    t = np.where(se == 0.0, np.where(slope == 0.0, 0.0, np.copysign(np.inf, slope)),
+                 slope / se)
+    return t, det._t_crit
