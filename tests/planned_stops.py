@@ -60,9 +60,8 @@ def assert_same_plan(spec, mode, obs, loss=None, grid=None, answered=None):
     grid = np.arange(1, m + 1) / m if grid is None else grid
     det = make_detector(spec, mode=mode)
     found = _call(det, obs, loss, grid)
-    assert found is not None
     want = np.isfinite(obs).all(axis=1).sum() if answered is None else answered
-    assert found[2].sum() >= want
+    assert (0 if found is None else found[2].sum()) >= want
     fast = stop_index(lambda: make_detector(spec, mode=mode), obs, loss, loss, grid)
     slow = by_objects(spec, mode, obs, loss, grid)
     for a, b, name in zip(fast, slow, fast._fields):

@@ -75,7 +75,7 @@ class NoiseDrop(NoiseAware):
     def stop_index(self, obs):
         """The rule over many fresh jobs at once, for the simulator's planned stops (see
         ``noise_drop_array``); None for a subclass that changes the rule, or a fleet noise."""
-        if not same_parts(self, NoiseDrop, ("_observe", "_noise", "_own_sigma")):
+        if not same_parts(self, NoiseDrop, ("_observe", "_noise", "_own_sigma", "_check_value")):
             return None
         from evalstop.detectors.noise_drop_array import stop_index
         return stop_index(self, obs)

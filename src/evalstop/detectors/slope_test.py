@@ -66,7 +66,7 @@ class SlopeTest(NoiseAware):
     def stop_index(self, obs):
         """The rule over many fresh jobs at once, for the simulator's planned stops (see
         ``slope_array``); None for a subclass that changes the rule, or a fleet noise."""
-        if not same_parts(self, SlopeTest, ("_observe", "_known_sigma", "_noise")):
+        if not same_parts(self, SlopeTest, ("_observe", "_known_sigma", "_noise", "_check_value")):
             return None
         from evalstop.detectors.slope_array import stop_index
         return stop_index(self, obs)
