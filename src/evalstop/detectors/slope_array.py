@@ -9,9 +9,10 @@ window is taken column by column in the window's order, from 0 as Python's ``sum
 so each float is the object's float; ``tests/test_stop_index_slope.py`` compares them.
 
 One operation differs: the object squares a residual with ``** 2`` (C's ``pow``), here it
-is ``r * r``. Both are within an ulp of the exact square and equal whenever ``pow`` is
-correctly rounded, but that is not promised, so a t statistic within a relative 1e-9 of the
-critical value (an ulp of a residual moves it by ~1e-15) leaves its row to the objects, as
+is ``r * r``. Both are within an ulp of the exact square, but not always the same float
+(glibc's ``pow`` differed for about 0.1% of random doubles; numpy's ``power`` differs from
+both), so a t statistic within a relative 1e-9 of the critical value (an ulp of a square
+moves it by ~1e-15) leaves its row to the objects, as
 do rows with values so large or small (outside 1e-30 .. 1e30 in size, zero aside) that a
 square could overflow (the object then raises) or underflow. The known-noise z-test has no
 square of a residual and needs no such margin.
