@@ -11,7 +11,16 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
+import numpy as np
+
 from evalstop.detectors.base import Detector
+from evalstop.detectors.stop_arrays import (
+    best_upto,
+    finite_rows,
+    first_hit,
+    higher_better,
+    same_parts,
+)
 
 
 class LossPlateau(Detector):
@@ -46,6 +55,26 @@ class LossPlateau(Detector):
         if gain < self.eps:
             return f"loss improved {gain:.4f} < {self.eps} over {self.window} evals"
         return None
+
+    def stop_index(self, obs, loss):
+        """The rule over many fresh jobs at once (``KDecline.stop_index``'s contract), from
+        the loss table: the object's gain over each window of W + 1 evals, elementwise.
+        Rows with a non-finite loss (skipped by the object) or score (the kept checkpoint
+        skips it) go to the objects; None for a subclass that changes the rule."""
+        if not same_parts(self, LossPlateau, ("_observe", "_observe_nonfinite", "_take")):
+            return None
+        raw, v = higher_better(self, obs)
+        lo = np.asarray(loss, dtype=np.float64)
+        n, m = raw.shape
+        done = finite_rows(raw) & finite_rows(lo)
+        w = self.window
+        if m <= w:
+            return np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64), done
+        old, new = lo[:, : m - w], lo[:, w:]  # the windows ending at evals w .. m - 1
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            gain = np.where(old != 0, (old - new) / np.abs(old), old - new)
+        stop_at = first_hit(gain < self.eps, w)
+        return stop_at, best_upto(v, stop_at), done
 
     def _rule_state(self) -> dict[str, Any]:
         return {"losses": list(self._losses)}

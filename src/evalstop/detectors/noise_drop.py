@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 from evalstop.detectors.noise import MAX_VALUES
 from evalstop.detectors.stated_noise import NOISE_PARAMS, NoiseAware
+from evalstop.detectors.stop_arrays import same_parts
 
 
 class NoiseDrop(NoiseAware):
@@ -70,6 +71,14 @@ class NoiseDrop(NoiseAware):
             return (f"last {self.n} evals more than {self.m} noise sigmas below the best "
                     f"level (latest {drop:.1f} sigmas below)")
         return None
+
+    def stop_index(self, obs):
+        """The rule over many fresh jobs at once, for the simulator's planned stops (see
+        ``noise_drop_array``); None for a subclass that changes the rule, or a fleet noise."""
+        if not same_parts(self, NoiseDrop, ("_observe", "_noise", "_own_sigma", "_check_value")):
+            return None
+        from evalstop.detectors.noise_drop_array import stop_index
+        return stop_index(self, obs)
 
     def _rule_state(self) -> dict[str, Any]:
         return {"values": list(self._values), "level": self._level, **self._noise_state()}

@@ -13,7 +13,10 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
+import numpy as np
+
 from evalstop.detectors.base import Detector
+from evalstop.detectors.stop_arrays import best_upto, finite_rows, higher_better, same_parts
 
 
 class Patience(Detector):
@@ -39,6 +42,24 @@ class Patience(Detector):
         if self.wait >= self.n:
             return f"no improvement by more than {self.min_delta} in {self.wait} evals"
         return None
+
+    def stop_index(self, obs):
+        """The rule over many fresh jobs at once (``KDecline.stop_index``'s contract), eval
+        by eval with the object's own comparison; None for a subclass that changes it."""
+        if not same_parts(self, Patience, ("_observe",)):
+            return None
+        raw, v = higher_better(self, obs)
+        n, m = raw.shape
+        done = finite_rows(raw)
+        stop_at = np.full(n, -1, dtype=np.int64)
+        if m:
+            ref, wait = v[:, 0].copy(), np.zeros(n, dtype=np.int64)
+            for j in range(1, m):
+                better = v[:, j] - self.min_delta > ref
+                np.copyto(ref, v[:, j], where=better)
+                wait = np.where(better, 0, wait + 1)
+                stop_at[(wait >= self.n) & (stop_at < 0)] = j
+        return stop_at, best_upto(v, stop_at), done
 
     def _rule_state(self) -> dict[str, Any]:
         return {"ref": self._ref, "wait": self.wait}

@@ -17,6 +17,7 @@ import math
 from typing import Any, ClassVar
 
 from evalstop.detectors.stated_noise import NOISE_PARAMS, NoiseAware
+from evalstop.detectors.stop_arrays import same_parts
 
 
 class SlopeTest(NoiseAware):
@@ -61,6 +62,14 @@ class SlopeTest(NoiseAware):
         if not self.noise_known:
             return None
         return self._noise(self._ys, sum(self._ys) / len(self._ys))
+
+    def stop_index(self, obs):
+        """The rule over many fresh jobs at once, for the simulator's planned stops (see
+        ``slope_array``); None for a subclass that changes the rule, or a fleet noise."""
+        if not same_parts(self, SlopeTest, ("_observe", "_known_sigma", "_noise", "_check_value")):
+            return None
+        from evalstop.detectors.slope_array import stop_index
+        return stop_index(self, obs)
 
     def _rule_state(self) -> dict[str, Any]:
         return {"xs": list(self._xs), "ys": list(self._ys), **self._noise_state()}

@@ -9,7 +9,10 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
+import numpy as np
+
 from evalstop.detectors.base import Detector
+from evalstop.detectors.stop_arrays import best_upto, finite_rows, higher_better, same_parts
 
 
 class StopAt(Detector):
@@ -28,6 +31,20 @@ class StopAt(Detector):
 
     def _observe_nonfinite(self, step, loss, proxy, progress):
         return self._check(progress)
+
+    def stop_index(self, obs, progress):
+        """The rule over many fresh jobs at once (``KDecline.stop_index``'s contract): every
+        row stops at the first grid point the object's ``_check`` accepts. Rows with a
+        non-finite score go to the objects (their kept checkpoint skips it); None for a
+        subclass that changes the rule."""
+        if not same_parts(self, StopAt, ("_observe", "_observe_nonfinite", "_check")):
+            return None
+        raw, v = higher_better(self, obs)
+        n, m = raw.shape
+        grid = [float(p) for p in progress][:m]
+        at = next((j for j, p in enumerate(grid) if self._check(p) is not None), -1)
+        stop_at = np.full(n, at, dtype=np.int64)
+        return stop_at, best_upto(v, stop_at), finite_rows(raw)
 
     def _check_inputs(self, loss, proxy, progress):
         if progress is None:

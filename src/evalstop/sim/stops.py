@@ -9,14 +9,18 @@ detector call at all, and schedulers that ignore checkpoints need no checkpoint 
 
 Rules opt in by declaring ``per_job = True`` (a rule that pools information across jobs,
 such as a fleet-wide noise prior, must not, and keeps the event path). A rule may supply a
-vectorised ``stop_index`` over all jobs at once (k-decline and cusum-drop do); every other
-per-job rule runs its own detector objects job by job here, fed what the event path feeds them,
-so the decisions are the same by construction. ``tests/test_sim_fastpath.py`` compares
-every stop, start and finish with the event path.
+vectorised ``stop_index`` over all jobs at once (k-decline, cusum-drop, slope, noise-drop,
+patience, stopat and loss-plateau do; one that reads the loss or the eval grid takes them as
+the keyword parameters ``loss`` and ``progress``); every other per-job rule, and any row an
+array leaves (``done`` False), runs its own detector objects job by job here, fed what the
+event path feeds them, so the decisions are the same by construction.
+``tests/test_sim_fastpath.py`` compares every stop, start and finish with the event path,
+and ``tests/test_stop_index_*.py`` each array with the objects.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import NamedTuple
 
 import numpy as np
@@ -55,7 +59,15 @@ def stop_index(new_detector, obs: np.ndarray, loss: np.ndarray, proxy: np.ndarra
     proto = new_detector()
     vectorised = getattr(proto, "stop_index", None)
     if vectorised is not None:
-        found = vectorised(obs if every else obs[rows])
+        # A rule that reads more than the scores names the tables it wants (the loss, the
+        # eval grid) as keyword parameters of its stop_index.
+        wants = inspect.signature(vectorised).parameters
+        extra = {}
+        if "loss" in wants:
+            extra["loss"] = loss if every else loss[rows]
+        if "progress" in wants:
+            extra["progress"] = progress
+        found = vectorised(obs if every else obs[rows], **extra)
         if found is not None:
             stop_at, kept, done = found
             if every and done.all():  # the common case, without a gather per array
