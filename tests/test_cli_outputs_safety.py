@@ -248,8 +248,11 @@ def spawn():
     seen: list[psutil.Process] = []
 
     def start(argv, cwd):
+        # SIGINT as a user's shell gives it: a suite run in the background (``cmd &``)
+        # ignores SIGINT, and an ignored signal stays ignored in the child.
         proc = psutil.Popen([sys.executable, *argv], cwd=cwd, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+                            stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         seen.append(proc)
         return proc, seen
     yield start
