@@ -152,3 +152,25 @@ def test_quick_flag_is_stated(report):
     out, _ = report
     assert "--quick" in (out / "report.md").read_text()
     assert replace(TINY, n_seeds=3).n_seeds == 3
+
+
+def test_sections_drawn_in_another_process_give_the_same_report(tmp_path, monkeypatch):
+    # reproduce hands the heaviest sections to a side process (write_report's executor);
+    # the report, its figures and its results must not depend on where they were drawn.
+    from concurrent.futures import ProcessPoolExecutor
+
+    from evalstop.report import build
+
+    runs = run_experiments(select("main,k"), TINY, workers=1, progress=False)
+    here = write_report(runs, tmp_path / "here", RunInfo(wall_s=1.0, workers=1, quick=True))
+    monkeypatch.setattr(build, "HEAVY_SECTIONS", ("main", "k"))
+    with ProcessPoolExecutor(max_workers=1) as pool:
+        there = write_report(runs, tmp_path / "there", RunInfo(wall_s=1.0, workers=1,
+                                                                quick=True), executor=pool)
+    assert here.markdown.read_text() == there.markdown.read_text()
+    assert here.results_json.read_bytes() == there.results_json.read_bytes()
+    figs = sorted(p.name for p in (tmp_path / "here" / "figures").glob("*.png"))
+    assert figs and figs == sorted(p.name for p in (tmp_path / "there" / "figures").glob("*.png"))
+    for name in figs:
+        assert (tmp_path / "here" / "figures" / name).read_bytes() == \
+            (tmp_path / "there" / "figures" / name).read_bytes(), name
