@@ -158,13 +158,16 @@ def test_sections_drawn_in_another_process_give_the_same_report(tmp_path, monkey
     # reproduce hands the heaviest sections to a side process (write_report's executor);
     # the report, its figures and its results must not depend on where they were drawn.
     from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
 
     from evalstop.report import build
 
     runs = run_experiments(select("main,k"), TINY, workers=1, progress=False)
     here = write_report(runs, tmp_path / "here", RunInfo(wall_s=1.0, workers=1, quick=True))
     monkeypatch.setattr(build, "HEAVY_SECTIONS", ("main", "k"))
-    with ProcessPoolExecutor(max_workers=1) as pool:
+    # spawn: this test process may hold other tests' threads (Ray, torch), which a fork
+    # would copy mid-lock
+    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
         there = write_report(runs, tmp_path / "there", RunInfo(wall_s=1.0, workers=1,
                                                                 quick=True), executor=pool)
     assert here.markdown.read_text() == there.markdown.read_text()
