@@ -31,7 +31,6 @@ from the previous width's by one branch-free insertion, not sorted anew.
 from __future__ import annotations
 
 import math
-import sys
 
 import numpy as np
 
@@ -43,6 +42,7 @@ from evalstop.detectors.noise import (
     MEAN_ABS,
     MIN_DIFFS,
 )
+from evalstop.detectors.stop_arrays import SUM_IN_ORDER, best_upto, sum_in_order
 
 # The spec options repeated here; a detector setting any other (an option added to the rule
 # later) is left to the objects.
@@ -57,18 +57,9 @@ LEVEL_BLOCK = 2048
 
 def covers(det) -> bool:
     """Whether this module repeats ``det``'s rule exactly (else the objects decide)."""
-    if sys.version_info >= (3, 12) or getattr(det, "fleet", None) is not None:
+    if not SUM_IN_ORDER or getattr(det, "fleet", None) is not None:
         return False
     return all(key in SUPPORTED or getattr(det, key, None) is None for key in type(det).PARAMS)
-
-
-def _sum_in_order(rows) -> np.ndarray:
-    """``sum`` of each column's values, first row to last (Python's sum of floats up to
-    3.11); arrays here are (eval, job), so each step is one contiguous row."""
-    acc = rows[0].copy()
-    for r in rows[1:]:
-        acc += r
-    return acc
 
 
 def _median(sorted_rows) -> np.ndarray:
@@ -86,8 +77,8 @@ def _sigma_hat(d: np.ndarray) -> np.ndarray:
     mid = _median(np.sort(d, axis=0))
     dev = np.abs(d - mid)
     robust_sd = _median(np.sort(dev, axis=0)) / MAD_N01
-    clipped = _sum_in_order(np.minimum(dev, CLIP * robust_sd)) / n_d / CLIPPED_MEAN_ABS
-    plain = _sum_in_order(dev) / n_d / MEAN_ABS
+    clipped = sum_in_order(np.minimum(dev, CLIP * robust_sd)) / n_d / CLIPPED_MEAN_ABS
+    plain = sum_in_order(dev) / n_d / MEAN_ABS
     scale = np.where(robust_sd > 0.0, clipped, plain)
     return scale / math.sqrt(6.0) * (1.0 + 1.0 / math.sqrt(n_d))
 
@@ -277,7 +268,6 @@ def _block(det, vt: np.ndarray):
     """Stops of fresh detectors on the finite columns of ``vt`` (eval, job)."""
     m, c = vt.shape
     stop_at = np.full(c, -1, dtype=np.int64)
-    kept = np.full(c, -1, dtype=np.int64)
     level, at = levels(det, vt)
     stated = det.sigma is not None or det.eval_n is not None
     need = _min_drops(det, m)
@@ -340,12 +330,7 @@ def _block(det, vt: np.ndarray):
         hit = rows[w >= det.h]
         stop_at[hit] = j
         open_[hit] = False
-    # The best eval up to each stop, the earliest on ties (argmax takes the first).
-    hit = np.flatnonzero(stop_at >= 0)
-    upto = vt[:, hit].T
-    np.copyto(upto, -np.inf, where=np.arange(m) > stop_at[hit, None])
-    kept[hit] = upto.argmax(axis=1)
-    return stop_at, kept
+    return stop_at, best_upto(vt.T, stop_at)
 
 
 def stop_index(det, obs: np.ndarray):

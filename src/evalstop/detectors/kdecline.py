@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from evalstop.detectors.base import Detector
+from evalstop.detectors.stop_arrays import best_upto, first_hit
 
 
 class KDecline(Detector):
@@ -54,25 +55,17 @@ class KDecline(Detector):
         # A finite row sum means finite values; a row whose sum overflows goes to the
         # objects with the non-finite ones (correct, only slower).
         done = np.isfinite(v.sum(axis=1))
-        stop_at = np.full(n, -1, dtype=np.int64)
-        kept = np.full(n, -1, dtype=np.int64)
         k = self.k
         if m <= k:
-            return stop_at, kept, done
+            none = np.full(n, -1, dtype=np.int64)
+            return none, none.copy(), done
         # Whole rows at once: run[:, p] says evals p + 1 .. p + k each fell below the one
         # before, so the streak first reaches k at the first such p, eval p + k.
         run = v[:, 1: m - k + 1] < v[:, : m - k]
         for s in range(1, k):
             run &= v[:, 1 + s: m - k + 1 + s] < v[:, s: m - k + s]
-        first = run.argmax(axis=1)
-        rows = np.flatnonzero(run[np.arange(n), first])
-        at = first[rows] + k
-        stop_at[rows] = at
-        # The best eval up to the stop, the earliest on ties (argmax takes the first).
-        upto = v[rows]
-        np.copyto(upto, -np.inf, where=np.arange(m) > at[:, None])
-        kept[rows] = upto.argmax(axis=1)
-        return stop_at, kept, done
+        stop_at = first_hit(run, k)
+        return stop_at, best_upto(v, stop_at), done
 
     def _rule_state(self) -> dict[str, Any]:
         return {"prev": self._prev, "streak": self.streak}

@@ -101,3 +101,18 @@ class EvalStop(Scheduler):
     @property
     def queue_length(self):
         return self.base.queue_length
+
+
+def plain_base(scheduler, cls, hooks) -> Scheduler | None:
+    """``scheduler``'s base when it is exactly ``cls``, alone or under the plain
+    ``EvalStop`` overlay, with none of ``hooks`` patched on the instance; else None. The
+    simulator's own loops for such schedulers restate their rule, so a subclass or a
+    patched method (a test's spy) must keep the general loop."""
+    base = scheduler
+    if isinstance(scheduler, EvalStop):
+        if type(scheduler) is not EvalStop:
+            return None
+        base = scheduler.base
+    if type(base) is not cls or any(h in vars(base) for h in hooks):
+        return None
+    return base

@@ -26,13 +26,13 @@ from __future__ import annotations
 import heapq
 import math
 
-import numpy as np
-
 from collections import deque
+
+import numpy as np
 
 from evalstop.schedulers.base import Scheduler
 from evalstop.schedulers.fifo import FIFO
-from evalstop.schedulers.overlay import EvalStop
+from evalstop.schedulers.overlay import EvalStop, plain_base
 from evalstop.sim.result import planned_result
 from evalstop.sim.stops import StopPlan
 from evalstop.sim.view import JobView
@@ -73,13 +73,7 @@ def _callbacks(scheduler):
 
 def _plain_fifo(scheduler) -> bool:
     """Whether ``scheduler`` is FIFO exactly, alone or under the plain overlay."""
-    base = scheduler
-    if isinstance(scheduler, EvalStop):
-        if type(scheduler) is not EvalStop:
-            return False
-        base = scheduler.base
-    return type(base) is FIFO and not any(h in vars(base) for h in
-                                          ("submit", "schedule", "on_end", "bind"))
+    return plain_base(scheduler, FIFO, ("bind", "submit", "schedule", "on_end")) is not None
 
 
 def _fifo_starts(n_gpus: int, arrival: list, gpus: list, run_s: list, record_timeline: bool):

@@ -31,7 +31,7 @@ from bisect import bisect_left, insort
 
 import numpy as np
 
-from evalstop.schedulers.overlay import EvalStop
+from evalstop.schedulers.overlay import plain_base
 from evalstop.schedulers.srtf import SRTFEst
 from evalstop.sim.result import planned_result
 
@@ -45,13 +45,8 @@ def fits(scheduler) -> bool:
     loop."""
     if not ENABLED:
         return False
-    base = scheduler
-    if isinstance(scheduler, EvalStop):
-        if type(scheduler) is not EvalStop:
-            return False
-        base = scheduler.base
-    return (type(base) is SRTFEst and not any(h in vars(base) for h in _HOOKS)
-            and base.preempt_on_arrival and not base.preempt_at_checkpoint
+    base = plain_base(scheduler, SRTFEst, _HOOKS)
+    return (base is not None and base.preempt_on_arrival and not base.preempt_at_checkpoint
             and not scheduler.reschedule_on_eval)
 
 
