@@ -70,9 +70,10 @@ def _iteration_of(ckpt):
 
 def test_fifo_overlay_stops_decliners_and_frees_slots(local_ray, tmp_path):
     # Trial 1 is slow and healthy: trial 2 can only start early in the slot trial 0 freed.
+    # (8 s for trial 1: with 4 s, a loaded machine once took that long to start trial 2.)
     scripts = [
         {"curve": PEAK, "sleep": 0.1},
-        {"curve": UP, "sleep": 0.4},
+        {"curve": UP, "sleep": 0.8},
         {"curve": PEAK, "sleep": 0.1},
         {"curve": PEAK, "sleep": 0.1},
         {"curve": UP, "sleep": 0.05},
