@@ -5,7 +5,10 @@ arrival times on k x 512 GPUs) it prints jobs/s and the time relative to a bare
 strict-FIFO heap event loop carried here (arrivals in order, one finish event per job, a
 deque for the queue: the least a FIFO simulation can do in Python), for FIFO alone,
 FIFO+evalstop:k=2, FIFO+default and SRTF-Est+evalstop:k=2, then the time per job at each
-size relative to 1x, and the peak memory per job. Targets on the project's 2-core machine:
+size relative to 1x, and the peak memory per job. With the ``fast`` extra (numba) installed,
+SRTF-Est's loop and the default rule's stop planning run compiled (``evalstop.jit``;
+``EVALSTOP_JIT=0`` runs the Python versions): each line also prints its first call, which
+in a fresh process includes numba's import and the load of the cached compiled code. Targets on the project's 2-core machine:
 FIFO alone and FIFO+k=2 <= 2.5x the bare loop, FIFO+default <= 1.5x FIFO+k=2, SRTF-Est+k=2
 <= 5x, time per job at 8x within 1.2x of 1x.
 
@@ -35,6 +38,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from evalstop import jit
 from evalstop.schedulers import build
 from evalstop.sim.engine import simulate
 from evalstop.workload import load_philly, trace_workload
@@ -102,6 +106,15 @@ def peak_rss_bytes():
     return kb * (1 if platform.system() == "Darwin" else 1024)
 
 
+def twins_state():
+    if not jit.enabled():
+        return "off (EVALSTOP_JIT=0 or numba not installed: the Python loops run)"
+    from importlib.metadata import version
+
+    return (f"on (numba {version('numba')}; a configuration's first call pays numba's "
+            "import and loading the compiled code)")
+
+
 def label(sched, det):
     return sched.upper().replace("-EST", "-Est") + ("" if det is None else f"+{det}")
 
@@ -122,7 +135,8 @@ def main():
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"# {platform.processor() or platform.machine()}, Python "
           f"{platform.python_version()}, numpy {np.__version__}; best of {args.repeat}; "
-          f"{'wall' if args.wall else 'CPU'} time of the whole simulate() call")
+          f"{'wall' if args.wall else 'CPU'} time of the whole simulate() call; compiled "
+          f"twins {twins_state()}")
     base_table = load_philly()
     per_job = {}
     for k in sizes:
@@ -141,9 +155,11 @@ def main():
             runs[sched, det] = lambda s=sched, d=det: simulate(
                 w, n_gpus, build(s, d), record_timeline=False)
         best = {c: (float("inf"), None) for c in runs}
+        first = {}
         for _ in range(args.repeat):
             for c, fn in runs.items():
                 secs, out = best_of(1, fn)
+                first.setdefault(c, secs)
                 if secs < best[c][0]:
                     best[c] = (secs, out)
         t_bare, bare_start = best["bare"]
@@ -159,7 +175,7 @@ def main():
             print(f"{label(sched, det):<28} {secs:7.2f} s  {n / secs:>9,.0f} jobs/s  "
                   f"{secs / t_bare:5.2f}x bare  ({secs / ref:.2f}x {ref_name}; target "
                   f"{TARGETS[sched, det]})  stopped {int(res.stopped.sum()):,}, "
-                  f"{res.n_eval_events:,} evals")
+                  f"{res.n_eval_events:,} evals; first call {first[sched, det]:.2f} s")
             if args.check and k == sizes[0] and det is not None:
                 slow = simulate(w, n_gpus, build(sched, det), record_timeline=False,
                                 plan_stops=False)

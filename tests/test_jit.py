@@ -1,0 +1,39 @@
+"""The switch for compiled twins: numba present and EVALSTOP_JIT not 0."""
+
+from __future__ import annotations
+
+import sys
+
+from evalstop import jit
+
+
+def test_env_zero_turns_twins_off(monkeypatch):
+    monkeypatch.setenv("EVALSTOP_JIT", "0")
+    assert not jit.enabled()
+    assert jit.twin("evalstop.no_such_module") is None  # not even imported
+
+
+def test_without_numba_there_is_no_twin(monkeypatch):
+    monkeypatch.delenv("EVALSTOP_JIT", raising=False)
+    monkeypatch.setattr(jit, "_installed", lambda: False)
+    assert not jit.enabled()
+    assert jit.twin("evalstop.no_such_module") is None
+
+
+def test_a_twin_is_imported_once(monkeypatch):
+    monkeypatch.delenv("EVALSTOP_JIT", raising=False)
+    monkeypatch.setattr(jit, "_installed", lambda: True)
+    monkeypatch.setattr(jit, "_loaded", {})
+    # any importable module stands in for a twin: the switch does not care what it holds
+    assert jit.twin("evalstop.errors") is sys.modules["evalstop.errors"]
+    assert list(jit._loaded) == ["evalstop.errors"]
+
+
+def test_importing_the_package_does_not_import_numba():
+    import subprocess
+
+    code = ("import sys, evalstop.sim.engine, evalstop.detectors; "
+            "print('numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
