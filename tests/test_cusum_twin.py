@@ -134,3 +134,62 @@ def test_z_exactly_at_the_clip_and_w_exactly_at_h():
                     [0.5, 0.5, 0.5, 0.25, 0.25, 0.5, 0.25]])
     found = twin_plan(kw, "max", obs)
     assert list(zip(found[0], found[1])) == objects(kw, "max", obs) == [(5, 0), (-1, -1)]
+
+
+def test_a_constant_run_is_not_a_drop():
+    """Constant scores whose mean rounds above them (0.1 + 0.1 + 0.1 = 0.30000000000000004):
+    the level's clamp keeps it at the value, so no eval of the run is below it. The spikes,
+    one per window (trimmed), put the bound above the run, so that the gates do not hide an
+    unclamped level."""
+    spikes = [0.1] * 20
+    spikes[0] = spikes[6] = spikes[12] = 0.9
+    flat = [[v] * 20 for v in (0.1, 0.3, 0.7, 1 / 3, 0.01, 2 / 7)]
+    for kw, rows in (({"smooth": 5, "trim": 1, "min_evals": 1, "sigma": 1e-18}, [spikes]),
+                     ({"smooth": 3, "trim": 0, "min_evals": 1}, flat),
+                     ({"smooth": 15, "trim": 3, "smooth_min": 3, "min_evals": 4, "h": 2.5,
+                       "k": 1.5, "clip": 3.0}, flat)):
+        obs = np.array(rows)
+        for twin in (True, False):
+            assert twin_plan(kw, "max", obs, twin)[0].tolist() == [-1] * len(obs)
+        assert objects(kw, "max", obs) == [(-1, -1)] * len(obs)
+
+
+def _bits(x):
+    return float(x).hex()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.floats(-2.0, 2.0), st.sampled_from([0.1, 0.2, 0.3, 0.7, -0.0])),
+                min_size=1, max_size=16),
+       st.integers(-1, 7), st.booleans())
+def test_the_twin_level_is_the_objects_float(window, trim, full):
+    """``_smoothed`` gives ``CusumDrop._smoothed``'s float, bit for bit (sum order, clamp,
+    median, the trim at a narrower width)."""
+    from evalstop.detectors import cusum_drop_jit as twin
+    w = len(window)
+    smooth = w if full else 16
+    trim = min(trim, (smooth - 1) // 2)
+    det = CusumDrop(smooth=smooth, trim=trim)
+    want = det._smoothed(list(window))
+    got = twin._smoothed(np.sort(np.array(window)), w, smooth, trim)
+    assert _bits(got) == _bits(want) or got == want == 0.0  # a median's zero has either sign
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.floats(-1.0, 1.0), st.sampled_from([0.0, 0.125, 0.1, 0.3])),
+                min_size=5, max_size=40))
+def test_the_twin_noise_is_the_objects_float(values):
+    """The noise from the sorted second differences (merge for the deviations' median) and
+    the direct one both give ``noise.sigma_hat``'s float, bit for bit."""
+    from evalstop.detectors import cusum_drop_jit as twin
+    from evalstop.detectors.noise import (CLIP, CLIPPED_MEAN_ABS, MAD_N01, MEAN_ABS,
+                                          MIN_DIFFS, sigma_hat)
+    want = sigma_hat(list(values))
+    v = np.array(values)
+    d = v[:-2] - 2.0 * v[1:-1] + v[2:]
+    nd = len(d)
+    got = twin._sigma_sorted(d, np.sort(d), nd, CLIP, CLIPPED_MEAN_ABS, MEAN_ABS, MAD_N01)
+    assert _bits(got) == _bits(want)
+    direct = twin._sigma_hat(v, len(v), 200, MIN_DIFFS, CLIP, CLIPPED_MEAN_ABS, MEAN_ABS,
+                             MAD_N01, np.empty(nd), np.empty(nd))
+    assert _bits(direct) == _bits(want)
