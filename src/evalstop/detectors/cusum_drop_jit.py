@@ -40,6 +40,8 @@ import numpy as np
 from numba import njit
 
 OWN, STATED, BINOMIAL = 0, 1, 2  # where the noise comes from (``stated_noise``)
+# Jobs whose bound runs side by side: its (eval, rank, job) arrays stay in cache.
+BLOCK = 512
 
 
 @njit(cache=True)
@@ -51,24 +53,33 @@ def _slide(buf, w, out_value, in_value):
         p += buf[c] < out_value  # which of equal values goes do not change any float)
     for c in range(p, w - 1):
         buf[c] = buf[c + 1]
-    # in_value put in its place among the w - 1 left: max(s[c - 1], min(s[c], in_value))
-    buf[w - 1] = max(buf[w - 2], in_value) if w > 1 else in_value
-    for c in range(w - 2, 0, -1):
-        buf[c] = max(buf[c - 1], min(buf[c], in_value))
-    if w > 1:
-        buf[0] = min(buf[0], in_value)
+    _insert(buf, w - 1, in_value)  # in its place among the w - 1 left
+
+
+@njit(cache=True)
+def _insert(buf, n, x):
+    """Put x in its place among the sorted ``buf[:n]`` (room for n + 1): max(s[c - 1],
+    min(s[c], x)) at every place, without branches on the values (on noisy scores they
+    mispredict and cost more than the work)."""
+    if n == 0:
+        buf[0] = x
+        return
+    top = buf[n - 1]
+    buf[n] = x if x > top else top
+    for c in range(n - 1, 0, -1):
+        a = buf[c]
+        a = x if x < a else a
+        b = buf[c - 1]
+        buf[c] = a if a > b else b
+    a = buf[0]
+    buf[0] = x if x < a else a
 
 
 @njit(cache=True)
 def _sort_into(buf, vals, lo, w):
-    """``buf[:w]`` = sorted(vals[lo: lo + w]) (insertion: windows are short)."""
+    """``buf[:w]`` = sorted(vals[lo: lo + w]) (insertions: windows are short)."""
     for j in range(w):
-        x = vals[lo + j]
-        i = j
-        while i > 0 and buf[i - 1] > x:
-            buf[i] = buf[i - 1]
-            i -= 1
-        buf[i] = x
+        _insert(buf, j, vals[lo + j])
 
 
 @njit(cache=True)
@@ -179,34 +190,45 @@ def _rank(w, smooth, trim):
 
 
 @njit(cache=True)
-def _may_stop_at(vals, m, h, k, clip, min_evals, trim, widths, ranks, n_top, top, gate):
-    """W_bar, ``cusum_drop_array._may_stop``'s bound, float for float: ``gate[n]`` is
-    whether the rule's W may reach h after n evals; the count of such n. Fills
-    ``top[i, r]``, the (r + 1)-th largest of evals 0..i-1, a bound on the level for an eval
-    i that the CUSUM counts (see the module's docstring). Branch-free where it can be: the
-    branches would mispredict on noisy scores."""
+def _may_stop_at(vt, width, h, k, clip, min_evals, trim, widths, ranks, n_top, top, gate,
+                 count):
+    """W_bar, ``cusum_drop_array._may_stop``'s bound float for float, for the jobs
+    (columns) of ``vt`` (eval, job; higher is better): ``gate[n, j]`` is whether job j's W
+    may reach h after n evals, ``count[j]`` how many such n. Fills ``top[i, r, j]``, the
+    (r + 1)-th largest of job j's evals 0..i-1, a bound on the level for an eval i that the
+    CUSUM counts (see the module's docstring). Jobs are the inner loop, without branches
+    on the values, so that it runs on several jobs at once (SIMD)."""
+    m = vt.shape[0]
     for r in range(n_top):
-        top[0, r] = -np.inf
-    w_bar, count = 0.0, 0
+        top[0, r, :width] = -np.inf
+    w_bar = np.zeros(width)
+    count[:width] = 0
     for n in range(1, m + 1):
-        i, x, w_n = n - 1, vals[n - 1], widths[n]
+        i, w_n = n - 1, widths[n]
+        x = vt[i]
         if i >= w_n:
-            # clip, or 0.0 at or above the bound; the median has no clamp: every eval may
-            # be below its level
-            w_bar += clip * (trim < 0 or x < top[i, ranks[n]])
-            w_bar -= k
-            w_bar = w_bar if w_bar > 0.0 else 0.0
+            below = top[i, ranks[n]]
+            for j in range(width):
+                # clip, or 0.0 at or above the bound; the median has no clamp: every eval
+                # may be below its level
+                w = w_bar[j] + clip * ((trim < 0) | (x[j] < below[j]))
+                w -= k
+                w_bar[j] = w if w > 0.0 else 0.0
         for r in range(n_top - 1, 0, -1):  # top[i + 1]: top[i] with x put in its place
-            a = top[i, r - 1]
-            a = x if x < a else a
-            b = top[i, r]
-            top[n, r] = a if a > b else b
-        b = top[i, 0]
-        top[n, 0] = x if x > b else b
+            for j in range(width):
+                a = top[i, r - 1, j]
+                a = x[j] if x[j] < a else a
+                b = top[i, r, j]
+                top[n, r, j] = a if a > b else b
+        for j in range(width):
+            b = top[i, 0, j]
+            top[n, 0, j] = x[j] if x[j] > b else b
         # w_n >= n: the level's window ends at eval n at the earliest, nothing since
-        gate[n] = (n >= min_evals) & (w_bar >= h) & (w_n < n)
-        count += gate[n]
-    return count
+        fixed = (n >= min_evals) & (w_n < n)
+        for j in range(width):
+            g = fixed & (w_bar[j] >= h)
+            gate[n, j] = g
+            count[j] += g
 
 
 @njit(cache=True)
@@ -217,7 +239,7 @@ def _job(vals, m, h, k, clip, smooth, min_evals, trim, widths, ranks, n_top, noi
     scores, higher is better), or -1. ``widths[n]``, ``ranks[n]``: the level window's width
     after n evals and how many values of it sit above its top kept value.
 
-    ``gate[n]``: W_bar may reach h after n evals (``_may_stop_at``); the other gates of the
+    ``gate[n]``: W_bar may reach h after n evals, ``top[i, r]`` (``_may_stop_at``); the other gates of the
     module's docstring follow. The bound in sigmas runs from the level's earliest possible
     window on, as W_bar does."""
     n_d = 0  # second differences so far, sorted into sd[:n_d] (own noise only)
@@ -238,11 +260,7 @@ def _job(vals, m, h, k, clip, smooth, min_evals, trim, widths, ranks, n_top, noi
                 while n_d < n - 2:  # the new differences put in their places
                     e = vals[n_d] - 2.0 * vals[n_d + 1] + vals[n_d + 2]
                     d[n_d] = e
-                    r = n_d
-                    while r > 0 and sd[r - 1] > e:
-                        sd[r] = sd[r - 1]
-                        r -= 1
-                    sd[r] = e
+                    _insert(sd, n_d, e)
                     n_d += 1
                 s = _sigma_sorted(d, sd, n - 2, clip_n, clipped_mean_abs, mean_abs, mad_n01)
             if s < 0.0:
@@ -330,28 +348,38 @@ def plan(raw, done, sign, h, k, clip, smooth, min_evals, trim, smooth_min, noise
         ranks[n] = _rank(widths[n], smooth, trim)
         n_top = max(n_top, ranks[n] + 1)
     vals = np.empty(m)
-    buf = np.empty(max(smooth, 1))
     d = np.empty(max(m, 1))
     sd = np.empty(max(m, 1))
     srt = np.empty(max(m, 1))
-    top = np.empty((m + 1, n_top))
-    gate = np.zeros(m + 1, dtype=np.bool_)
-    for j in range(n_rows):
-        if not done[j]:
-            continue
-        for i in range(m):
-            vals[i] = sign * raw[j, i]
-        if _may_stop_at(vals, m, h, k, clip, min_evals, trim, widths, ranks, n_top, top,
-                        gate) == 0:
-            stop_at[j] = -1  # most jobs: W_bar never reaches h
-            continue
-        stop = _job(vals, m, h, k, clip, smooth, min_evals, trim, widths, ranks, n_top, noise,
-                    sigma, eval_n, sign, need, max_values, min_diffs, clip_n, clipped_mean_abs,
-                    mean_abs, mad_n01, buf, d, sd, srt, top, gate)
-        stop_at[j] = stop
-        if stop >= 0:  # the best eval up to the stop, the earliest on ties (value > best)
-            best = 0
-            for i in range(1, stop + 1):
-                if vals[i] > vals[best]:
-                    best = i
-            kept[j] = best
+    buf = np.empty(max(smooth, 1))
+    vt = np.empty((m, BLOCK))
+    top = np.empty((m + 1, n_top, BLOCK))
+    gate = np.zeros((m + 1, BLOCK), dtype=np.bool_)
+    count = np.zeros(BLOCK, dtype=np.int64)
+    rows = np.flatnonzero(done)
+    for b in range(0, rows.size, BLOCK):
+        part = rows[b: b + BLOCK]
+        width = part.size
+        for jj in range(width):
+            for i in range(m):
+                vt[i, jj] = sign * raw[part[jj], i]
+        _may_stop_at(vt, width, h, k, clip, min_evals, trim, widths, ranks, n_top, top,
+                     gate, count)
+        for jj in range(width):
+            j = part[jj]
+            stop_at[j] = -1
+            if count[jj] == 0:  # most jobs: W_bar never reaches h
+                continue
+            for i in range(m):
+                vals[i] = vt[i, jj]
+            stop = _job(vals, m, h, k, clip, smooth, min_evals, trim, widths, ranks, n_top,
+                        noise, sigma, eval_n, sign, need, max_values, min_diffs, clip_n,
+                        clipped_mean_abs, mean_abs, mad_n01, buf, d, sd, srt,
+                        top[:, :, jj], gate[:, jj])
+            stop_at[j] = stop
+            if stop >= 0:  # the best eval up to the stop, the earliest on ties (value > best)
+                best = 0
+                for i in range(1, stop + 1):
+                    if vals[i] > vals[best]:
+                        best = i
+                kept[j] = best
