@@ -195,7 +195,7 @@ def _rank(w, smooth, trim):
 def _may_stop_at(vt, width, h, k, clip, min_evals, trim, widths, ranks, n_top, top, gate,
                  count):
     """W_bar, ``cusum_drop_array._may_stop``'s bound float for float, for the jobs
-    (columns) of ``vt`` (eval, job; higher is better): ``gate[n, j]`` is whether job j's W
+    (columns) of ``vt`` (eval, job; higher is better): ``gate[j, n]`` is whether job j's W
     may reach h after n evals, ``count[j]`` how many such n. Fills ``top[i, r, j]``, the
     (r + 1)-th largest of job j's evals 0..i-1, a bound on the level for an eval i that the
     CUSUM counts (see the module's docstring). Jobs are the inner loop, without branches
@@ -229,7 +229,7 @@ def _may_stop_at(vt, width, h, k, clip, min_evals, trim, widths, ranks, n_top, t
         fixed = (n >= min_evals) & (w_n < n)
         for j in range(width):
             g = fixed & (w_bar[j] >= h)
-            gate[n, j] = g
+            gate[j, n] = g  # job by job: read so in ``_job``
             count[j] += g
 
 
@@ -356,7 +356,7 @@ def plan(raw, done, sign, h, k, clip, smooth, min_evals, trim, smooth_min, noise
     buf = np.empty(max(smooth, 1))
     vt = np.empty((m, BLOCK))
     top = np.empty((m + 1, n_top, BLOCK))
-    gate = np.zeros((m + 1, BLOCK), dtype=np.bool_)
+    gate = np.zeros((BLOCK, m + 1), dtype=np.bool_)
     count = np.zeros(BLOCK, dtype=np.int64)
     rows = np.flatnonzero(done)
     for b in range(0, rows.size, BLOCK):
@@ -372,12 +372,12 @@ def plan(raw, done, sign, h, k, clip, smooth, min_evals, trim, smooth_min, noise
             stop_at[j] = -1
             if count[jj] == 0:  # most jobs: W_bar never reaches h
                 continue
-            for i in range(m):
-                vals[i] = vt[i, jj]
+            for i in range(m):  # the row, not vt's column: in cache line order
+                vals[i] = sign * raw[j, i]
             stop = _job(vals, m, h, k, clip, smooth, min_evals, trim, widths, ranks, n_top,
                         noise, sigma, eval_n, sign, need, max_values, min_diffs, clip_n,
                         clipped_mean_abs, mean_abs, mad_n01, buf, d, sd, srt,
-                        top[:, :, jj], gate[:, jj])
+                        top[:, :, jj], gate[jj])
             stop_at[j] = stop
             if stop >= 0:  # the best eval up to the stop, the earliest on ties (value > best)
                 best = 0
