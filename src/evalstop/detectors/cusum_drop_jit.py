@@ -42,8 +42,10 @@ import numpy as np
 from numba import njit
 
 OWN, STATED, BINOMIAL = 0, 1, 2  # where the noise comes from (``stated_noise``)
-# Jobs whose bound runs side by side: its (eval, rank, job) arrays stay in cache.
+# Jobs whose bound runs side by side: its (eval, rank, job) arrays stay in cache. Fewer
+# when a long history and a wide trim would make them large (at most BLOCK_BYTES).
 BLOCK = 512
+BLOCK_BYTES = 1 << 22
 
 
 @njit(cache=True)
@@ -354,13 +356,14 @@ def plan(raw, done, sign, h, k, clip, smooth, min_evals, trim, smooth_min, noise
     sd = np.empty(max(m, 1))
     srt = np.empty(max(m, 1))
     buf = np.empty(max(smooth, 1))
-    vt = np.empty((m, BLOCK))
-    top = np.empty((m + 1, n_top, BLOCK))
-    gate = np.zeros((BLOCK, m + 1), dtype=np.bool_)
-    count = np.zeros(BLOCK, dtype=np.int64)
+    block = max(1, min(BLOCK, BLOCK_BYTES // (8 * (m + 1) * n_top)))
+    vt = np.empty((m, block))
+    top = np.empty((m + 1, n_top, block))
+    gate = np.zeros((block, m + 1), dtype=np.bool_)
+    count = np.zeros(block, dtype=np.int64)
     rows = np.flatnonzero(done)
-    for b in range(0, rows.size, BLOCK):
-        part = rows[b: b + BLOCK]
+    for b in range(0, rows.size, block):
+        part = rows[b: b + block]
         width = part.size
         for jj in range(width):
             for i in range(m):
