@@ -3,7 +3,6 @@ objects' stop and kept eval on every row the array answers, over random specs: f
 growing windows, medians, stated and binomial noise, the noise-free sigma=0, ties,
 quantised scores, NaN rows, both modes."""
 
-import math
 import os
 from unittest import mock
 
