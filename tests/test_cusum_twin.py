@@ -1,7 +1,7 @@
 """The compiled twin of the default rule's planned stops (``cusum_drop_jit``) gives the
 objects' stop and kept eval on every row the array answers, over random specs: fixed and
-growing windows, medians, stated and binomial noise, the noise-free sigma=0, ties,
-quantised scores, NaN rows, both modes."""
+growing windows, medians, stated and binomial noise, a noise estimate of 0 (constant
+runs), ties, quantised scores, NaN rows, both modes."""
 
 import os
 from unittest import mock
