@@ -7,7 +7,9 @@ the event path, which asks the detector at every eval, on the benchmark's traces
 paper scenario and a slice of the Philly trace) under every scheduler and several rules.
 """
 
+import os
 import sys
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -170,10 +172,23 @@ def _objects(spec, mode, obs, grid):
     return out
 
 
+def jit_env(twin):
+    """The compiled twins on (skipped without numba) or off, for the ``with`` block."""
+    if twin:
+        pytest.importorskip("numba")
+    return mock.patch.dict(os.environ, {"EVALSTOP_JIT": "1" if twin else "0"})
+
+
+@pytest.mark.parametrize("twin", [True, False], ids=["twin", "numpy"])
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 10_000), st.sampled_from(CUSUM_SPECS), st.sampled_from(["max", "min"]),
        st.sampled_from(KINDS))
-def test_vectorised_cusum_drop_is_the_rule(seed, spec, mode, kind):
+def test_vectorised_cusum_drop_is_the_rule(twin, seed, spec, mode, kind):
+    with jit_env(twin):
+        _cusum_drop_is_the_rule(seed, spec, mode, kind)
+
+
+def _cusum_drop_is_the_rule(seed, spec, mode, kind):
     rng = np.random.default_rng(seed)
     m = int(rng.integers(1, 40))
     obs = _cusum_rows(rng, kind, 40, m)
@@ -209,7 +224,8 @@ def test_the_bound_keeps_every_job_the_rule_stops(seed, spec, mode, kind):
     assert not np.any(np.array(stopped, dtype=bool) & ~may)
 
 
-def test_the_bound_leaves_out_jobs_on_the_trace():
+@pytest.mark.parametrize("twin", [True, False], ids=["twin", "numpy"])
+def test_the_bound_leaves_out_jobs_on_the_trace(twin):
     """The default rule's bound spares the level windows of a share of the Philly jobs
     (else it would only cost time), and the planned stops are still the objects'."""
     from evalstop.detectors.cusum_drop_array import _may_stop
@@ -218,16 +234,23 @@ def test_the_bound_leaves_out_jobs_on_the_trace():
     may = _may_stop(det, w.eval_obs.T.copy())
     assert 0.1 < 1 - may.mean() < 0.9
     grid = w.eval_progress
-    fast = stop_index(lambda: make_detector("default"), w.eval_obs, w.loss, w.proxy, grid)
+    with jit_env(twin):
+        fast = stop_index(lambda: make_detector("default"), w.eval_obs, w.loss, w.proxy,
+                          grid)
     assert list(zip(fast.end_eval, fast.kept_eval, fast.stopped)) == _objects(
         "default", "max", w.eval_obs, grid)
 
 
-def test_the_array_version_declines_what_it_does_not_repeat():
+@pytest.mark.parametrize("twin", [True, False], ids=["twin", "numpy"])
+def test_the_array_version_declines_what_it_does_not_repeat(twin):
     """Options it does not know (a later companion test, say), a fleet, or a changed part
     of the rule leave the decisions to the objects; eval_n rows out of [0, 1] too (the
     object raises on them)."""
+    with jit_env(twin):
+        _declines_what_it_does_not_repeat()
 
+
+def _declines_what_it_does_not_repeat():
     class WithShift(CusumDrop):
         name = "cusum-drop-shift"
         PARAMS = {**CusumDrop.PARAMS, "shift": (float, None)}

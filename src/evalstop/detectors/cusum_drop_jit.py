@@ -1,0 +1,390 @@
+"""Compiled twin of ``cusum_drop_array.stop_index`` (used when numba is installed, see
+``evalstop.jit``): ``CusumDrop._observe`` run job by job, eval by eval, in compiled loops.
+
+Each float is the object's: windows sorted and their kept values summed left to right from
+0.0 (Python 3.11's ``sum``), ``statistics.median``'s middle or mean of the two middles, the
+noise estimate's sums in the order of the values, Python's ``min``/``max`` (the first
+argument unless the second is strictly smaller/larger), no fastmath (which would reorder
+sums and fuse multiply-adds). ``cusum_drop_array`` decides which rows and options reach
+here (``covers``); the tests compare this module with the objects.
+
+The noise module's constants arrive as arguments: numba freezes globals into the compiled
+code, and its on-disk cache would not notice an edit of ``noise.py``.
+
+Most jobs never stop, and the exact level (sorted windows, rebuilt each time the window
+widens) is the costly part, so three exact gates come first, cheapest first; each only
+skips evals where the rule's W provably stays below h:
+
+* W_bar (``_may_stop_at``, ``cusum_drop_array._may_stop``'s bound float for float): the
+  level is clamped to at most the top kept value of its window, so an eval at or above
+  the (r + 1)-th largest eval before it adds z <= 0 and any other at most ``clip``. It
+  rounds at least as high as the rule's W at every eval (rounding is monotone, and a
+  CUSUM that starts earlier is never below one that starts later at 0). It runs on 512
+  jobs side by side. On 1x Philly (default rule) it leaves 241k of the 1.64M (job, eval)
+  pairs, in 55k of the 82k jobs.
+* With the noise known (the job's own estimate does not depend on the level), the same
+  bound in sigmas: the CUSUM of min((bound - x) / sigma, clip). Fewer than 22k pairs are
+  left (7,675 jobs stop).
+* Fewer than ``need`` evals below the exact level cannot bring W to h
+  (``cusum_drop_array._min_drops``).
+
+Only then is the exact level found: the best window of the current width over the
+history, the earliest on ties, which is what the object holds (see ``cusum_drop_array``);
+windows already looked at for an earlier eval of the same width are not looked at again.
+The noise's sorted second differences grow by insertion from eval to eval.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+OWN, STATED, BINOMIAL = 0, 1, 2  # where the noise comes from (``stated_noise``)
+# Jobs whose bound runs side by side: its (eval, rank, job) arrays stay in cache. Fewer
+# when a long history and a wide trim would make them large (at most BLOCK_BYTES).
+BLOCK = 512
+BLOCK_BYTES = 1 << 22
+
+
+@njit(cache=True)
+def _slide(buf, w, out_value, in_value):
+    """The sorted window ``buf[:w]`` with ``out_value`` replaced by ``in_value``; without
+    branches on the values (they mispredict on noisy scores and cost more than the work)."""
+    p = 0
+    for c in range(w):  # out_value's place: the count of smaller values (zeros' signs and
+        p += buf[c] < out_value  # which of equal values goes do not change any float)
+    for c in range(p, w - 1):
+        buf[c] = buf[c + 1]
+    _insert(buf, w - 1, in_value)  # in its place among the w - 1 left
+
+
+@njit(cache=True)
+def _insert(buf, n, x):
+    """Put x in its place among the sorted ``buf[:n]`` (room for n + 1): max(s[c - 1],
+    min(s[c], x)) at every place, without branches on the values (on noisy scores they
+    mispredict and cost more than the work)."""
+    if n == 0:
+        buf[0] = x
+        return
+    top = buf[n - 1]
+    buf[n] = x if x > top else top
+    for c in range(n - 1, 0, -1):
+        a = buf[c]
+        a = x if x < a else a
+        b = buf[c - 1]
+        buf[c] = a if a > b else b
+    a = buf[0]
+    buf[0] = x if x < a else a
+
+
+@njit(cache=True)
+def _sort_into(buf, vals, lo, w):
+    """``buf[:w]`` = sorted(vals[lo: lo + w]) (insertions: windows are short)."""
+    for j in range(w):
+        _insert(buf, j, vals[lo + j])
+
+
+@njit(cache=True)
+def _median(s, n):
+    """``statistics.median`` of the sorted ``s[:n]``."""
+    if n % 2:
+        return s[n // 2]
+    return (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+@njit(cache=True)
+def _smoothed(buf, w, smooth, trim):
+    """``CusumDrop._smoothed`` of the window sorted in ``buf[:w]``."""
+    if trim < 0:
+        return _median(buf, w)
+    t = trim if w == smooth else min(trim, (w - 1) // 3)
+    acc = 0.0
+    for r in range(t, w - t):
+        acc += buf[r]
+    level = acc / (w - 2 * t)
+    lo, hi = buf[t], buf[w - t - 1]
+    if lo > level:  # max(level, kept[0])
+        level = lo
+    if hi < level:  # min(., kept[-1])
+        level = hi
+    return level
+
+
+@njit(cache=True)
+def _sigma_hat(vals, n, max_values, min_diffs, clip_n, clipped_mean_abs, mean_abs, mad_n01,
+               d, srt):
+    """``noise.sigma_hat`` of ``vals[:n]``; -1.0 where it is None."""
+    lo = max(0, n - max_values)
+    nd = n - lo - 2
+    if nd < min_diffs:
+        return -1.0
+    for i in range(nd):
+        a, b, c = vals[lo + i], vals[lo + i + 1], vals[lo + i + 2]
+        d[i] = a - 2.0 * b + c
+    _sort_into(srt, d, 0, nd)
+    mid = _median(srt, nd)
+    for i in range(nd):
+        d[i] = abs(d[i] - mid)  # dev, in the order of the values
+    _sort_into(srt, d, 0, nd)
+    robust_sd = _median(srt, nd) / mad_n01
+    acc = 0.0
+    if robust_sd > 0.0:
+        cap = clip_n * robust_sd
+        for i in range(nd):
+            acc += cap if cap < d[i] else d[i]  # min(x, cap)
+        scale = acc / nd / clipped_mean_abs
+    else:
+        for i in range(nd):
+            acc += d[i]
+        scale = acc / nd / mean_abs
+    return scale / math.sqrt(6.0) * (1.0 + 1.0 / math.sqrt(nd))
+
+
+@njit(cache=True)
+def _sigma_sorted(d, sd, nd, clip_n, clipped_mean_abs, mean_abs, mad_n01):
+    """``noise.sigma_hat`` from the second differences ``d[:nd]`` (in the order of the
+    values) and the same sorted in ``sd[:nd]``: the deviations' median is taken by merging
+    the two runs either side of the median (each already sorted by its distance from it:
+    rounding is monotone), not by sorting them again."""
+    mid = _median(sd, nd)
+    j = 0
+    for r in range(nd):  # branch-free: these branches would mispredict on noisy scores
+        j += sd[r] < mid
+    i = j - 1  # sd[j:] above, sd[:i + 1] below the median, nearest first
+    prev = cur = 0.0
+    for _ in range(nd // 2 + 1):
+        a = abs(sd[max(i, 0)] - mid) if i >= 0 else np.inf
+        b = abs(sd[min(j, nd - 1)] - mid) if j < nd else np.inf
+        left = a <= b
+        prev, cur = cur, (a if left else b)
+        i -= left
+        j += 1 - left
+    robust_sd = (cur if nd % 2 else (prev + cur) / 2) / mad_n01
+    acc = 0.0
+    if robust_sd > 0.0:
+        cap = clip_n * robust_sd
+        for r in range(nd):
+            x = abs(d[r] - mid)
+            acc += cap if cap < x else x  # min(x, cap)
+        scale = acc / nd / clipped_mean_abs
+    else:  # most d's equal (quantised scores)
+        for r in range(nd):
+            acc += abs(d[r] - mid)
+        scale = acc / nd / mean_abs
+    return scale / math.sqrt(6.0) * (1.0 + 1.0 / math.sqrt(nd))
+
+
+@njit(cache=True)
+def _width(n, smooth, smooth_min):
+    """The level window's width after n evals (the object's ``_width`` then)."""
+    if smooth_min <= 0:
+        return smooth
+    return min(smooth, max(smooth_min, (n + 1) // 2))
+
+
+@njit(cache=True)
+def _rank(w, smooth, trim):
+    """How many values of a window of width w sit above its top kept value (``_smoothed``'s
+    trim at that width)."""
+    if trim < 0:
+        return 0
+    return trim if w == smooth else min(trim, (w - 1) // 3)
+
+
+@njit(cache=True)
+def _may_stop_at(vt, width, h, k, clip, min_evals, trim, widths, ranks, n_top, top, gate,
+                 count):
+    """W_bar, ``cusum_drop_array._may_stop``'s bound float for float, for the jobs
+    (columns) of ``vt`` (eval, job; higher is better): ``gate[j, n]`` is whether job j's W
+    may reach h after n evals, ``count[j]`` how many such n. Fills ``top[i, r, j]``, the
+    (r + 1)-th largest of job j's evals 0..i-1, a bound on the level for an eval i that the
+    CUSUM counts (see the module's docstring). Jobs are the inner loop, without branches
+    on the values, so that it runs on several jobs at once (SIMD)."""
+    m = vt.shape[0]
+    for r in range(n_top):
+        top[0, r, :width] = -np.inf
+    w_bar = np.zeros(width)
+    count[:width] = 0
+    for n in range(1, m + 1):
+        i, w_n = n - 1, widths[n]
+        x = vt[i]
+        if i >= w_n:
+            below = top[i, ranks[n]]
+            for j in range(width):
+                # clip, or 0.0 at or above the bound; the median has no clamp: every eval
+                # may be below its level
+                w = w_bar[j] + clip * ((trim < 0) | (x[j] < below[j]))
+                w -= k
+                w_bar[j] = w if w > 0.0 else 0.0
+        for r in range(n_top - 1, 0, -1):  # top[i + 1]: top[i] with x put in its place
+            for j in range(width):
+                a = top[i, r - 1, j]
+                a = x[j] if x[j] < a else a
+                b = top[i, r, j]
+                top[n, r, j] = a if a > b else b
+        for j in range(width):
+            b = top[i, 0, j]
+            top[n, 0, j] = x[j] if x[j] > b else b
+        # w_n >= n: the level's window ends at eval n at the earliest, nothing since
+        fixed = (n >= min_evals) & (w_n < n)
+        for j in range(width):
+            g = fixed & (w_bar[j] >= h)
+            gate[j, n] = g  # job by job: read so in ``_job``
+            count[j] += g
+
+
+@njit(cache=True)
+def _job(vals, m, h, k, clip, smooth, min_evals, trim, widths, ranks, n_top, noise, sigma,
+         eval_n, sign, need, max_values, min_diffs, clip_n, clipped_mean_abs, mean_abs,
+         mad_n01, buf, d, sd, srt, top, gate):
+    """The eval index (0-based) at which a fresh ``CusumDrop`` stops on ``vals[:m]`` (the
+    scores, higher is better), or -1. ``widths[n]``, ``ranks[n]``: the level window's width
+    after n evals and how many values of it sit above its top kept value.
+
+    ``gate[n]`` (W_bar may reach h after n evals) and ``top[i, r]`` come from
+    ``_may_stop_at``; the other gates of the module's docstring follow. The bound in sigmas
+    runs from the level's earliest possible window on, as W_bar does."""
+    n_d = 0  # second differences so far, sorted into sd[:n_d] (own noise only)
+    width, last, have, level, best_end = 0, 0, False, 0.0, 0  # the exact level, when found
+    for n in range(1, m + 1):
+        if not gate[n]:
+            continue
+        w_n = widths[n]
+        s = sigma
+        if noise == OWN:
+            if n > max_values:  # the object's noise sees the last max_values evals only
+                s = _sigma_hat(vals, n, max_values, min_diffs, clip_n, clipped_mean_abs,
+                               mean_abs, mad_n01, srt, sd)
+                n_d = 0  # sd reused: sorted afresh if asked again
+            else:
+                if n - 2 < min_diffs:
+                    continue
+                while n_d < n - 2:  # the new differences put in their places
+                    e = vals[n_d] - 2.0 * vals[n_d + 1] + vals[n_d + 2]
+                    d[n_d] = e
+                    _insert(sd, n_d, e)
+                    n_d += 1
+                s = _sigma_sorted(d, sd, n - 2, clip_n, clipped_mean_abs, mean_abs, mad_n01)
+            if s < 0.0:
+                continue
+        if noise != BINOMIAL and trim >= 0:
+            t, w_sig = ranks[n], 0.0
+            for r in range(w_n, n):
+                u = top[r, t]
+                if s > 0.0:
+                    z = (u - vals[r]) / s
+                    if clip < z:
+                        z = clip
+                else:
+                    z = clip if vals[r] < u else 0.0
+                w_sig = w_sig + z - k
+                if not w_sig > 0.0:
+                    w_sig = 0.0
+            if w_sig < h:
+                continue
+        # The level after n evals: the best window of width w_n ending at w_n..n, the
+        # earliest on ties (what the object holds, see ``cusum_drop_array``); windows found
+        # at an earlier eval of this width are not looked at again.
+        if w_n != width:
+            width, last, have = w_n, w_n - 1, False
+        for end in range(last + 1, n + 1):
+            if end == width:
+                _sort_into(buf, vals, 0, width)
+            else:
+                _slide(buf, width, vals[end - 1 - width], vals[end - 1])
+            lv = _smoothed(buf, width, smooth, trim)
+            if not have or lv > level:
+                have, level, best_end = True, lv, end
+        last = n
+        since = n - best_end
+        if since == 0:
+            continue
+        first = best_end
+        below_n = 0
+        for r in range(first, n):
+            if vals[r] < level:
+                below_n += 1
+        if below_n < need:  # none: the object returns; fewer than need: W stays below h
+            continue
+        if noise == BINOMIAL:  # stated_noise.binomial_sigma at the level
+            p = sign * level
+            if 0.0 > p:
+                p = 0.0
+            if 1.0 < p:
+                p = 1.0
+            q = (p * eval_n + 2.0) / (eval_n + 4.0)
+            s = math.sqrt(q * (1.0 - q) / eval_n)
+        w = 0.0
+        for r in range(first, n):
+            v = vals[r]
+            if s > 0.0:
+                z = (level - v) / s
+                if clip < z:
+                    z = clip
+            elif v < level:  # noise-free scores: any eval below the level is a full drop
+                z = clip
+            elif v == level:
+                z = 0.0
+            else:
+                z = -np.inf
+            t_ = w + z - k
+            w = t_ if t_ > 0.0 else 0.0  # max(0.0, t_)
+        if w >= h:
+            return n - 1
+    return -1
+
+
+@njit(cache=True)
+def plan(raw, done, sign, h, k, clip, smooth, min_evals, trim, smooth_min, noise, sigma,
+         eval_n, need, max_values, min_diffs, clip_n, clipped_mean_abs, mean_abs, mad_n01,
+         stop_at, kept):
+    """Fill ``stop_at`` and ``kept`` (eval indices, -1 without a stop) for the rows of
+    ``raw`` (job, eval) where ``done``; ``smooth_min`` <= 0 stands for None, ``noise`` is
+    OWN, STATED (``sigma``) or BINOMIAL (``eval_n``)."""
+    n_rows, m = raw.shape
+    widths = np.zeros(m + 1, dtype=np.int64)
+    ranks = np.zeros(m + 1, dtype=np.int64)
+    n_top = 1
+    for n in range(1, m + 1):
+        widths[n] = _width(n, smooth, smooth_min)
+        ranks[n] = _rank(widths[n], smooth, trim)
+        n_top = max(n_top, ranks[n] + 1)
+    vals = np.empty(m)
+    d = np.empty(max(m, 1))
+    sd = np.empty(max(m, 1))
+    srt = np.empty(max(m, 1))
+    buf = np.empty(max(smooth, 1))
+    block = max(1, min(BLOCK, BLOCK_BYTES // (8 * (m + 1) * n_top)))
+    vt = np.empty((m, block))
+    top = np.empty((m + 1, n_top, block))
+    gate = np.zeros((block, m + 1), dtype=np.bool_)
+    count = np.zeros(block, dtype=np.int64)
+    rows = np.flatnonzero(done)
+    for b in range(0, rows.size, block):
+        part = rows[b: b + block]
+        width = part.size
+        for jj in range(width):
+            for i in range(m):
+                vt[i, jj] = sign * raw[part[jj], i]
+        _may_stop_at(vt, width, h, k, clip, min_evals, trim, widths, ranks, n_top, top,
+                     gate, count)
+        for jj in range(width):
+            j = part[jj]
+            stop_at[j] = -1
+            if count[jj] == 0:  # most jobs: W_bar never reaches h
+                continue
+            for i in range(m):  # the row, not vt's column: in cache line order
+                vals[i] = sign * raw[j, i]
+            stop = _job(vals, m, h, k, clip, smooth, min_evals, trim, widths, ranks, n_top,
+                        noise, sigma, eval_n, sign, need, max_values, min_diffs, clip_n,
+                        clipped_mean_abs, mean_abs, mad_n01, buf, d, sd, srt,
+                        top[:, :, jj], gate[jj])
+            stop_at[j] = stop
+            if stop >= 0:  # the best eval up to the stop, the earliest on ties (value > best)
+                best = 0
+                for i in range(1, stop + 1):
+                    if vals[i] > vals[best]:
+                        best = i
+                kept[j] = best
