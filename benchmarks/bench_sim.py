@@ -111,8 +111,10 @@ def twins_state():
         return "off (EVALSTOP_JIT=0 or numba not installed: the Python loops run)"
     from importlib.metadata import version
 
-    return (f"on (numba {version('numba')}; a configuration's first call pays numba's "
-            "import and loading the compiled code)")
+    when = ("at any size" if jit.mode() == "on"
+            else f"for {jit.MIN_JOBS:,} jobs or more (EVALSTOP_JIT unset)")
+    return (f"on {when} (numba {version('numba')}; a configuration's first call pays "
+            "numba's import and loading the compiled code)")
 
 
 def label(sched, det):

@@ -60,7 +60,7 @@ def objects(kw, mode, obs):
 def twin_plan(kw, mode, obs, twin=True):
     """The array plan, by the compiled twin or (``twin=False``) by numpy."""
     with mock.patch.dict(os.environ, {"EVALSTOP_JIT": "1" if twin else "0"}):
-        assert (jit.twin("evalstop.detectors.cusum_drop_jit") is not None) == twin
+        assert (jit.twin("evalstop.detectors.cusum_drop_jit", 1) is not None) == twin
         return stop_index(CusumDrop(mode=mode, **kw), obs)
 
 

@@ -10,22 +10,34 @@ from evalstop import jit
 def test_env_zero_turns_twins_off(monkeypatch):
     monkeypatch.setenv("EVALSTOP_JIT", "0")
     assert not jit.enabled()
-    assert jit.twin("evalstop.no_such_module") is None  # not even imported
+    assert jit.twin("evalstop.no_such_module", 10**9) is None  # not even imported
+
+
+def test_by_default_only_big_workloads_get_a_twin(monkeypatch):
+    monkeypatch.delenv("EVALSTOP_JIT", raising=False)
+    monkeypatch.setattr(jit, "_installed", lambda: True)
+    monkeypatch.setattr(jit, "_loaded", {})
+    assert jit.mode() == "auto"
+    assert jit.twin("evalstop.no_such_module", jit.MIN_JOBS - 1) is None
+    assert jit.twin("evalstop.errors", jit.MIN_JOBS) is sys.modules["evalstop.errors"]
+    monkeypatch.setenv("EVALSTOP_JIT", "1")  # any size
+    assert jit.twin("evalstop.errors", 1) is sys.modules["evalstop.errors"]
 
 
 def test_without_numba_there_is_no_twin(monkeypatch):
     monkeypatch.delenv("EVALSTOP_JIT", raising=False)
     monkeypatch.setattr(jit, "_installed", lambda: False)
     assert not jit.enabled()
-    assert jit.twin("evalstop.no_such_module") is None
+    assert jit.twin("evalstop.no_such_module", 10**9) is None
 
 
 def test_a_twin_is_imported_once(monkeypatch):
-    monkeypatch.delenv("EVALSTOP_JIT", raising=False)
+    monkeypatch.setenv("EVALSTOP_JIT", "1")
     monkeypatch.setattr(jit, "_installed", lambda: True)
     monkeypatch.setattr(jit, "_loaded", {})
     # any importable module stands in for a twin: the switch does not care what it holds
-    assert jit.twin("evalstop.errors") is sys.modules["evalstop.errors"]
+    assert jit.twin("evalstop.errors", 1) is sys.modules["evalstop.errors"]
+    assert jit.twin("evalstop.errors", 1) is sys.modules["evalstop.errors"]
     assert list(jit._loaded) == ["evalstop.errors"]
 
 
