@@ -5,7 +5,9 @@ job's last checkpoint when the scheduler looks at it. Every field of the result 
 start, finish, stop, kept checkpoint, preemption and the GPU timeline) is compared with the
 checkpoint loop of ``engine._run`` (``srtf_loop.ENABLED = False``) on random traces made
 to tie (equal estimates, durations on a coarse grid, no restart overhead), on the traces
-of ``test_sim_fastpath`` and on a slice of Philly.
+of ``test_sim_fastpath`` and on a slice of Philly. Each comparison runs twice: with the
+Python loop (``EVALSTOP_JIT=0``) and with its compiled twin (``evalstop.sim.srtf_jit``,
+skipped without numba); and the twin's arrays are compared with the Python loop's directly.
 """
 
 import math
@@ -21,6 +23,30 @@ from evalstop.workload import load_philly, synthetic_workload, trace_workload
 
 FIELDS = ("start_s", "finish_s", "stopped", "stop_eval", "kept_eval", "end_progress", "gpu_s",
           "n_preemptions", "timeline_t", "timeline_used")
+
+
+@pytest.fixture(params=["python", "twin"])
+def loop(request, monkeypatch):
+    """Which of SRTF-Est's own loops ``simulate`` takes: the Python loop or its twin (and
+    that it took that one)."""
+    twin = request.param == "twin"
+    if twin:
+        pytest.importorskip("numba")
+    monkeypatch.setenv("EVALSTOP_JIT", "1" if twin else "0")
+    calls = 0
+    if twin:
+        from evalstop.sim import srtf_jit
+
+        kernel = srtf_jit.run_kernel
+
+        def counted(*args):
+            nonlocal calls
+            calls += 1
+            return kernel(*args)
+
+        monkeypatch.setattr(srtf_jit, "run_kernel", counted)
+    yield request.param
+    assert calls > 0 if twin else calls == 0
 
 
 def checkpoint_loop(monkeypatch, *args, **kw):
@@ -71,7 +97,7 @@ def test_the_loop_is_taken_for_plain_srtf_only():
 
 
 @pytest.mark.parametrize("overhead", [0.0, 30.0, 120.0])
-def test_random_traces_match(monkeypatch, overhead):
+def test_random_traces_match(monkeypatch, loop, overhead):
     restarted_at_once = 0
     for seed in range(120):
         rng = np.random.default_rng(seed)
@@ -97,7 +123,7 @@ def test_random_traces_match(monkeypatch, overhead):
         assert restarted_at_once > 0
 
 
-def test_traces_made_to_tie_match(monkeypatch):
+def test_traces_made_to_tie_match(monkeypatch, loop):
     for seed in range(150):
         rng = np.random.default_rng(seed)
         w = tie_workload(seed, int(rng.integers(2, 50)))
@@ -107,7 +133,7 @@ def test_traces_made_to_tie_match(monkeypatch):
                                     float(rng.choice([0.0, 10.0, 20.0])))
 
 
-def test_an_eval_due_at_its_restart_is_processed_after_that_call(monkeypatch):
+def test_an_eval_due_at_its_restart_is_processed_after_that_call(monkeypatch, loop):
     # Job A (3 s, evals at 1/3, 2/3, 1) is preempted a float's width before its second
     # eval: its progress rounds to that eval's, so with no restart overhead the eval is due
     # the instant A restarts, and the checkpoint loop processes it after the scheduling call
@@ -125,7 +151,7 @@ def test_an_eval_due_at_its_restart_is_processed_after_that_call(monkeypatch):
     assert srtf_loop._round(seg[:1] + (1.0,) + seg[2:], 1) == 0  # due later: first batch
 
 
-def test_benchmark_traces_match(monkeypatch):
+def test_benchmark_traces_match(monkeypatch, loop):
     paper = synthetic_workload(np.random.default_rng(0), n_jobs=300, n_gpus=64)
     philly = trace_workload(load_philly(limit=2000), np.random.default_rng(1))
     for w, n_gpus in ((paper, 64), (philly, 96)):
@@ -137,3 +163,60 @@ def test_benchmark_traces_match(monkeypatch):
         same_as_checkpoint_loop(monkeypatch, philly, 96,
                                 lambda: build("srtf-est", rule, job_types=["rlhf"]))
         same_as_checkpoint_loop(monkeypatch, philly, 96, lambda: SRTFEst(margin=0.0))
+
+
+def both_loops(monkeypatch, w, n_gpus, make, **kw):
+    """The Python loop's result and the twin's, for one run."""
+    from evalstop.sim import srtf_jit
+
+    calls = []
+    with monkeypatch.context() as m:
+        kernel = srtf_jit.run_kernel
+        m.setattr(srtf_jit, "run_kernel", lambda *a: calls.append(1) or kernel(*a))
+        m.setenv("EVALSTOP_JIT", "0")
+        py = simulate(w, n_gpus, make(), **kw)
+        m.setenv("EVALSTOP_JIT", "1")
+        tw = simulate(w, n_gpus, make(), **kw)
+    assert len(calls) == 1  # the twin ran, the second time only
+    return py, tw
+
+
+@pytest.mark.parametrize("record_timeline", [True, False])
+def test_the_twin_gives_the_python_loops_arrays(monkeypatch, record_timeline):
+    pytest.importorskip("numba")
+    from evalstop.sim import srtf_jit  # noqa: F401  (the twin itself imports)
+
+    preempted = 0
+    for seed in range(60):
+        rng = np.random.default_rng(1000 + seed)
+        n = int(rng.integers(2, 80))
+        w = tie_workload(seed, n) if seed % 2 else random_workload(seed, n)
+        depth, margin = int(rng.choice([1, 2, 4, 32])), float(rng.choice([0.0, 5.0, 40.0]))
+        overhead = float(rng.choice([0.0, 10.0, 120.0]))
+        for make in (lambda: SRTFEst(depth=depth, margin=margin),
+                     lambda: build("srtf-est", "evalstop:k=2")):
+            py, tw = both_loops(monkeypatch, w, int(rng.integers(4, 10)), make,
+                                restart_overhead_s=overhead, record_timeline=record_timeline)
+            for f in FIELDS:
+                a, b = getattr(py, f), getattr(tw, f)
+                assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True), f
+            preempted += int(py.n_preemptions.sum())
+    assert preempted > 0
+
+
+def test_the_twin_raises_as_the_python_loop_does(monkeypatch):
+    # A job bigger than the cluster (simulate refuses it; the loop is called directly) is
+    # left waiting on an idle cluster: both loops stop with the same error.
+    pytest.importorskip("numba")
+    from evalstop.sim.stops import plan_for
+
+    w = make_workload([0.0, 1.0], [10.0, 10.0], [1, 3])
+    errors = []
+    for flag in ("0", "1"):
+        monkeypatch.setenv("EVALSTOP_JIT", flag)
+        s = build("srtf-est")
+        s.bind(n_gpus=2, restart_overhead_s=0.0)
+        with pytest.raises(RuntimeError, match="left 1 jobs waiting") as err:
+            srtf_loop.run(w, 2, s, 0.0, True, plan_for(w, s), 0.0)
+        errors.append(str(err.value))
+    assert errors[0] == errors[1]

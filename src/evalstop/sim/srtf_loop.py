@@ -21,6 +21,11 @@ here too. Every start, finish, stop and preemption is the checkpoint loop's
 (``engine._run`` with ``SRTFEst``); ``tests/test_sim_srtf_loop.py`` compares them on
 random traces with many ties and on a slice of Philly, so a difference shows there.
 ``ENABLED = False`` sends SRTF-Est back to that loop.
+
+With numba installed (the ``fast`` extra), ``run`` hands the loop to its compiled twin
+``evalstop.sim.srtf_jit``, which makes every decision and float of the loop here (the same
+tests compare the two); ``EVALSTOP_JIT=0`` keeps the Python loop. The Python loop stays
+the reference: it is what runs without numba, and what the twin is read against.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from bisect import bisect_left, insort
 
 import numpy as np
 
+from evalstop import jit
 from evalstop.schedulers.overlay import plain_base
 from evalstop.schedulers.srtf import SRTFEst
 from evalstop.sim.result import planned_result
@@ -98,6 +104,10 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
     """``engine._run`` for a scheduler that ``fits``, with its stop ``plan``."""
     base = getattr(scheduler, "base", scheduler)
     depth, margin = base.depth, base.margin
+    twin = jit.twin("evalstop.sim.srtf_jit")
+    if twin is not None:
+        return _run_twin(twin, workload, n_gpus, scheduler, depth, margin, restart_overhead_s,
+                         record_timeline, plan, wall0)
     n, m = workload.n_jobs, workload.n_evals
     grid = [float(x) for x in workload.eval_progress]
     last = m - 1
@@ -414,12 +424,34 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
                     tl_t.append(t)
                     tl_used.append(used)
         if free == n_gpus and ai >= n and (wait or wait_big):
-            raise RuntimeError(f"scheduler {scheduler.name} left {len(wait) + len(wait_big)} "
-                               "jobs waiting "
-                               "on an idle cluster")
+            raise _left_waiting(scheduler, len(wait) + len(wait_big))
 
     # Every job ran to its planned end (or the loop raised above).
     return planned_result(workload, plan, np.array(grid), start_s=np.array(start_s),
                           finish_s=np.array(finish_s), gpu_s=np.array(gpu_s),
                           n_preemptions=np.array(n_pre, dtype=np.int64), tl_t=tl_t,
                           tl_used=tl_used, n_gpus=n_gpus, scheduler=scheduler, wall0=wall0)
+
+
+def _left_waiting(scheduler, n_waiting):
+    return RuntimeError(f"scheduler {scheduler.name} left {n_waiting} jobs waiting "
+                        "on an idle cluster")
+
+
+def _run_twin(twin, workload, n_gpus, scheduler, depth, margin, restart_overhead_s,
+              record_timeline, plan, wall0):
+    """``run`` by the compiled twin: the same arrays, from the same inputs."""
+    grid = np.ascontiguousarray(workload.eval_progress, dtype=np.float64)
+    # Fixed dtypes: one compiled signature, loaded from numba's cache.
+    start_s, finish_s, gpu_s, n_pre, tl_t, tl_used, n_waiting = twin.run_kernel(
+        np.ascontiguousarray(workload.arrival_s, dtype=np.float64),
+        np.ascontiguousarray(workload.duration_s, dtype=np.float64),
+        np.ascontiguousarray(workload.gpus, dtype=np.int64),
+        np.ascontiguousarray(workload.est_duration_s, dtype=np.float64),
+        np.ascontiguousarray(plan.end_eval, dtype=np.int64), grid, int(n_gpus), int(depth),
+        float(margin), float(restart_overhead_s), bool(record_timeline))
+    if n_waiting >= 0:
+        raise _left_waiting(scheduler, n_waiting)
+    return planned_result(workload, plan, grid, start_s=start_s, finish_s=finish_s,
+                          gpu_s=gpu_s, n_preemptions=n_pre, tl_t=tl_t, tl_used=tl_used,
+                          n_gpus=n_gpus, scheduler=scheduler, wall0=wall0)

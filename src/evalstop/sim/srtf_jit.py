@@ -1,0 +1,687 @@
+"""The numba twin of ``srtf_loop.run``: the same loop, compiled.
+
+``srtf_loop.run`` spends its time in Python's heap operations (on 1x Philly: 137k starts,
+237k pops, 370k pushes). Here the same loop runs over numpy arrays: every heap is an
+array heap whose pushes, pops, replaces and heapifies are ``heapq``'s algorithms step for
+step (so each heap holds its entries in the same places, and the in-place reading of the
+victims' heap visits them in the same order), entries are stored by value and compared
+field by field as Python compares the tuples, and ``_Rank``'s tie rule is
+``_rank_less`` (the two ``_chain`` sequences compared element by element). No fastmath:
+every float is computed with the expression, and in the order, of the Python loop, so
+times, keys and GPU-seconds are the same floats. ``tests/test_sim_srtf_loop.py`` compares
+the twin with the Python loop and with the checkpoint loop.
+
+A change to ``srtf_loop.run`` must be made here too. Only ``run_kernel`` is called from
+outside; it returns the arrays ``run`` builds its result from, and a count of jobs left
+waiting on an idle cluster (-1: none) for ``run`` to raise on.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+INF = np.inf
+NAN = np.nan
+
+# Per-job floats (JF columns) and ints (JI columns). A running job has one segment (a run
+# from a start to its end or preemption): SEG_* describe it.
+START, FINISH, GPU_S, PROG, END_T, NXT, SEG_S, SEG_OH, SEG_P0, SEG_D = range(10)
+N_PRE, DONE, LIVE, MOVED, GONE, SEG_J0, SEG_CALL, SEG_ORDER = range(8)
+
+# A running job's entry in the victims' heap, ``worst``: Python's tuple
+# (-key, time, call/batch, flag, order/_Rank, job). Floats (WF columns): the negated key,
+# the time it was set, and (for a key set at an eval, flag 0) the segment that ``_Rank``
+# walks back through. Ints (WI columns): batch, flag, ORD (the start's order for flag 1,
+# the eval for flag 0), the job, a serial number (Python's ``live[i] is e`` becomes
+# ``JI[i, LIVE] == serial``; 0: not running), and the segment's ints.
+W_NKEY, W_TIME, W_S, W_OH, W_P0, W_D = range(6)
+W_BATCH, W_FLAG, W_ORD, W_JOB, W_SERIAL, W_J0, W_CALL, W_ORDER = range(8)
+
+# Scalars shared by the helpers (numba functions cannot assign their caller's locals).
+S_EV, S_W, S_Q, S_B, S_ORDER, S_WSEQ, S_EA_BOUND, S_SERIAL, S_PRE = range(9)
+F_EA_LIMIT = 0
+
+
+# ---- heaps of (float, int, int), compared as Python compares those tuples -------------
+# The events, (time, job, 0), and the one-GPU wait queue, (key, seq, job).
+
+
+@njit(cache=True)
+def _tless(f1, a1, b1, f2, a2, b2):
+    if f1 != f2:
+        return f1 < f2
+    if a1 != a2:
+        return a1 < a2
+    return b1 < b2
+
+
+@njit(cache=True)
+def _tsiftdown(F, A, B, startpos, pos):
+    f, a, b = F[pos], A[pos], B[pos]
+    while pos > startpos:
+        parent = (pos - 1) >> 1
+        if _tless(f, a, b, F[parent], A[parent], B[parent]):
+            F[pos], A[pos], B[pos] = F[parent], A[parent], B[parent]
+            pos = parent
+            continue
+        break
+    F[pos], A[pos], B[pos] = f, a, b
+
+
+@njit(cache=True)
+def _tsiftup(F, A, B, n, pos):
+    startpos = pos
+    f, a, b = F[pos], A[pos], B[pos]
+    child = 2 * pos + 1
+    while child < n:
+        right = child + 1
+        if right < n and not _tless(F[child], A[child], B[child], F[right], A[right],
+                                    B[right]):
+            child = right
+        F[pos], A[pos], B[pos] = F[child], A[child], B[child]
+        pos = child
+        child = 2 * pos + 1
+    F[pos], A[pos], B[pos] = f, a, b
+    _tsiftdown(F, A, B, startpos, pos)
+
+
+@njit(cache=True)
+def _tpush(F, A, B, n, f, a, b):
+    F[n], A[n], B[n] = f, a, b
+    _tsiftdown(F, A, B, 0, n)
+    return n + 1
+
+
+@njit(cache=True)
+def _tpop(F, A, B, n):
+    """heappop: returns the top (f, a, b) and the new size."""
+    n -= 1
+    f, a, b = F[n], A[n], B[n]
+    if n == 0:
+        return f, a, b, n
+    rf, ra, rb = F[0], A[0], B[0]
+    F[0], A[0], B[0] = f, a, b
+    _tsiftup(F, A, B, n, 0)
+    return rf, ra, rb, n
+
+
+@njit(cache=True)
+def _theapify(F, A, B, n):
+    for i in range(n // 2 - 1, -1, -1):
+        _tsiftup(F, A, B, n, i)
+
+
+# ---- the multi-GPU wait queue: a sorted list of (key, seq, job) -----------------------
+
+
+@njit(cache=True)
+def _insort(BK, BS, BJ, nb, k, s, j):
+    lo, hi = 0, nb
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _tless(k, s, j, BK[mid], BS[mid], BJ[mid]):
+            hi = mid
+        else:
+            lo = mid + 1
+    for x in range(nb, lo, -1):
+        BK[x], BS[x], BJ[x] = BK[x - 1], BS[x - 1], BJ[x - 1]
+    BK[lo], BS[lo], BJ[lo] = k, s, j
+    return nb + 1
+
+
+@njit(cache=True)
+def _bisect_left(BK, BS, BJ, nb, k, s, j, lo):
+    hi = nb
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _tless(BK[mid], BS[mid], BJ[mid], k, s, j):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True)
+def _delete(BK, BS, BJ, nb, at):
+    for x in range(at, nb - 1):
+        BK[x], BS[x], BJ[x] = BK[x + 1], BS[x + 1], BJ[x + 1]
+    return nb - 1
+
+
+# ---- the victims' heap ----------------------------------------------------------------
+
+
+@njit(cache=True)
+def _round(s, oh, p0, d, j0, call, grid, j):
+    """``srtf_loop._round``: the scheduling calls at its time before eval ``j`` of the
+    segment was processed."""
+    b = s + oh
+    t = b + (grid[j] - p0) * d
+    while j > j0 and b + (grid[j - 1] - p0) * d == t:
+        j -= 1
+    return call + 1 if j == j0 and s == t else 0
+
+
+@njit(cache=True)
+def _rank_less(WF, WI, x, y, grid):
+    """``_Rank.__lt__`` for the entries in rows x and y: their ``_chain``s from the eval
+    before each entry's, compared element by element until one ends (then: not less)."""
+    sx, ohx, p0x, dx = WF[x, W_S], WF[x, W_OH], WF[x, W_P0], WF[x, W_D]
+    sy, ohy, p0y, dy = WF[y, W_S], WF[y, W_OH], WF[y, W_P0], WF[y, W_D]
+    j0x, cx, ox = WI[x, W_J0], WI[x, W_CALL], WI[x, W_ORDER]
+    j0y, cy, oy = WI[y, W_J0], WI[y, W_CALL], WI[y, W_ORDER]
+    jx, jy = WI[x, W_ORD] - 1, WI[y, W_ORD] - 1
+    bx, by = sx + ohx, sy + ohy
+    while True:
+        # An element is (eval time, round, 0) while j >= j0, then (start, call, 1, order).
+        if jx >= j0x:
+            tx, rx, fx = bx + (grid[jx] - p0x) * dx, _round(sx, ohx, p0x, dx, j0x, cx, grid,
+                                                               jx), 0
+        else:
+            tx, rx, fx = sx, cx, 1
+        if jy >= j0y:
+            ty, ry, fy = by + (grid[jy] - p0y) * dy, _round(sy, ohy, p0y, dy, j0y, cy, grid,
+                                                               jy), 0
+        else:
+            ty, ry, fy = sy, cy, 1
+        if tx != ty:
+            return tx < ty
+        if rx != ry:
+            return rx < ry
+        if fx != fy:
+            return fx < fy
+        if fx == 1:  # two starts: the order decides; equal, both chains ended
+            return ox < oy
+        jx -= 1
+        jy -= 1
+
+
+@njit(cache=True)
+def _wless(WF, WI, x, y, grid):
+    """Python's comparison of the two ``worst`` tuples in rows x and y."""
+    if WF[x, W_NKEY] != WF[y, W_NKEY]:
+        return WF[x, W_NKEY] < WF[y, W_NKEY]
+    if WF[x, W_TIME] != WF[y, W_TIME]:
+        return WF[x, W_TIME] < WF[y, W_TIME]
+    if WI[x, W_BATCH] != WI[y, W_BATCH]:
+        return WI[x, W_BATCH] < WI[y, W_BATCH]
+    if WI[x, W_FLAG] != WI[y, W_FLAG]:
+        return WI[x, W_FLAG] < WI[y, W_FLAG]
+    if WI[x, W_FLAG] == 0:
+        # Two _Rank objects are never the same object, so Python asks ``<`` and stops.
+        return _rank_less(WF, WI, x, y, grid)
+    if WI[x, W_ORD] != WI[y, W_ORD]:
+        return WI[x, W_ORD] < WI[y, W_ORD]
+    return WI[x, W_JOB] < WI[y, W_JOB]
+
+
+@njit(cache=True)
+def _copy(SF, SI, x, DF, DI, y):
+    for c in range(SF.shape[1]):
+        DF[y, c] = SF[x, c]
+    for c in range(SI.shape[1]):
+        DI[y, c] = SI[x, c]
+
+
+@njit(cache=True)
+def _wsiftdown(WF, WI, startpos, pos, grid):
+    # heapq's newitem is kept in the spare last row.
+    x = WF.shape[0] - 1
+    _copy(WF, WI, pos, WF, WI, x)
+    while pos > startpos:
+        parent = (pos - 1) >> 1
+        if _wless(WF, WI, x, parent, grid):
+            _copy(WF, WI, parent, WF, WI, pos)
+            pos = parent
+            continue
+        break
+    _copy(WF, WI, x, WF, WI, pos)
+
+
+@njit(cache=True)
+def _wsiftup(WF, WI, n, pos, grid):
+    x = WF.shape[0] - 1
+    startpos = pos
+    _copy(WF, WI, pos, WF, WI, x)
+    child = 2 * pos + 1
+    while child < n:
+        right = child + 1
+        if right < n and not _wless(WF, WI, child, right, grid):
+            child = right
+        _copy(WF, WI, child, WF, WI, pos)
+        pos = child
+        child = 2 * pos + 1
+    _copy(WF, WI, x, WF, WI, pos)
+    _wsiftdown(WF, WI, startpos, pos, grid)
+
+
+@njit(cache=True)
+def _wpop(WF, WI, n, grid):
+    """heappop, the top dropped (callers read it first); returns the new size."""
+    n -= 1
+    if n > 0:
+        _copy(WF, WI, n, WF, WI, 0)
+        _wsiftup(WF, WI, n, 0, grid)
+    return n
+
+
+@njit(cache=True)
+def _wpush_from(SF, SI, x, WF, WI, n, grid):
+    """heappush of the entry in row x of (SF, SI); returns the new size."""
+    _copy(SF, SI, x, WF, WI, n)
+    _wsiftdown(WF, WI, 0, n, grid)
+    return n + 1
+
+
+@njit(cache=True)
+def _wheapify(WF, WI, n, grid):
+    for i in range(n // 2 - 1, -1, -1):
+        _wsiftup(WF, WI, n, i, grid)
+
+
+@njit(cache=True)
+def _grow(A, rows):
+    """A copy of A with at least ``rows`` rows (double its own, to grow rarely)."""
+    out = np.empty((max(rows, 2 * A.shape[0]),) + A.shape[1:], A.dtype)
+    out[:A.shape[0]] = A
+    return out
+
+
+# ---- the loop -------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur, gpus, est,
+           end_eval, grid, n_gpus, overhead):
+    """``start`` in ``srtf_loop.run``."""
+    JI[i, MOVED] = cid
+    S[S_ORDER] += 1
+    order = S[S_ORDER]
+    S[S_SERIAL] += 1
+    n = S[S_W]
+    restarted = JI[i, GONE] == cid
+    if restarted:
+        # Preempted and restarted in one call: the checkpoint loop keeps it running on the
+        # same segment; only its key (the wait key) is set anew, as at a start.
+        JI[i, GONE] = 0
+    else:
+        if JI[i, N_PRE]:
+            key = est[i] * (1.0 - JF[i, PROG])  # the wait key predates the progress made
+            oh = overhead
+        else:
+            oh = 0.0
+        if JF[i, START] != JF[i, START]:
+            JF[i, START] = t
+        p0 = JF[i, PROG]
+        d = dur[i]
+        te = t + oh + (grid[end_eval[i]] - p0) * d
+        JF[i, END_T] = te
+        S[S_EV] = _tpush(EF, EA, EB, S[S_EV], te, i, 0)
+        j = JI[i, DONE] + 1
+        JF[i, SEG_S], JF[i, SEG_OH], JF[i, SEG_P0], JF[i, SEG_D] = t, oh, p0, d
+        JI[i, SEG_J0], JI[i, SEG_CALL], JI[i, SEG_ORDER] = j, call, order
+        JF[i, NXT] = t + oh + (grid[j] - p0) * d if j < end_eval[i] else INF
+    WF[n, W_NKEY], WF[n, W_TIME] = -key, t
+    WI[n, W_BATCH], WI[n, W_FLAG], WI[n, W_ORD] = call, 1, order
+    WI[n, W_JOB], WI[n, W_SERIAL] = i, S[S_SERIAL]
+    JI[i, LIVE] = S[S_SERIAL]
+    _wsiftdown(WF, WI, 0, n, grid)
+    n += 1
+    S[S_W] = n
+    if key > SF[F_EA_LIMIT]:
+        S[S_EA_BOUND] += gpus[i]
+    if not restarted and not order & 63 and n > 64 + 2 * n_gpus:
+        # Drop entries of jobs no longer running (looked at every 64th start; at most
+        # n_gpus jobs run). Not after a restart in its own call (the Python loop returns
+        # before this).
+        k = 0
+        for r in range(n):
+            if JI[WI[r, W_JOB], LIVE] == WI[r, W_SERIAL]:
+                if k != r:
+                    _copy(WF, WI, r, WF, WI, k)
+                k += 1
+        S[S_W] = k
+        _wheapify(WF, WI, k, grid)
+
+
+@njit(cache=True)
+def _refresh(i, t, JF, JI, est, end_eval, grid, DF, DI, y, serial):
+    """``refresh``: job i's entry as of its last eval at or before t, written to row y of
+    (DF, DI); it becomes the job's live entry."""
+    s, oh, p0, d = JF[i, SEG_S], JF[i, SEG_OH], JF[i, SEG_P0], JF[i, SEG_D]
+    j0, call = JI[i, SEG_J0], JI[i, SEG_CALL]
+    b = s + oh
+    k, end = JI[i, DONE] + 1, end_eval[i]
+    while k + 1 < end and b + (grid[k + 1] - p0) * d <= t:
+        k += 1
+    JI[i, DONE] = k
+    JF[i, NXT] = b + (grid[k + 1] - p0) * d if k + 1 < end else INF
+    g = grid[k]
+    JF[i, PROG] = g
+    DF[y, W_NKEY] = -(est[i] * (1.0 - g))
+    DF[y, W_TIME] = b + (g - p0) * d
+    DF[y, W_S], DF[y, W_OH], DF[y, W_P0], DF[y, W_D] = s, oh, p0, d
+    DI[y, W_BATCH] = _round(s, oh, p0, d, j0, call, grid, k)
+    DI[y, W_FLAG], DI[y, W_ORD], DI[y, W_JOB], DI[y, W_SERIAL] = 0, k, i, serial
+    DI[y, W_J0], DI[y, W_CALL], DI[y, W_ORDER] = j0, call, JI[i, SEG_ORDER]
+    JI[i, LIVE] = serial
+
+
+@njit(cache=True)
+def _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF, QA, QB, BK, BS,
+          BJ, dur, gpus, est, end_eval, grid, n_gpus, overhead):
+    """``fill``: the queue in key order, at most ``depth`` deep, starting each job that
+    fits."""
+    looked = b = 0
+    while looked < depth and free > 0:
+        if free == 1:
+            # Only a one-GPU job fits: the multi-GPU jobs ahead of it are skipped at once.
+            if S[S_Q] == 0:
+                break
+            if b < S[S_B] and _tless(BK[b], BS[b], BJ[b], QF[0], QA[0], QB[0]):
+                k = _bisect_left(BK, BS, BJ, S[S_B], QF[0], QA[0], QB[0], b)
+                looked += k - b
+                b = k
+                if looked >= depth:
+                    break
+            key, _, i, S[S_Q] = _tpop(QF, QA, QB, S[S_Q])
+            _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur, gpus, est,
+                   end_eval, grid, n_gpus, overhead)
+            return 0
+        if S[S_Q] and not (b < S[S_B] and _tless(BK[b], BS[b], BJ[b], QF[0], QA[0], QB[0])):
+            key, _, i, S[S_Q] = _tpop(QF, QA, QB, S[S_Q])
+            free -= 1
+            looked += 1
+            _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur, gpus, est,
+                   end_eval, grid, n_gpus, overhead)
+            continue
+        if b == S[S_B]:
+            break
+        looked += 1
+        i = BJ[b]
+        if gpus[i] <= free:
+            key = BK[b]
+            S[S_B] = _delete(BK, BS, BJ, S[S_B], b)
+            free -= gpus[i]
+            _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur, gpus, est,
+                   end_eval, grid, n_gpus, overhead)
+        else:
+            b += 1
+    return free
+
+
+@njit(cache=True)
+def _enough_above(limit, short, t, cid, S, SF, JF, JI, WF, WI, FRF, FRI, stack, gpus, est,
+                  end_eval, grid):
+    """``enough_above``: whether running jobs not started in this call, with keys above
+    ``limit``, hold ``short`` GPUs; the heap is read in place (a subtree whose root's
+    stored key is at most ``limit`` holds no candidate), refreshed entries pushed after."""
+    n_w = S[S_W]
+    top = 0
+    if n_w:
+        stack[0] = 0
+        top = 1
+    n_fresh = 0
+    held = 0
+    while top:
+        top -= 1
+        k = stack[top]
+        if -WF[k, W_NKEY] <= limit:
+            continue
+        i = WI[k, W_JOB]
+        if JI[i, LIVE] == WI[k, W_SERIAL]:
+            if JI[i, MOVED] != cid:
+                nkey = WF[k, W_NKEY]
+                if JF[i, NXT] <= t:
+                    S[S_SERIAL] += 1
+                    _refresh(i, t, JF, JI, est, end_eval, grid, FRF, FRI, n_fresh,
+                             S[S_SERIAL])
+                    nkey = FRF[n_fresh, W_NKEY]
+                    n_fresh += 1
+                if -nkey > limit:
+                    short -= gpus[i]
+                    if short <= 0:
+                        break
+                    held += gpus[i]
+            elif -WF[k, W_NKEY] > limit:
+                held += gpus[i]
+        k = 2 * k + 1
+        if k < n_w:
+            stack[top] = k
+            top += 1
+            if k + 1 < n_w:
+                stack[top] = k + 1
+                top += 1
+    for r in range(n_fresh):
+        S[S_W] = _wpush_from(FRF, FRI, r, WF, WI, S[S_W], grid)
+    if short > 0:
+        SF[F_EA_LIMIT], S[S_EA_BOUND] = limit, held
+    return short <= 0
+
+
+@njit(cache=True)
+def _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB,
+                      QF, QA, QB, BK, BS, BJ, PPF, PPI, FRF, FRI, stack, victims, preempted,
+                      dur, gpus, est, end_eval, grid, n_gpus, overhead):
+    """``preempt_for_head``."""
+    rounds = 0
+    while (S[S_Q] or S[S_B]) and rounds < depth:
+        rounds += 1
+        if S[S_Q] and not (S[S_B] and _tless(BK[0], BS[0], BJ[0], QF[0], QA[0], QB[0])):
+            head_key, h = QF[0], QB[0]
+        else:
+            head_key, h = BK[0], BJ[0]
+        need = gpus[h]
+        if need <= free:
+            free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF,
+                         QA, QB, BK, BS, BJ, dur, gpus, est, end_eval, grid, n_gpus,
+                         overhead)
+            continue
+        limit = head_key + margin
+        # The top's stored key bounds every key: most calls end here.
+        if S[S_W] == 0 or -WF[0, W_NKEY] <= limit:
+            break
+        if need - free > 1:
+            if SF[F_EA_LIMIT] <= limit and S[S_EA_BOUND] < need - free:
+                break
+            if not _enough_above(limit, need - free, t, cid, S, SF, JF, JI, WF, WI, FRF,
+                                 FRI, stack, gpus, est, end_eval, grid):
+                break
+        n_vic = n_pop = 0
+        gain = 0
+        while S[S_W] and free + gain < need:
+            i = WI[0, W_JOB]
+            if JI[i, LIVE] != WI[0, W_SERIAL]:
+                S[S_W] = _wpop(WF, WI, S[S_W], grid)  # ended or preempted
+                continue
+            if JF[i, NXT] <= t and JI[i, MOVED] != cid:  # (a key set in this call stands)
+                S[S_SERIAL] += 1
+                _refresh(i, t, JF, JI, est, end_eval, grid, WF, WI, 0, S[S_SERIAL])
+                _wsiftup(WF, WI, S[S_W], 0, grid)  # heapreplace
+                continue
+            if -WF[0, W_NKEY] <= limit:
+                break
+            _copy(WF, WI, 0, PPF, PPI, n_pop)
+            n_pop += 1
+            S[S_W] = _wpop(WF, WI, S[S_W], grid)
+            if JI[i, MOVED] == cid:
+                continue
+            victims[n_vic] = i
+            n_vic += 1
+            gain += gpus[i]
+        if free + gain < need:
+            for r in range(n_pop):
+                S[S_W] = _wpush_from(PPF, PPI, r, WF, WI, S[S_W], grid)
+            break
+        for r in range(n_pop):
+            if JI[PPI[r, W_JOB], MOVED] == cid:
+                S[S_W] = _wpush_from(PPF, PPI, r, WF, WI, S[S_W], grid)
+        if need == 1:  # the head, before the victims join the queue
+            _, _, _, S[S_Q] = _tpop(QF, QA, QB, S[S_Q])
+        else:
+            S[S_B] = _delete(BK, BS, BJ, S[S_B], 0)
+        for v in range(n_vic):
+            i = victims[v]
+            JI[i, MOVED] = cid
+            JI[i, GONE] = cid
+            preempted[S[S_PRE]] = i
+            S[S_PRE] += 1
+            JI[i, LIVE] = 0
+            S[S_WSEQ] += 1
+            key = est[i] * (1.0 - JF[i, PROG])
+            if gpus[i] == 1:
+                S[S_Q] = _tpush(QF, QA, QB, S[S_Q], key, S[S_WSEQ], i)
+            else:
+                S[S_B] = _insort(BK, BS, BJ, S[S_B], key, S[S_WSEQ], i)
+        free += gain - need
+        _start(h, head_key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur, gpus, est,
+               end_eval, grid, n_gpus, overhead)
+    return free
+
+
+@njit(cache=True)
+def run_kernel(arrival, dur, gpus, est, end_eval, grid, n_gpus, depth, margin, overhead,
+               record_timeline):
+    """``srtf_loop.run``'s loop. Returns start_s, finish_s, gpu_s, n_preemptions, the
+    timeline (times, GPUs used) and the number of jobs left waiting on an idle cluster
+    (-1: none; the loop stopped there)."""
+    n = arrival.shape[0]
+    JF = np.zeros((n, 10))
+    JF[:, START] = NAN
+    JF[:, FINISH] = NAN
+    JF[:, END_T] = NAN
+    JF[:, NXT] = INF
+    JI = np.zeros((n, 8), np.int64)
+    JI[:, DONE] = -1
+    S = np.zeros(9, np.int64)
+    SF = np.full(1, INF)  # ea_limit
+    # Capacities: every job waits at most once; in one scheduling call (each job holding
+    # a GPU) at most 2 * n_gpus starts, each pushing one end and one entry, and n_gpus
+    # refreshed entries are pushed. Checked before each call; each heap keeps a spare
+    # last row.
+    cap_e = 64 + 4 * n_gpus
+    EF, EA, EB = np.empty(cap_e + 1), np.empty(cap_e + 1, np.int64), np.zeros(cap_e + 1,
+                                                                              np.int64)
+    QF, QA, QB = np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
+    BK, BS, BJ = np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
+    cap_w = 128 + 8 * n_gpus
+    WF, WI = np.empty((cap_w + 1, 6)), np.empty((cap_w + 1, 8), np.int64)
+    PPF, PPI = np.empty((cap_w + 1, 6)), np.empty((cap_w + 1, 8), np.int64)
+    FRF, FRI = np.empty((cap_w + 1, 6)), np.empty((cap_w + 1, 8), np.int64)
+    stack = np.empty(cap_w + 1, np.int64)
+    victims = np.empty(n_gpus + 1, np.int64)
+    preempted = np.empty(n_gpus + 1, np.int64)
+    tl_t, tl_used = np.zeros(1024), np.zeros(1024, np.int64)
+    tl_n = 1
+
+    free = n_gpus
+    ai = 0
+    t_call, call, cid = NAN, 0, 0
+    while True:
+        t_heap = EF[0] if S[S_EV] else INF
+        t_arr = arrival[ai] if ai < n else INF
+        t = t_heap if t_heap <= t_arr else t_arr
+        if t == INF:
+            break
+        changed = False
+        while S[S_EV] and EF[0] == t:
+            _, i, _, S[S_EV] = _tpop(EF, EA, EB, S[S_EV])
+            if JF[i, END_T] != t:
+                continue  # a preempted segment's end, or a copy of one already handled
+            JF[i, END_T] = NAN
+            JF[i, FINISH] = t
+            JF[i, GPU_S] += gpus[i] * (t - JF[i, SEG_S])
+            free += gpus[i]
+            JI[i, LIVE] = 0
+            changed = True
+        alone = -1
+        if ai < n and arrival[ai] == t:
+            changed = True
+            if (S[S_Q] == 0 and S[S_B] == 0 and gpus[ai] <= free
+                    and (ai + 1 == n or arrival[ai + 1] != t)):
+                # One arrival at an empty queue, and it fits: started without queueing.
+                alone = ai
+                ai += 1
+            else:
+                while ai < n and arrival[ai] == t:
+                    S[S_WSEQ] += 1
+                    if gpus[ai] == 1:
+                        S[S_Q] = _tpush(QF, QA, QB, S[S_Q], est[ai], S[S_WSEQ], ai)
+                    else:
+                        S[S_B] = _insort(BK, BS, BJ, S[S_B], est[ai], S[S_WSEQ], ai)
+                    ai += 1
+        if not changed:
+            continue
+        if S[S_EV] + 2 * n_gpus + 2 > EF.shape[0] - 1:
+            size = S[S_EV] + 4 * n_gpus + 2
+            EF, EA, EB = _grow(EF, size), _grow(EA, size), _grow(EB, size)
+        if S[S_W] + 3 * n_gpus + 2 > WF.shape[0] - 1:
+            size = S[S_W] + 6 * n_gpus + 2
+            WF, WI, PPF, PPI = _grow(WF, size), _grow(WI, size), _grow(PPF, size), _grow(PPI,
+                                                                                        size)
+            FRF, FRI, stack = _grow(FRF, size), _grow(FRI, size), _grow(stack, size)
+        if t == t_call:
+            call += 1
+        else:
+            t_call, call = t, 0
+        cid += 1
+        if alone >= 0:
+            free -= gpus[alone]
+            _start(alone, est[alone], t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur,
+                   gpus, est, end_eval, grid, n_gpus, overhead)
+        elif free > 0 and (S[S_Q] or S[S_B]):
+            free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF,
+                         QA, QB, BK, BS, BJ, dur, gpus, est, end_eval, grid, n_gpus,
+                         overhead)
+        if S[S_Q] or S[S_B]:
+            if S[S_Q] and not (S[S_B] and _tless(BK[0], BS[0], BJ[0], QF[0], QA[0], QB[0])):
+                head_key, h = QF[0], QB[0]
+            else:
+                head_key, h = BK[0], BJ[0]
+            # The search's first test, without the call: no running key above the head's.
+            if gpus[h] <= free or (S[S_W] and -WF[0, W_NKEY] > head_key + margin):
+                free = _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI,
+                                         WF, WI, EF, EA, EB, QF, QA, QB, BK, BS, BJ, PPF,
+                                         PPI, FRF, FRI, stack, victims, preempted, dur,
+                                         gpus, est, end_eval, grid, n_gpus, overhead)
+            if S[S_PRE]:
+                for r in range(S[S_PRE]):
+                    i = preempted[r]
+                    if JI[i, GONE] != cid:
+                        continue  # restarted in the same call: it never stopped
+                    s, oh, p0, d = JF[i, SEG_S], JF[i, SEG_OH], JF[i, SEG_P0], JF[i, SEG_D]
+                    x = t - s - oh
+                    p = p0 + (x if x > 0.0 else 0.0) / d  # max(0.0, x), as Python picks
+                    g = grid[JI[i, DONE] + 1]
+                    JF[i, PROG] = g if g < p else p  # min(p, g), as Python picks
+                    JF[i, GPU_S] += gpus[i] * (t - s)
+                    JF[i, END_T] = NAN
+                    JI[i, N_PRE] += 1
+                S[S_PRE] = 0
+                if S[S_EV] > 64 + 2 * n_gpus:
+                    # Drop preempted segments' ends (they would stay until their time).
+                    k = 0
+                    for r in range(S[S_EV]):
+                        if JF[EA[r], END_T] == EF[r]:
+                            EF[k], EA[k], EB[k] = EF[r], EA[r], EB[r]
+                            k += 1
+                    S[S_EV] = k
+                    _theapify(EF, EA, EB, k)
+        if record_timeline:
+            used = n_gpus - free
+            if used != tl_used[tl_n - 1]:
+                if tl_t[tl_n - 1] == t:
+                    tl_used[tl_n - 1] = used
+                else:
+                    if tl_n == tl_t.shape[0]:
+                        tl_t, tl_used = _grow(tl_t, tl_n + 1), _grow(tl_used, tl_n + 1)
+                    tl_t[tl_n] = t
+                    tl_used[tl_n] = used
+                    tl_n += 1
+        if free == n_gpus and ai >= n and (S[S_Q] or S[S_B]):
+            return (JF[:, START].copy(), JF[:, FINISH].copy(), JF[:, GPU_S].copy(),
+                    JI[:, N_PRE].copy(), tl_t[:tl_n].copy(), tl_used[:tl_n].copy(),
+                    S[S_Q] + S[S_B])
+    return (JF[:, START].copy(), JF[:, FINISH].copy(), JF[:, GPU_S].copy(),
+            JI[:, N_PRE].copy(), tl_t[:tl_n].copy(), tl_used[:tl_n].copy(), -1)
