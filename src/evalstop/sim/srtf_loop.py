@@ -443,7 +443,7 @@ def _run_twin(twin, workload, n_gpus, scheduler, depth, margin, restart_overhead
     """``run`` by the compiled twin: the same arrays, from the same inputs."""
     grid = np.ascontiguousarray(workload.eval_progress, dtype=np.float64)
     # Fixed dtypes: one compiled signature, loaded from numba's cache.
-    start_s, finish_s, gpu_s, n_pre, tl_t, tl_used, n_waiting = twin.run_kernel(
+    start_s, finish_s, gpu_s, n_pre, tl_t, tl_used, n_waiting, _ = twin.run_kernel(
         np.ascontiguousarray(workload.arrival_s, dtype=np.float64),
         np.ascontiguousarray(workload.duration_s, dtype=np.float64),
         np.ascontiguousarray(workload.gpus, dtype=np.int64),
