@@ -151,6 +151,23 @@ def test_an_eval_due_at_its_restart_is_processed_after_that_call(monkeypatch, lo
     assert srtf_loop._round(seg[:1] + (1.0,) + seg[2:], 1) == 0  # due later: first batch
 
 
+def test_a_key_set_at_a_restarts_eval_ranks_after_the_calls_starts(monkeypatch, loop):
+    # As above, A (3 s, evals at 1/3, 2/3, 1) is preempted (by B) a float's width before
+    # its second eval, which is due the instant A restarts at t=10. There A and Y start
+    # in one call with equal keys (A first: Y, at the head, waits until V is preempted for
+    # it). A's stale start entry is on top when H arrives; looked at, its key is the one
+    # set at that eval, after the call, so Y's (set in the call) goes first: Y is
+    # preempted, not A. (Without the ``call + 1`` of ``_round`` the loop would take A.)
+    grid = np.arange(1, 4) / 3
+    t1 = math.nextafter(2.0, 0.0)
+    w = make_workload([0.0, 0.0, t1, 3.0, 10.5], [3.0, 1000.0, 8.0, 300.0, 1.0],
+                      [1, 2, 2, 3, 1], n_evals=3,
+                      est=[3.0, 1.5, 0.5, 3.0 * (1.0 - grid[1]), 0.1])
+    res = same_as_checkpoint_loop(monkeypatch, w, 4, lambda: build("srtf-est"), 0.0)
+    assert res.n_preemptions.tolist() == [1, 1, 0, 1, 0]  # A by B, V for Y, Y for H
+    assert res.start_s[3] == 10.0 and res.finish_s[0] == 11.0  # A: restarted at 10 too
+
+
 def test_benchmark_traces_match(monkeypatch, loop):
     paper = synthetic_workload(np.random.default_rng(0), n_jobs=300, n_gpus=64)
     philly = trace_workload(load_philly(limit=2000), np.random.default_rng(1))
