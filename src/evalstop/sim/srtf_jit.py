@@ -23,6 +23,17 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+F1, I1, F2, I2 = types.float64[::1], types.int64[::1], types.float64[:, ::1], types.int64[:, ::1]
+f8, i8 = types.float64, types.int64
+
+
+def _helper(*argtypes):
+    """A compiled helper, called from compiled code only (no Python or C entry points),
+    with its argument types given: left to infer them, numba also compiled a copy for
+    each constant argument (``pos=0``...), which nearly doubled the first compilation."""
+    return njit(argtypes, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+
+
 INF = np.inf
 NAN = np.nan
 
@@ -69,7 +80,7 @@ def _borrow(typingctx, arr):
 # The events, (time, job, 0), and the one-GPU wait queue, (key, seq, job).
 
 
-@njit(cache=True)
+@_helper(f8, i8, i8, f8, i8, i8)
 def _tless(f1, a1, b1, f2, a2, b2):
     if f1 != f2:
         return f1 < f2
@@ -78,7 +89,7 @@ def _tless(f1, a1, b1, f2, a2, b2):
     return b1 < b2
 
 
-@njit(cache=True)
+@_helper(F1, I1, I1, i8, i8)
 def _tsiftdown(F, A, B, startpos, pos):
     f, a, b = F[pos], A[pos], B[pos]
     while pos > startpos:
@@ -91,7 +102,7 @@ def _tsiftdown(F, A, B, startpos, pos):
     F[pos], A[pos], B[pos] = f, a, b
 
 
-@njit(cache=True)
+@_helper(F1, I1, I1, i8, i8)
 def _tsiftup(F, A, B, n, pos):
     startpos = pos
     f, a, b = F[pos], A[pos], B[pos]
@@ -108,14 +119,14 @@ def _tsiftup(F, A, B, n, pos):
     _tsiftdown(F, A, B, startpos, pos)
 
 
-@njit(cache=True)
+@_helper(F1, I1, I1, i8, f8, i8, i8)
 def _tpush(F, A, B, n, f, a, b):
     F[n], A[n], B[n] = f, a, b
     _tsiftdown(F, A, B, 0, n)
     return n + 1
 
 
-@njit(cache=True)
+@_helper(F1, I1, I1, i8)
 def _tpop(F, A, B, n):
     """heappop: returns the top (f, a, b) and the new size."""
     n -= 1
@@ -128,7 +139,7 @@ def _tpop(F, A, B, n):
     return rf, ra, rb, n
 
 
-@njit(cache=True)
+@_helper(F1, I1, I1, i8)
 def _theapify(F, A, B, n):
     for i in range(n // 2 - 1, -1, -1):
         _tsiftup(F, A, B, n, i)
@@ -137,7 +148,7 @@ def _theapify(F, A, B, n):
 # ---- the multi-GPU wait queue: a sorted list of (key, seq, job) -----------------------
 
 
-@njit(cache=True)
+@_helper(F1, I1, I1, i8, f8, i8, i8)
 def _insort(BK, BS, BJ, nb, k, s, j):
     lo, hi = 0, nb
     while lo < hi:
@@ -152,7 +163,7 @@ def _insort(BK, BS, BJ, nb, k, s, j):
     return nb + 1
 
 
-@njit(cache=True)
+@_helper(F1, I1, I1, i8, f8, i8, i8, i8)
 def _bisect_left(BK, BS, BJ, nb, k, s, j, lo):
     hi = nb
     while lo < hi:
@@ -164,7 +175,7 @@ def _bisect_left(BK, BS, BJ, nb, k, s, j, lo):
     return lo
 
 
-@njit(cache=True)
+@_helper(F1, I1, I1, i8, i8)
 def _delete(BK, BS, BJ, nb, at):
     for x in range(at, nb - 1):
         BK[x], BS[x], BJ[x] = BK[x + 1], BS[x + 1], BJ[x + 1]
@@ -174,7 +185,7 @@ def _delete(BK, BS, BJ, nb, at):
 # ---- the victims' heap ----------------------------------------------------------------
 
 
-@njit(cache=True)
+@_helper(f8, f8, f8, f8, i8, i8, F1, i8)
 def _round(s, oh, p0, d, j0, call, grid, j):
     """``srtf_loop._round``: the scheduling calls at its time before eval ``j`` of the
     segment was processed."""
@@ -185,7 +196,7 @@ def _round(s, oh, p0, d, j0, call, grid, j):
     return call + 1 if j == j0 and s == t else 0
 
 
-@njit(cache=True)
+@_helper(F2, I2, i8, i8, F1)
 def _rank_less(WF, WI, x, y, grid):
     """``_Rank.__lt__`` for the entries in rows x and y: their ``_chain``s from the eval
     before each entry's, compared element by element until one ends (then: not less)."""
@@ -219,7 +230,7 @@ def _rank_less(WF, WI, x, y, grid):
         jy -= 1
 
 
-@njit(cache=True)
+@_helper(F2, I2, i8, i8, F1)
 def _wless(WF, WI, x, y, grid):
     """Python's comparison of the two ``worst`` tuples in rows x and y."""
     if WF[x, W_NKEY] != WF[y, W_NKEY]:
@@ -238,7 +249,7 @@ def _wless(WF, WI, x, y, grid):
     return WI[x, W_JOB] < WI[y, W_JOB]
 
 
-@njit(cache=True)
+@_helper(F2, I2, i8, F2, I2, i8)
 def _copy(SF, SI, x, DF, DI, y):
     # Spelled out: a loop over the columns (sizes unknown to the compiler) took a third
     # of the run.
@@ -248,7 +259,7 @@ def _copy(SF, SI, x, DF, DI, y):
         SI[x, 0], SI[x, 1], SI[x, 2], SI[x, 3], SI[x, 4], SI[x, 5], SI[x, 6], SI[x, 7])
 
 
-@njit(cache=True)
+@_helper(F2, I2, i8, i8, F1)
 def _wsiftdown(WF, WI, startpos, pos, grid):
     # heapq's newitem is kept in the spare last row.
     x = WF.shape[0] - 1
@@ -263,7 +274,7 @@ def _wsiftdown(WF, WI, startpos, pos, grid):
     _copy(WF, WI, x, WF, WI, pos)
 
 
-@njit(cache=True)
+@_helper(F2, I2, i8, i8, F1)
 def _wsiftup(WF, WI, n, pos, grid):
     x = WF.shape[0] - 1
     startpos = pos
@@ -280,7 +291,7 @@ def _wsiftup(WF, WI, n, pos, grid):
     _wsiftdown(WF, WI, startpos, pos, grid)
 
 
-@njit(cache=True)
+@_helper(F2, I2, i8, F1)
 def _wpop(WF, WI, n, grid):
     """heappop, the top dropped (callers read it first); returns the new size."""
     n -= 1
@@ -290,7 +301,7 @@ def _wpop(WF, WI, n, grid):
     return n
 
 
-@njit(cache=True)
+@_helper(F2, I2, i8, F2, I2, i8, F1)
 def _wpush_from(SF, SI, x, WF, WI, n, grid):
     """heappush of the entry in row x of (SF, SI); returns the new size."""
     _copy(SF, SI, x, WF, WI, n)
@@ -298,24 +309,28 @@ def _wpush_from(SF, SI, x, WF, WI, n, grid):
     return n + 1
 
 
-@njit(cache=True)
+@_helper(F2, I2, i8, F1)
 def _wheapify(WF, WI, n, grid):
     for i in range(n // 2 - 1, -1, -1):
         _wsiftup(WF, WI, n, i, grid)
 
 
-@njit(cache=True)
+@njit([(F1, i8), (I1, i8), (F2, i8), (I2, i8)], cache=True, no_cpython_wrapper=True,
+      no_cfunc_wrapper=True)
 def _grow(A, rows):
     """A copy of A with at least ``rows`` rows (double its own, to grow rarely)."""
     out = np.empty((max(rows, 2 * A.shape[0]),) + A.shape[1:], A.dtype)
-    out[:A.shape[0]] = A
+    # Element by element: numba's slice assignment costs seconds to compile.
+    flat_out, flat = out.reshape(-1), A.reshape(-1)
+    for k in range(flat.shape[0]):
+        flat_out[k] = flat[k]
     return out
 
 
 # ---- the loop -------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@_helper(i8, f8, f8, i8, i8, I1, F1, F2, I2, F2, I2, F1, I1, I1, F1, I1, F1, I1, F1, i8, f8)
 def _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur, gpus, est,
            end_eval, grid, n_gpus, overhead):
     """``start`` in ``srtf_loop.run``."""
@@ -369,7 +384,7 @@ def _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur, gpus, e
         _wheapify(WF, WI, k, grid)
 
 
-@njit(cache=True)
+@_helper(i8, f8, F2, I2, F1, I1, F1, F2, I2, i8, i8)
 def _refresh(i, t, JF, JI, est, end_eval, grid, DF, DI, y, serial):
     """``refresh``: job i's entry as of its last eval at or before t, written to row y of
     (DF, DI); it becomes the job's live entry."""
@@ -392,7 +407,7 @@ def _refresh(i, t, JF, JI, est, end_eval, grid, DF, DI, y, serial):
     JI[i, LIVE] = serial
 
 
-@njit(cache=True)
+@_helper(i8, f8, i8, i8, i8, I1, F1, F2, I2, F2, I2, F1, I1, I1, F1, I1, I1, F1, I1, I1, F1, I1, F1, I1, F1, i8, f8)
 def _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF, QA, QB, BK, BS,
           BJ, dur, gpus, est, end_eval, grid, n_gpus, overhead):
     """``fill``: the queue in key order, at most ``depth`` deep, starting each job that
@@ -435,7 +450,7 @@ def _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF, QA, 
     return free
 
 
-@njit(cache=True)
+@_helper(f8, i8, f8, i8, I1, F1, F2, I2, F2, I2, F2, I2, I1, I1, F1, I1, F1)
 def _enough_above(limit, short, t, cid, S, SF, JF, JI, WF, WI, FRF, FRI, stack, gpus, est,
                   end_eval, grid):
     """``enough_above``: whether running jobs not started in this call, with keys above
@@ -484,7 +499,7 @@ def _enough_above(limit, short, t, cid, S, SF, JF, JI, WF, WI, FRF, FRI, stack, 
     return short <= 0
 
 
-@njit(cache=True)
+@_helper(i8, f8, i8, i8, i8, f8, I1, F1, F2, I2, F2, I2, F1, I1, I1, F1, I1, I1, F1, I1, I1, F2, I2, F2, I2, I1, I1, I1, F1, I1, F1, I1, F1, i8, f8)
 def _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB,
                       QF, QA, QB, BK, BS, BJ, PPF, PPI, FRF, FRI, stack, victims, preempted,
                       dur, gpus, est, end_eval, grid, n_gpus, overhead):
@@ -576,12 +591,11 @@ def run_kernel(arrival, dur, gpus, est, end_eval, grid, n_gpus, depth, margin, o
     arrival, dur, gpus, est = _borrow(arrival), _borrow(dur), _borrow(gpus), _borrow(est)
     end_eval, grid = _borrow(end_eval), _borrow(grid)
     JF_o = np.zeros((n, 10))
-    JF_o[:, START] = NAN
-    JF_o[:, FINISH] = NAN
-    JF_o[:, END_T] = NAN
-    JF_o[:, NXT] = INF
     JI_o = np.zeros((n, 8), np.int64)
-    JI_o[:, DONE] = -1
+    for i in range(n):  # (numba's slice assignment costs seconds to compile)
+        JF_o[i, START] = JF_o[i, FINISH] = JF_o[i, END_T] = NAN
+        JF_o[i, NXT] = INF
+        JI_o[i, DONE] = -1
     S_o = np.zeros(9, np.int64)
     SF_o = np.full(1, INF)  # ea_limit
     JF, JI, S, SF = _borrow(JF_o), _borrow(JI_o), _borrow(S_o), _borrow(SF_o)
