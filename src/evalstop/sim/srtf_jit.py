@@ -13,7 +13,12 @@ the twin with the Python loop and with the checkpoint loop.
 
 A change to ``srtf_loop.run`` must be made here too. Only ``run_kernel`` is called from
 outside; it returns the arrays ``run`` builds its result from, and a count of jobs left
-waiting on an idle cluster (-1: none) for ``run`` to raise on.
+waiting on an idle cluster (-1: none) for ``run`` to raise on. Its buffers are sized by
+the bounds of one scheduling call, which hold because every job needs at least one GPU
+(``Workload.validate``), and grown between calls.
+
+Compiling all this takes tens of CPU-seconds, once: the result is cached (``cache=True``)
+and later processes load it (numba's import included, about a second).
 """
 
 from __future__ import annotations
@@ -407,7 +412,8 @@ def _refresh(i, t, JF, JI, est, end_eval, grid, DF, DI, y, serial):
     JI[i, LIVE] = serial
 
 
-@_helper(i8, f8, i8, i8, i8, I1, F1, F2, I2, F2, I2, F1, I1, I1, F1, I1, I1, F1, I1, I1, F1, I1, F1, I1, F1, i8, f8)
+@_helper(i8, f8, i8, i8, i8, I1, F1, F2, I2, F2, I2, F1, I1, I1, F1, I1, I1, F1, I1, I1, F1, I1,
+         F1, I1, F1, i8, f8)
 def _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF, QA, QB, BK, BS,
           BJ, dur, gpus, est, end_eval, grid, n_gpus, overhead):
     """``fill``: the queue in key order, at most ``depth`` deep, starting each job that
@@ -499,7 +505,8 @@ def _enough_above(limit, short, t, cid, S, SF, JF, JI, WF, WI, FRF, FRI, stack, 
     return short <= 0
 
 
-@_helper(i8, f8, i8, i8, i8, f8, I1, F1, F2, I2, F2, I2, F1, I1, I1, F1, I1, I1, F1, I1, I1, F2, I2, F2, I2, I1, I1, I1, F1, I1, F1, I1, F1, i8, f8)
+@_helper(i8, f8, i8, i8, i8, f8, I1, F1, F2, I2, F2, I2, F1, I1, I1, F1, I1, I1, F1, I1, I1, F2,
+         I2, F2, I2, I1, I1, I1, F1, I1, F1, I1, F1, i8, f8)
 def _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB,
                       QF, QA, QB, BK, BS, BJ, PPF, PPI, FRF, FRI, stack, victims, preempted,
                       dur, gpus, est, end_eval, grid, n_gpus, overhead):
