@@ -208,7 +208,8 @@ def test_the_twin_gives_the_python_loops_arrays(monkeypatch, record_timeline):
         rng = np.random.default_rng(1000 + seed)
         n = int(rng.integers(2, 80))
         w = tie_workload(seed, n) if seed % 2 else random_workload(seed, n)
-        depth, margin = int(rng.choice([1, 2, 4, 32])), float(rng.choice([0.0, 5.0, 40.0]))
+        depth = [1, 2, 2.5, 4, 32, math.inf][int(rng.integers(6))]  # (a count compared)
+        margin = float(rng.choice([0.0, 5.0, 40.0]))
         overhead = float(rng.choice([0.0, 10.0, 120.0]))
         for make in (lambda: SRTFEst(depth=depth, margin=margin),
                      lambda: build("srtf-est", "evalstop:k=2")):

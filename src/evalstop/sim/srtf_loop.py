@@ -442,13 +442,16 @@ def _run_twin(twin, workload, n_gpus, scheduler, depth, margin, restart_overhead
               record_timeline, plan, wall0):
     """``run`` by the compiled twin: the same arrays, from the same inputs."""
     grid = np.ascontiguousarray(workload.eval_progress, dtype=np.float64)
+    # ``looked < depth`` on counts: the least integer not below depth (any depth >= 1,
+    # infinite included, as an int64).
+    depth = math.ceil(min(depth, 2**62))
     # Fixed dtypes: one compiled signature, loaded from numba's cache.
     start_s, finish_s, gpu_s, n_pre, tl_t, tl_used, n_waiting, _ = twin.run_kernel(
         np.ascontiguousarray(workload.arrival_s, dtype=np.float64),
         np.ascontiguousarray(workload.duration_s, dtype=np.float64),
         np.ascontiguousarray(workload.gpus, dtype=np.int64),
         np.ascontiguousarray(workload.est_duration_s, dtype=np.float64),
-        np.ascontiguousarray(plan.end_eval, dtype=np.int64), grid, int(n_gpus), int(depth),
+        np.ascontiguousarray(plan.end_eval, dtype=np.int64), grid, int(n_gpus), depth,
         float(margin), float(restart_overhead_s), bool(record_timeline))
     if n_waiting >= 0:
         raise _left_waiting(scheduler, n_waiting)
