@@ -23,9 +23,10 @@ random traces with many ties and on a slice of Philly, so a difference shows the
 ``ENABLED = False`` sends SRTF-Est back to that loop.
 
 With numba installed (the ``fast`` extra), ``run`` hands the loop to its compiled twin
-``evalstop.sim.srtf_jit``, which makes every decision and float of the loop here (the same
-tests compare the two); ``EVALSTOP_JIT=0`` keeps the Python loop. The Python loop stays
-the reference: it is what runs without numba, and what the twin is read against.
+``evalstop.sim.srtf_jit`` when ``evalstop.jit`` says so (by default for large workloads;
+``EVALSTOP_JIT=1`` always, ``0`` never). The twin makes every decision and float of the
+loop here (the same tests compare the two). The Python loop stays the reference: it is
+what runs without numba or on small workloads, and what the twin is read against.
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
     """``engine._run`` for a scheduler that ``fits``, with its stop ``plan``."""
     base = getattr(scheduler, "base", scheduler)
     depth, margin = base.depth, base.margin
-    twin = jit.twin("evalstop.sim.srtf_jit")
+    twin = jit.twin("evalstop.sim.srtf_jit", workload.n_jobs)
     if twin is not None:
         return _run_twin(twin, workload, n_gpus, scheduler, depth, margin, restart_overhead_s,
                          record_timeline, plan, wall0)
