@@ -194,39 +194,52 @@ def _rank(w, smooth, trim):
 
 
 @njit(cache=True)
-def _may_stop_at(vt, width, h, k, clip, min_evals, trim, widths, ranks, n_top, top, gate,
-                 count):
-    """W_bar, ``cusum_drop_array._may_stop``'s bound float for float, for the jobs
-    (columns) of ``vt`` (eval, job; higher is better): ``gate[j, n]`` is whether job j's W
-    may reach h after n evals, ``count[j]`` how many such n. Fills ``top[i, r, j]``, the
-    (r + 1)-th largest of job j's evals 0..i-1, a bound on the level for an eval i that the
-    CUSUM counts (see the module's docstring). Jobs are the inner loop, without branches
-    on the values, so that it runs on several jobs at once (SIMD)."""
+def _may_stop_at(vt, width, h, k, clip, min_evals, trim, widths, lo, hi, n_top, top, slack,
+                 mean_ok, ub, gate, count):
+    """W_bar, ``cusum_drop_array._may_stop``'s bound (the mean of the reachable ranks), for
+    the jobs (columns) of ``vt`` (eval, job; higher is better): ``gate[j, n]`` is whether
+    job j's W may reach h after n evals, ``count[j]`` how many such n. Eval i is counted
+    against the mean of the (lo[i] + 1)-th to hi[i]-th largest of evals 0..i-1, raised by
+    ``slack[j]`` (see the module's docstring), or, where ``mean_ok[j]`` is False (values
+    past 1e300, whose sums could overflow), against the (lo[i] + 1)-th largest alone.
+    Fills ``top[i, r, j]``, the (r + 1)-th largest of job j's evals 0..i-1. Jobs are the
+    inner loop, without branches on the values, so that it runs on several jobs at once
+    (SIMD)."""
     m = vt.shape[0]
     for r in range(n_top):
         top[0, r, :width] = -np.inf
     w_bar = np.zeros(width)
+    mean = np.empty(width)
     count[:width] = 0
     for n in range(1, m + 1):
         i, w_n = n - 1, widths[n]
         x = vt[i]
         if i >= w_n:
-            below = top[i, ranks[n]]
+            a, b = lo[i], hi[i]
+            first = top[i, a]
+            mean[:width] = first[:width]
+            for r in range(a + 1, b):
+                row = top[i, r]
+                for j in range(width):
+                    mean[j] += row[j]
             for j in range(width):
+                u = mean[j] / (b - a) + slack[j]
+                u = u if mean_ok[j] else first[j]
+                ub[i, j] = u
                 # clip, or 0.0 at or above the bound; the median has no clamp: every eval
                 # may be below its level
-                w = w_bar[j] + clip * ((trim < 0) | (x[j] < below[j]))
+                w = w_bar[j] + clip * ((trim < 0) | (x[j] < u))
                 w -= k
                 w_bar[j] = w if w > 0.0 else 0.0
         for r in range(n_top - 1, 0, -1):  # top[i + 1]: top[i] with x put in its place
             for j in range(width):
-                a = top[i, r - 1, j]
-                a = x[j] if x[j] < a else a
-                b = top[i, r, j]
-                top[n, r, j] = a if a > b else b
+                a_ = top[i, r - 1, j]
+                a_ = x[j] if x[j] < a_ else a_
+                b_ = top[i, r, j]
+                top[n, r, j] = a_ if a_ > b_ else b_
         for j in range(width):
-            b = top[i, 0, j]
-            top[n, 0, j] = x[j] if x[j] > b else b
+            b_ = top[i, 0, j]
+            top[n, 0, j] = x[j] if x[j] > b_ else b_
         # w_n >= n: the level's window ends at eval n at the earliest, nothing since
         fixed = (n >= min_evals) & (w_n < n)
         for j in range(width):
@@ -236,104 +249,128 @@ def _may_stop_at(vt, width, h, k, clip, min_evals, trim, widths, ranks, n_top, t
 
 
 @njit(cache=True)
-def _job(vals, m, h, k, clip, smooth, min_evals, trim, widths, ranks, n_top, noise, sigma,
-         eval_n, sign, need, max_values, min_diffs, clip_n, clipped_mean_abs, mean_abs,
-         mad_n01, buf, d, sd, srt, top, gate):
-    """The eval index (0-based) at which a fresh ``CusumDrop`` stops on ``vals[:m]`` (the
-    scores, higher is better), or -1. ``widths[n]``, ``ranks[n]``: the level window's width
-    after n evals and how many values of it sit above its top kept value.
+def _jobs(raw, part, n_jobs, sign, count, m, h, k, clip, smooth, min_evals, trim, widths,
+          ranks, kept_hi, noise, sigma, eval_n, need, max_values, min_diffs, clip_n,
+          clipped_mean_abs, mean_abs, mad_n01, vals, buf, d, sd, srt, ub, gate, stop_at,
+          kept):
+    """Fill ``stop_at[j]`` and ``kept[j]`` for the rows j = ``part[:n_jobs]`` of ``raw``
+    (job, eval): the eval index (0-based) at which a fresh ``CusumDrop`` stops on
+    ``sign * raw[j]`` (the scores, higher is better) and the best eval up to it, or -1.
+    ``widths[n]``, ``ranks[n]``, ``kept_hi[n]``: the level window's width after n evals,
+    how many values of it sit above its top kept value, and above its lowest kept value
+    plus one. One call for many jobs: a call per job costs more than most jobs' work.
 
-    ``gate[n]`` (W_bar may reach h after n evals) and ``top[i, r]`` come from
-    ``_may_stop_at``; the other gates of the module's docstring follow. The bound in sigmas
-    runs from the level's earliest possible window on, as W_bar does."""
-    n_d = 0  # second differences so far, sorted into sd[:n_d] (own noise only)
-    width, last, have, level, best_end = 0, 0, False, 0.0, 0  # the exact level, when found
-    for n in range(1, m + 1):
-        if not gate[n]:
+    ``gate[jj, n]`` (W_bar may reach h after n evals) and ``count`` come from
+    ``_may_stop_at``; ``top[i, r]`` is filled here, the (r + 1)-th largest of evals
+    0..i-1. The other gates of the module's docstring follow, all on ``ub[r]``, the bound
+    on the level after n evals for an eval r it counts: that level's window ends at or
+    before r, so its kept values (ranks ranks[n] + 1 to kept_hi[n] from the top) are at
+    most those ranks of evals 0..r-1, and so is their mean (raised by ``slack`` for
+    rounding, as in W_bar; the top kept rank alone where not ``mean_ok``). The bounds run
+    from the level's earliest possible window on, as W_bar does."""
+    for jj in range(n_jobs):
+        j = part[jj]
+        stop_at[j] = -1
+        if count[jj] == 0:  # most jobs: W_bar never reaches h
             continue
-        w_n = widths[n]
-        s = sigma
-        if noise == OWN:
-            if n > max_values:  # the object's noise sees the last max_values evals only
-                s = _sigma_hat(vals, n, max_values, min_diffs, clip_n, clipped_mean_abs,
-                               mean_abs, mad_n01, srt, sd)
-                n_d = 0  # sd reused: sorted afresh if asked again
-            else:
-                if n - 2 < min_diffs:
-                    continue
-                while n_d < n - 2:  # the new differences put in their places
-                    e = vals[n_d] - 2.0 * vals[n_d + 1] + vals[n_d + 2]
-                    d[n_d] = e
-                    _insert(sd, n_d, e)
-                    n_d += 1
-                s = _sigma_sorted(d, sd, n - 2, clip_n, clipped_mean_abs, mean_abs, mad_n01)
-            if s < 0.0:
+        for i in range(m):  # the row, not vt's column: in cache line order
+            vals[i] = sign * raw[j, i]
+        stop = -1
+        n_d = 0  # second differences so far, sorted into sd[:n_d] (own noise only)
+        width, last, have, level, best_end = 0, 0, False, 0.0, 0  # the exact level, when found
+        for n in range(1, m + 1):
+            if not gate[jj, n]:
                 continue
-        if noise != BINOMIAL and trim >= 0:
-            t, w_sig = ranks[n], 0.0
-            for r in range(w_n, n):
-                u = top[r, t]
+            w_n = widths[n]
+            if noise == OWN and n <= max_values and n - 2 < min_diffs:
+                continue  # no noise estimate yet
+            s = sigma
+            if noise == OWN:
+                if n > max_values:  # the object's noise sees the last max_values evals only
+                    s = _sigma_hat(vals, n, max_values, min_diffs, clip_n, clipped_mean_abs,
+                                   mean_abs, mad_n01, srt, sd)
+                    n_d = 0  # sd reused: sorted afresh if asked again
+                else:
+                    while n_d < n - 2:  # the new differences put in their places
+                        e = vals[n_d] - 2.0 * vals[n_d + 1] + vals[n_d + 2]
+                        d[n_d] = e
+                        _insert(sd, n_d, e)
+                        n_d += 1
+                    s = _sigma_sorted(d, sd, n - 2, clip_n, clipped_mean_abs, mean_abs, mad_n01)
+                if s < 0.0:
+                    continue
+            if noise != BINOMIAL and trim >= 0:  # the same bound in sigmas
+                w_sig = 0.0
+                for r in range(w_n, n):
+                    u = ub[r, jj]
+                    if s > 0.0:
+                        z = (u - vals[r]) / s
+                        if clip < z:
+                            z = clip
+                    else:
+                        z = clip if vals[r] < u else 0.0
+                    w_sig = w_sig + z - k
+                    if not w_sig > 0.0:
+                        w_sig = 0.0
+                if w_sig < h:
+                    continue
+            # The level after n evals: the best window of width w_n ending at w_n..n, the
+            # earliest on ties (what the object holds, see ``cusum_drop_array``); windows found
+            # at an earlier eval of this width are not looked at again.
+            if w_n != width:
+                width, last, have = w_n, w_n - 1, False
+            for end in range(last + 1, n + 1):
+                if end == width:
+                    _sort_into(buf, vals, 0, width)
+                else:
+                    _slide(buf, width, vals[end - 1 - width], vals[end - 1])
+                lv = _smoothed(buf, width, smooth, trim)
+                if not have or lv > level:
+                    have, level, best_end = True, lv, end
+            last = n
+            since = n - best_end
+            if since == 0:
+                continue
+            first = best_end
+            below_n = 0
+            for r in range(first, n):
+                if vals[r] < level:
+                    below_n += 1
+            if below_n < need:  # none: the object returns; fewer than need: W stays below h
+                continue
+            if noise == BINOMIAL:  # stated_noise.binomial_sigma at the level
+                p = sign * level
+                if 0.0 > p:
+                    p = 0.0
+                if 1.0 < p:
+                    p = 1.0
+                q = (p * eval_n + 2.0) / (eval_n + 4.0)
+                s = math.sqrt(q * (1.0 - q) / eval_n)
+            w = 0.0
+            for r in range(first, n):
+                v = vals[r]
                 if s > 0.0:
-                    z = (u - vals[r]) / s
+                    z = (level - v) / s
                     if clip < z:
                         z = clip
-                else:
-                    z = clip if vals[r] < u else 0.0
-                w_sig = w_sig + z - k
-                if not w_sig > 0.0:
-                    w_sig = 0.0
-            if w_sig < h:
-                continue
-        # The level after n evals: the best window of width w_n ending at w_n..n, the
-        # earliest on ties (what the object holds, see ``cusum_drop_array``); windows found
-        # at an earlier eval of this width are not looked at again.
-        if w_n != width:
-            width, last, have = w_n, w_n - 1, False
-        for end in range(last + 1, n + 1):
-            if end == width:
-                _sort_into(buf, vals, 0, width)
-            else:
-                _slide(buf, width, vals[end - 1 - width], vals[end - 1])
-            lv = _smoothed(buf, width, smooth, trim)
-            if not have or lv > level:
-                have, level, best_end = True, lv, end
-        last = n
-        since = n - best_end
-        if since == 0:
-            continue
-        first = best_end
-        below_n = 0
-        for r in range(first, n):
-            if vals[r] < level:
-                below_n += 1
-        if below_n < need:  # none: the object returns; fewer than need: W stays below h
-            continue
-        if noise == BINOMIAL:  # stated_noise.binomial_sigma at the level
-            p = sign * level
-            if 0.0 > p:
-                p = 0.0
-            if 1.0 < p:
-                p = 1.0
-            q = (p * eval_n + 2.0) / (eval_n + 4.0)
-            s = math.sqrt(q * (1.0 - q) / eval_n)
-        w = 0.0
-        for r in range(first, n):
-            v = vals[r]
-            if s > 0.0:
-                z = (level - v) / s
-                if clip < z:
+                elif v < level:  # noise-free scores: any eval below the level is a full drop
                     z = clip
-            elif v < level:  # noise-free scores: any eval below the level is a full drop
-                z = clip
-            elif v == level:
-                z = 0.0
-            else:
-                z = -np.inf
-            t_ = w + z - k
-            w = t_ if t_ > 0.0 else 0.0  # max(0.0, t_)
-        if w >= h:
-            return n - 1
-    return -1
+                elif v == level:
+                    z = 0.0
+                else:
+                    z = -np.inf
+                t_ = w + z - k
+                w = t_ if t_ > 0.0 else 0.0  # max(0.0, t_)
+            if w >= h:
+                stop = n - 1
+                break
+        stop_at[j] = stop
+        if stop >= 0:  # the best eval up to the stop, the earliest on ties (value > best)
+            best = 0
+            for i in range(1, stop + 1):
+                if vals[i] > vals[best]:
+                    best = i
+            kept[j] = best
 
 
 @njit(cache=True)
@@ -346,11 +383,24 @@ def plan(raw, done, sign, h, k, clip, smooth, min_evals, trim, smooth_min, noise
     n_rows, m = raw.shape
     widths = np.zeros(m + 1, dtype=np.int64)
     ranks = np.zeros(m + 1, dtype=np.int64)
-    n_top = 1
+    kept_hi = np.ones(m + 1, dtype=np.int64)
     for n in range(1, m + 1):
         widths[n] = _width(n, smooth, smooth_min)
         ranks[n] = _rank(widths[n], smooth, trim)
-        n_top = max(n_top, ranks[n] + 1)
+        if trim >= 0:
+            kept_hi[n] = widths[n] - ranks[n]
+    # W_bar's ranks for eval i: lo[i] = t(i + 1) <= t(n) and hi[i] <= w(n) - t(n) for
+    # every level after n > i evals that counts eval i (t and w do not shrink with n)
+    lo = np.zeros(max(m, 1), dtype=np.int64)
+    hi = np.ones(max(m, 1), dtype=np.int64)
+    n_top = 1
+    if trim >= 0:
+        lowest = m
+        for i in range(m - 1, -1, -1):
+            lowest = min(lowest, kept_hi[i + 1])
+            lo[i], hi[i] = ranks[i + 1], min(i, lowest)
+            if i >= widths[i + 1]:  # eval i may be counted: top is read to rank hi[i]
+                n_top = max(n_top, hi[i])
     vals = np.empty(m)
     d = np.empty(max(m, 1))
     sd = np.empty(max(m, 1))
@@ -359,6 +409,9 @@ def plan(raw, done, sign, h, k, clip, smooth, min_evals, trim, smooth_min, noise
     block = max(1, min(BLOCK, BLOCK_BYTES // (8 * (m + 1) * n_top)))
     vt = np.empty((m, block))
     top = np.empty((m + 1, n_top, block))
+    ub = np.empty((m, block))  # W_bar's bound on the level for each eval it counts
+    slack = np.empty(block)
+    mean_ok = np.empty(block, dtype=np.bool_)
     gate = np.zeros((block, m + 1), dtype=np.bool_)
     count = np.zeros(block, dtype=np.int64)
     rows = np.flatnonzero(done)
@@ -366,25 +419,16 @@ def plan(raw, done, sign, h, k, clip, smooth, min_evals, trim, smooth_min, noise
         part = rows[b: b + block]
         width = part.size
         for jj in range(width):
+            big = 0.0
             for i in range(m):
-                vt[i, jj] = sign * raw[part[jj], i]
-        _may_stop_at(vt, width, h, k, clip, min_evals, trim, widths, ranks, n_top, top,
-                     gate, count)
-        for jj in range(width):
-            j = part[jj]
-            stop_at[j] = -1
-            if count[jj] == 0:  # most jobs: W_bar never reaches h
-                continue
-            for i in range(m):  # the row, not vt's column: in cache line order
-                vals[i] = sign * raw[j, i]
-            stop = _job(vals, m, h, k, clip, smooth, min_evals, trim, widths, ranks, n_top,
-                        noise, sigma, eval_n, sign, need, max_values, min_diffs, clip_n,
-                        clipped_mean_abs, mean_abs, mad_n01, buf, d, sd, srt,
-                        top[:, :, jj], gate[jj])
-            stop_at[j] = stop
-            if stop >= 0:  # the best eval up to the stop, the earliest on ties (value > best)
-                best = 0
-                for i in range(1, stop + 1):
-                    if vals[i] > vals[best]:
-                        best = i
-                kept[j] = best
+                x = sign * raw[part[jj], i]
+                vt[i, jj] = x
+                big = max(big, abs(x))
+            slack[jj] = big * 1e-11
+            mean_ok[jj] = big <= 1e300
+        _may_stop_at(vt, width, h, k, clip, min_evals, trim, widths, lo, hi, n_top, top,
+                     slack, mean_ok, ub, gate, count)
+        _jobs(raw, part, width, sign, count, m, h, k, clip, smooth, min_evals, trim, widths,
+              ranks, kept_hi, noise, sigma, eval_n, need, max_values, min_diffs, clip_n,
+              clipped_mean_abs, mean_abs, mad_n01, vals, buf, d, sd, srt, ub, gate, stop_at,
+              kept)
