@@ -178,8 +178,8 @@ def test_the_twin_level_is_the_objects_float(window, trim, full):
 @given(st.lists(st.one_of(st.floats(-1.0, 1.0), st.sampled_from([0.0, 0.125, 0.1, 0.3])),
                 min_size=5, max_size=40))
 def test_the_twin_noise_is_the_objects_float(values):
-    """The noise from the sorted second differences (merge for the deviations' median) and
-    the direct one both give ``noise.sigma_hat``'s float, bit for bit."""
+    """The noise from the sorted second differences (the deviations' median read off them
+    in their order) and the direct one both give ``noise.sigma_hat``'s float, bit for bit."""
     from evalstop.detectors import cusum_drop_jit as twin
     from evalstop.detectors.noise import (CLIP, CLIPPED_MEAN_ABS, MAD_N01, MEAN_ABS,
                                           MIN_DIFFS, sigma_hat)
@@ -187,7 +187,8 @@ def test_the_twin_noise_is_the_objects_float(values):
     v = np.array(values)
     d = v[:-2] - 2.0 * v[1:-1] + v[2:]
     nd = len(d)
-    got = twin._sigma_sorted(d, np.sort(d), nd, CLIP, CLIPPED_MEAN_ABS, MEAN_ABS, MAD_N01)
+    got = twin._sigma_sorted(d, np.sort(d), nd, CLIP, CLIPPED_MEAN_ABS, MEAN_ABS, MAD_N01,
+                             np.empty(nd))
     assert _bits(got) == _bits(want)
     direct = twin._sigma_hat(v, len(v), 200, MIN_DIFFS, CLIP, CLIPPED_MEAN_ABS, MEAN_ABS,
                              MAD_N01, np.empty(nd), np.empty(nd))

@@ -143,25 +143,33 @@ def _sigma_hat(vals, n, max_values, min_diffs, clip_n, clipped_mean_abs, mean_ab
 
 
 @njit(cache=True)
-def _sigma_sorted(d, sd, nd, clip_n, clipped_mean_abs, mean_abs, mad_n01):
+def _kth_deviation(dv, nd, kk):
+    """The kk-th smallest of ``dv[:nd]`` (kk >= 1), a sequence that falls, then rises (the
+    distances of sorted values from their median; rounding is monotone): the values at or
+    below any bound are a run, so it is the least over runs of kk of the larger end. Runs
+    side by side, without branches on the values (they would mispredict on noisy scores)."""
+    best = np.inf
+    for lo in range(nd - kk + 1):
+        a, b = dv[lo], dv[lo + kk - 1]
+        e = a if a > b else b
+        best = e if e < best else best
+    return best
+
+
+@njit(cache=True)
+def _sigma_sorted(d, sd, nd, clip_n, clipped_mean_abs, mean_abs, mad_n01, dv):
     """``noise.sigma_hat`` from the second differences ``d[:nd]`` (in the order of the
-    values) and the same sorted in ``sd[:nd]``: the deviations' median is taken by merging
-    the two runs either side of the median (each already sorted by its distance from it:
-    rounding is monotone), not by sorting them again."""
+    values) and the same sorted in ``sd[:nd]``: the deviations' median is read off their
+    values in ``sd``'s order (``_kth_deviation``), not sorted again. ``dv``: room for nd."""
     mid = _median(sd, nd)
-    j = 0
-    for r in range(nd):  # branch-free: these branches would mispredict on noisy scores
-        j += sd[r] < mid
-    i = j - 1  # sd[j:] above, sd[:i + 1] below the median, nearest first
-    prev = cur = 0.0
-    for _ in range(nd // 2 + 1):
-        a = abs(sd[max(i, 0)] - mid) if i >= 0 else np.inf
-        b = abs(sd[min(j, nd - 1)] - mid) if j < nd else np.inf
-        left = a <= b
-        prev, cur = cur, (a if left else b)
-        i -= left
-        j += 1 - left
-    robust_sd = (cur if nd % 2 else (prev + cur) / 2) / mad_n01
+    for r in range(nd):
+        dv[r] = abs(sd[r] - mid)
+    half = nd // 2
+    if nd % 2:
+        mad = _kth_deviation(dv, nd, half + 1)
+    else:  # statistics.median: the mean of the two middles
+        mad = (_kth_deviation(dv, nd, half) + _kth_deviation(dv, nd, half + 1)) / 2
+    robust_sd = mad / mad_n01
     acc = 0.0
     if robust_sd > 0.0:
         cap = clip_n * robust_sd
@@ -202,12 +210,12 @@ def _may_stop_at(vt, width, h, k, clip, min_evals, trim, widths, lo, hi, n_top, 
     against the mean of the (lo[i] + 1)-th to hi[i]-th largest of evals 0..i-1, raised by
     ``slack[j]`` (see the module's docstring), or, where ``mean_ok[j]`` is False (values
     past 1e300, whose sums could overflow), against the (lo[i] + 1)-th largest alone.
-    Fills ``top[i, r, j]``, the (r + 1)-th largest of job j's evals 0..i-1. Jobs are the
+    ``top[r, j]`` holds the (r + 1)-th largest of job j's evals so far. Jobs are the
     inner loop, without branches on the values, so that it runs on several jobs at once
     (SIMD)."""
     m = vt.shape[0]
     for r in range(n_top):
-        top[0, r, :width] = -np.inf
+        top[r, :width] = -np.inf
     w_bar = np.zeros(width)
     mean = np.empty(width)
     count[:width] = 0
@@ -216,10 +224,10 @@ def _may_stop_at(vt, width, h, k, clip, min_evals, trim, widths, lo, hi, n_top, 
         x = vt[i]
         if i >= w_n:
             a, b = lo[i], hi[i]
-            first = top[i, a]
+            first = top[a]
             mean[:width] = first[:width]
             for r in range(a + 1, b):
-                row = top[i, r]
+                row = top[r]
                 for j in range(width):
                     mean[j] += row[j]
             for j in range(width):
@@ -231,15 +239,15 @@ def _may_stop_at(vt, width, h, k, clip, min_evals, trim, widths, lo, hi, n_top, 
                 w = w_bar[j] + clip * ((trim < 0) | (x[j] < u))
                 w -= k
                 w_bar[j] = w if w > 0.0 else 0.0
-        for r in range(n_top - 1, 0, -1):  # top[i + 1]: top[i] with x put in its place
-            for j in range(width):
-                a_ = top[i, r - 1, j]
+        for r in range(n_top - 1, 0, -1):  # x put in its place (rank r reads r - 1 before
+            for j in range(width):  # it changes)
+                a_ = top[r - 1, j]
                 a_ = x[j] if x[j] < a_ else a_
-                b_ = top[i, r, j]
-                top[n, r, j] = a_ if a_ > b_ else b_
+                b_ = top[r, j]
+                top[r, j] = a_ if a_ > b_ else b_
         for j in range(width):
-            b_ = top[i, 0, j]
-            top[n, 0, j] = x[j] if x[j] > b_ else b_
+            b_ = top[0, j]
+            top[0, j] = x[j] if x[j] > b_ else b_
         # w_n >= n: the level's window ends at eval n at the earliest, nothing since
         fixed = (n >= min_evals) & (w_n < n)
         for j in range(width):
@@ -296,7 +304,8 @@ def _jobs(raw, part, n_jobs, sign, count, m, h, k, clip, smooth, min_evals, trim
                         d[n_d] = e
                         _insert(sd, n_d, e)
                         n_d += 1
-                    s = _sigma_sorted(d, sd, n - 2, clip_n, clipped_mean_abs, mean_abs, mad_n01)
+                    s = _sigma_sorted(d, sd, n - 2, clip_n, clipped_mean_abs, mean_abs, mad_n01,
+                                      srt)
                 if s < 0.0:
                     continue
             if noise != BINOMIAL and trim >= 0:  # the same bound in sigmas
@@ -408,7 +417,7 @@ def plan(raw, done, sign, h, k, clip, smooth, min_evals, trim, smooth_min, noise
     buf = np.empty(max(smooth, 1))
     block = max(1, min(BLOCK, BLOCK_BYTES // (8 * (m + 1) * n_top)))
     vt = np.empty((m, block))
-    top = np.empty((m + 1, n_top, block))
+    top = np.empty((n_top, block))
     ub = np.empty((m, block))  # W_bar's bound on the level for each eval it counts
     slack = np.empty(block)
     mean_ok = np.empty(block, dtype=np.bool_)
@@ -419,13 +428,16 @@ def plan(raw, done, sign, h, k, clip, smooth, min_evals, trim, smooth_min, noise
         part = rows[b: b + block]
         width = part.size
         for jj in range(width):
-            big = 0.0
-            for i in range(m):
+            slack[jj] = 0.0  # the largest |value| first
+        for i in range(m):  # eval by eval: vt's rows are written in order
+            for jj in range(width):
                 x = sign * raw[part[jj], i]
                 vt[i, jj] = x
-                big = max(big, abs(x))
-            slack[jj] = big * 1e-11
-            mean_ok[jj] = big <= 1e300
+                a_ = abs(x)
+                slack[jj] = a_ if a_ > slack[jj] else slack[jj]
+        for jj in range(width):
+            mean_ok[jj] = slack[jj] <= 1e300
+            slack[jj] *= 1e-11
         _may_stop_at(vt, width, h, k, clip, min_evals, trim, widths, lo, hi, n_top, top,
                      slack, mean_ok, ub, gate, count)
         _jobs(raw, part, width, sign, count, m, h, k, clip, smooth, min_evals, trim, widths,
