@@ -15,15 +15,28 @@ Most jobs never stop, and the exact level (sorted windows, rebuilt each time the
 widens) is the costly part, so three exact gates come first, cheapest first; each only
 skips evals where the rule's W provably stays below h:
 
-* W_bar (``_may_stop_at``, ``cusum_drop_array._may_stop``'s bound float for float): the
-  level is clamped to at most the top kept value of its window, so an eval at or above
-  the (r + 1)-th largest eval before it adds z <= 0 and any other at most ``clip``. It
-  rounds at least as high as the rule's W at every eval (rounding is monotone, and a
-  CUSUM that starts earlier is never below one that starts later at 0). It runs on 512
-  jobs side by side. On 1x Philly (default rule) it leaves 241k of the 1.64M (job, eval)
-  pairs, in 55k of the 82k jobs.
+* W_bar (``_may_stop_at``), on 512 jobs side by side. The level after n evals, with t(n)
+  values trimmed from each end of its window of width w(n), is at most the mean of the
+  window's kept values (the clamp only lowers it), the (t(n) + 1)-th to (w(n) - t(n))-th
+  largest of a window that ends before every eval the CUSUM then counts. The j-th largest
+  of a window is at most the j-th largest of any set holding it, so for each such eval i
+  the level is at most the mean of the (a + 1)-th to b-th largest of evals 0..i-1 for any
+  a <= t(n) and b <= w(n) - t(n) (that mean only grows as a or b shrinks). Only n > i with
+  i >= w(n) >= w(i + 1) count eval i, and t(n) only grows with n, so a = t(i + 1),
+  b = min(i, min over n > i of w(n) - t(n)) serve every such n. Both means are rounded:
+  each sums N <= m values of size at most ``big`` (the job's largest |value|) left to
+  right, so it lies within (N / 4 + 1) eps big of its exact value; with m <= 40,000 both
+  together stay below 1e-11 big, which raises the bound (past that, or with values past
+  1e300, whose sums could overflow, the (a + 1)-th largest alone serves, the clamp's
+  bound, exact). An eval at or above the
+  bound adds z <= 0, any other at most ``clip``; this CUSUM rounds at least as high as
+  the rule's W at every eval (w + z - k and max(0, .) round monotonically in w and z, and
+  a CUSUM that starts earlier is never below one that starts later at 0). This is
+  ``cusum_drop_array``'s bound on branch ``cusumfast``. On 1x Philly (default rule) it
+  leaves 140k of the 1.64M (job, eval) pairs, in 42.7k of the 82k jobs (the top kept
+  value alone left 241k pairs in 54.8k jobs).
 * With the noise known (the job's own estimate does not depend on the level), the same
-  bound in sigmas: the CUSUM of min((bound - x) / sigma, clip). Fewer than 22k pairs are
+  bound in sigmas: the CUSUM of min((bound - x) / sigma, clip). About 13.6k pairs are
   left (7,675 jobs stop).
 * Fewer than ``need`` evals below the exact level cannot bring W to h
   (``cusum_drop_array._min_drops``).
@@ -42,8 +55,8 @@ import numpy as np
 from numba import njit
 
 OWN, STATED, BINOMIAL = 0, 1, 2  # where the noise comes from (``stated_noise``)
-# Jobs whose bound runs side by side: its (eval, rank, job) arrays stay in cache. Fewer
-# when a long history and a wide trim would make them large (at most BLOCK_BYTES).
+# Jobs whose bound runs side by side: its (eval, job) arrays stay in cache. Fewer when a
+# long history would make them large (at most BLOCK_BYTES).
 BLOCK = 512
 BLOCK_BYTES = 1 << 22
 
@@ -239,8 +252,9 @@ def _may_stop_at(vt, width, h, k, clip, min_evals, trim, widths, lo, hi, n_top, 
                 w = w_bar[j] + clip * ((trim < 0) | (x[j] < u))
                 w -= k
                 w_bar[j] = w if w > 0.0 else 0.0
-        for r in range(n_top - 1, 0, -1):  # x put in its place (rank r reads r - 1 before
-            for j in range(width):  # it changes)
+        # x put in its place (rank r reads r - 1 before it changes); ranks past n - 1 stay
+        for r in range(min(n_top, n) - 1, 0, -1):  # -inf
+            for j in range(width):
                 a_ = top[r - 1, j]
                 a_ = x[j] if x[j] < a_ else a_
                 b_ = top[r, j]
@@ -258,24 +272,19 @@ def _may_stop_at(vt, width, h, k, clip, min_evals, trim, widths, lo, hi, n_top, 
 
 @njit(cache=True)
 def _jobs(raw, part, n_jobs, sign, count, m, h, k, clip, smooth, min_evals, trim, widths,
-          ranks, kept_hi, noise, sigma, eval_n, need, max_values, min_diffs, clip_n,
-          clipped_mean_abs, mean_abs, mad_n01, vals, buf, d, sd, srt, ub, gate, stop_at,
-          kept):
+          noise, sigma, eval_n, need, max_values, min_diffs, clip_n, clipped_mean_abs,
+          mean_abs, mad_n01, vals, buf, d, sd, srt, ub, gate, stop_at, kept):
     """Fill ``stop_at[j]`` and ``kept[j]`` for the rows j = ``part[:n_jobs]`` of ``raw``
     (job, eval): the eval index (0-based) at which a fresh ``CusumDrop`` stops on
     ``sign * raw[j]`` (the scores, higher is better) and the best eval up to it, or -1.
-    ``widths[n]``, ``ranks[n]``, ``kept_hi[n]``: the level window's width after n evals,
-    how many values of it sit above its top kept value, and above its lowest kept value
-    plus one. One call for many jobs: a call per job costs more than most jobs' work.
+    ``widths[n]``: the level window's width after n evals. One call for many jobs: a call
+    per job costs more than most jobs' work (arguments passed, arrays counted).
 
-    ``gate[jj, n]`` (W_bar may reach h after n evals) and ``count`` come from
-    ``_may_stop_at``; ``top[i, r]`` is filled here, the (r + 1)-th largest of evals
-    0..i-1. The other gates of the module's docstring follow, all on ``ub[r]``, the bound
-    on the level after n evals for an eval r it counts: that level's window ends at or
-    before r, so its kept values (ranks ranks[n] + 1 to kept_hi[n] from the top) are at
-    most those ranks of evals 0..r-1, and so is their mean (raised by ``slack`` for
-    rounding, as in W_bar; the top kept rank alone where not ``mean_ok``). The bounds run
-    from the level's earliest possible window on, as W_bar does."""
+    ``gate[jj, n]`` (W_bar may reach h after n evals), ``count`` and ``ub[r, jj]``, W_bar's
+    bound on the level for eval r, come from ``_may_stop_at``; the other gates of the
+    module's docstring follow. The bound in sigmas runs from the level's earliest possible
+    window on, as W_bar does, and reads W_bar's bound: at eval n it bounds every level
+    that counts eval r."""
     for jj in range(n_jobs):
         j = part[jj]
         stop_at[j] = -1
@@ -383,6 +392,30 @@ def _jobs(raw, part, n_jobs, sign, count, m, h, k, clip, smooth, min_evals, trim
 
 
 @njit(cache=True)
+def _bound_ranks(m, smooth, smooth_min, trim):
+    """``widths[n]``, the level window's width after n evals, and W_bar's ranks for eval i:
+    the mean of the (lo[i] + 1)-th to hi[i]-th largest of the evals before it, with
+    lo[i] = t(i + 1) <= t(n) and hi[i] <= w(n) - t(n) for every level after n > i evals
+    that counts eval i (t and w do not shrink with n); ``n_top``: the deepest rank read."""
+    widths = np.zeros(m + 1, dtype=np.int64)
+    ranks = np.zeros(m + 1, dtype=np.int64)
+    for n in range(1, m + 1):
+        widths[n] = _width(n, smooth, smooth_min)
+        ranks[n] = _rank(widths[n], smooth, trim)
+    lo = np.zeros(max(m, 1), dtype=np.int64)
+    hi = np.ones(max(m, 1), dtype=np.int64)
+    n_top = 1
+    if trim >= 0:
+        lowest = m
+        for i in range(m - 1, -1, -1):
+            lowest = min(lowest, widths[i + 1] - ranks[i + 1])
+            lo[i], hi[i] = ranks[i + 1], min(i, lowest)
+            if i >= widths[i + 1]:  # eval i may be counted: top is read to rank hi[i]
+                n_top = max(n_top, hi[i])
+    return widths, lo, hi, n_top
+
+
+@njit(cache=True)
 def plan(raw, done, sign, h, k, clip, smooth, min_evals, trim, smooth_min, noise, sigma,
          eval_n, need, max_values, min_diffs, clip_n, clipped_mean_abs, mean_abs, mad_n01,
          stop_at, kept):
@@ -390,32 +423,13 @@ def plan(raw, done, sign, h, k, clip, smooth, min_evals, trim, smooth_min, noise
     ``raw`` (job, eval) where ``done``; ``smooth_min`` <= 0 stands for None, ``noise`` is
     OWN, STATED (``sigma``) or BINOMIAL (``eval_n``)."""
     n_rows, m = raw.shape
-    widths = np.zeros(m + 1, dtype=np.int64)
-    ranks = np.zeros(m + 1, dtype=np.int64)
-    kept_hi = np.ones(m + 1, dtype=np.int64)
-    for n in range(1, m + 1):
-        widths[n] = _width(n, smooth, smooth_min)
-        ranks[n] = _rank(widths[n], smooth, trim)
-        if trim >= 0:
-            kept_hi[n] = widths[n] - ranks[n]
-    # W_bar's ranks for eval i: lo[i] = t(i + 1) <= t(n) and hi[i] <= w(n) - t(n) for
-    # every level after n > i evals that counts eval i (t and w do not shrink with n)
-    lo = np.zeros(max(m, 1), dtype=np.int64)
-    hi = np.ones(max(m, 1), dtype=np.int64)
-    n_top = 1
-    if trim >= 0:
-        lowest = m
-        for i in range(m - 1, -1, -1):
-            lowest = min(lowest, kept_hi[i + 1])
-            lo[i], hi[i] = ranks[i + 1], min(i, lowest)
-            if i >= widths[i + 1]:  # eval i may be counted: top is read to rank hi[i]
-                n_top = max(n_top, hi[i])
+    widths, lo, hi, n_top = _bound_ranks(m, smooth, smooth_min, trim)
     vals = np.empty(m)
     d = np.empty(max(m, 1))
     sd = np.empty(max(m, 1))
     srt = np.empty(max(m, 1))
     buf = np.empty(max(smooth, 1))
-    block = max(1, min(BLOCK, BLOCK_BYTES // (8 * (m + 1) * n_top)))
+    block = max(1, min(BLOCK, BLOCK_BYTES // (8 * (2 * m + n_top))))
     vt = np.empty((m, block))
     top = np.empty((n_top, block))
     ub = np.empty((m, block))  # W_bar's bound on the level for each eval it counts
@@ -436,11 +450,10 @@ def plan(raw, done, sign, h, k, clip, smooth, min_evals, trim, smooth_min, noise
                 a_ = abs(x)
                 slack[jj] = a_ if a_ > slack[jj] else slack[jj]
         for jj in range(width):
-            mean_ok[jj] = slack[jj] <= 1e300
+            mean_ok[jj] = (slack[jj] <= 1e300) & (m <= 40_000)  # see the docstring
             slack[jj] *= 1e-11
         _may_stop_at(vt, width, h, k, clip, min_evals, trim, widths, lo, hi, n_top, top,
                      slack, mean_ok, ub, gate, count)
         _jobs(raw, part, width, sign, count, m, h, k, clip, smooth, min_evals, trim, widths,
-              ranks, kept_hi, noise, sigma, eval_n, need, max_values, min_diffs, clip_n,
-              clipped_mean_abs, mean_abs, mad_n01, vals, buf, d, sd, srt, ub, gate, stop_at,
-              kept)
+              noise, sigma, eval_n, need, max_values, min_diffs, clip_n, clipped_mean_abs,
+              mean_abs, mad_n01, vals, buf, d, sd, srt, ub, gate, stop_at, kept)
