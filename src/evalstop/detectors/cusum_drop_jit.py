@@ -28,13 +28,12 @@ skips evals where the rule's W provably stays below h:
   right, so it lies within (N / 4 + 1) eps big of its exact value; with m <= 40,000 both
   together stay below 1e-11 big, which raises the bound (past that, or with values past
   1e300, whose sums could overflow, the (a + 1)-th largest alone serves, the clamp's
-  bound, exact). An eval at or above the
-  bound adds z <= 0, any other at most ``clip``; this CUSUM rounds at least as high as
-  the rule's W at every eval (w + z - k and max(0, .) round monotonically in w and z, and
-  a CUSUM that starts earlier is never below one that starts later at 0). This is
-  ``cusum_drop_array``'s bound on branch ``cusumfast``. On 1x Philly (default rule) it
-  leaves 140k of the 1.64M (job, eval) pairs, in 42.7k of the 82k jobs (the top kept
-  value alone left 241k pairs in 54.8k jobs).
+  bound, exact). An eval at or above the bound adds z <= 0, any other at most ``clip``;
+  this CUSUM rounds at least as high as the rule's W at every eval (w + z - k and
+  max(0, .) round monotonically in w and z, and a CUSUM that starts earlier is never
+  below one that starts later at 0). On 1x Philly (default rule) it leaves 140k of the
+  1.64M (job, eval) pairs, in 42.7k of the 82k jobs (the top kept value alone left 241k
+  pairs in 54.8k jobs).
 * With the noise known (the job's own estimate does not depend on the level), the same
   bound in sigmas: the CUSUM of min((bound - x) / sigma, clip). About 13.6k pairs are
   left (7,675 jobs stop).
@@ -217,12 +216,13 @@ def _rank(w, smooth, trim):
 @njit(cache=True)
 def _may_stop_at(vt, width, h, k, clip, min_evals, trim, widths, lo, hi, n_top, top, slack,
                  mean_ok, ub, gate, count):
-    """W_bar, ``cusum_drop_array._may_stop``'s bound (the mean of the reachable ranks), for
-    the jobs (columns) of ``vt`` (eval, job; higher is better): ``gate[j, n]`` is whether
+    """W_bar (the module's docstring: the mean of the reachable ranks) for the jobs
+    (columns) of ``vt`` (eval, job; higher is better): ``gate[j, n]`` is whether
     job j's W may reach h after n evals, ``count[j]`` how many such n. Eval i is counted
     against the mean of the (lo[i] + 1)-th to hi[i]-th largest of evals 0..i-1, raised by
     ``slack[j]`` (see the module's docstring), or, where ``mean_ok[j]`` is False (values
-    past 1e300, whose sums could overflow), against the (lo[i] + 1)-th largest alone.
+    past 1e300, whose sums could overflow, or more than 40,000 evals), against the
+    (lo[i] + 1)-th largest alone.
     ``top[r, j]`` holds the (r + 1)-th largest of job j's evals so far. Jobs are the
     inner loop, without branches on the values, so that it runs on several jobs at once
     (SIMD)."""
@@ -266,7 +266,7 @@ def _may_stop_at(vt, width, h, k, clip, min_evals, trim, widths, lo, hi, n_top, 
         fixed = (n >= min_evals) & (w_n < n)
         for j in range(width):
             g = fixed & (w_bar[j] >= h)
-            gate[j, n] = g  # job by job: read so in ``_job``
+            gate[j, n] = g  # job by job: read so in ``_jobs``
             count[j] += g
 
 
