@@ -178,8 +178,8 @@ def test_the_twin_level_is_the_objects_float(window, trim, full):
 @given(st.lists(st.one_of(st.floats(-1.0, 1.0), st.sampled_from([0.0, 0.125, 0.1, 0.3])),
                 min_size=5, max_size=40))
 def test_the_twin_noise_is_the_objects_float(values):
-    """The noise from the sorted second differences (merge for the deviations' median) and
-    the direct one both give ``noise.sigma_hat``'s float, bit for bit."""
+    """The noise from the sorted second differences (the deviations' median read off them
+    in their order) and the direct one both give ``noise.sigma_hat``'s float, bit for bit."""
     from evalstop.detectors import cusum_drop_jit as twin
     from evalstop.detectors.noise import (CLIP, CLIPPED_MEAN_ABS, MAD_N01, MEAN_ABS,
                                           MIN_DIFFS, sigma_hat)
@@ -187,8 +187,72 @@ def test_the_twin_noise_is_the_objects_float(values):
     v = np.array(values)
     d = v[:-2] - 2.0 * v[1:-1] + v[2:]
     nd = len(d)
-    got = twin._sigma_sorted(d, np.sort(d), nd, CLIP, CLIPPED_MEAN_ABS, MEAN_ABS, MAD_N01)
+    got = twin._sigma_sorted(d, np.sort(d), nd, CLIP, CLIPPED_MEAN_ABS, MEAN_ABS, MAD_N01,
+                             np.empty(nd))
     assert _bits(got) == _bits(want)
     direct = twin._sigma_hat(v, len(v), 200, MIN_DIFFS, CLIP, CLIPPED_MEAN_ABS, MEAN_ABS,
                              MAD_N01, np.empty(nd), np.empty(nd))
     assert _bits(direct) == _bits(want)
+
+
+BOUND_SPECS = [
+    {"h": 2.5, "k": 1.5, "clip": 3.0, "smooth": 15, "min_evals": 4, "trim": 3, "smooth_min": 3},
+    {"smooth_min": 3, "smooth": 15, "trim": 6},
+    {"smooth_min": 2, "smooth": 9, "trim": 4, "h": 1.0, "k": 0.25, "clip": 1.5, "min_evals": 1},
+    {"smooth": 5, "trim": 2, "h": 0.5, "k": 0.1, "clip": 0.6},
+    {"smooth": 4, "trim": 1, "h": 0.5, "k": 0.0, "clip": 0.25, "min_evals": 1, "sigma": 1e-9},
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32), st.sampled_from(BOUND_SPECS), st.sampled_from(["max", "min"]),
+       st.sampled_from(KINDS), st.sampled_from([(1.0, 0.0), (1e-6, 1e6), (3.0, -1e3)]))
+def test_the_gates_keep_every_stop_far_from_zero(seed, kw, mode, kind, affine):
+    """W_bar's mean of ranks, raised by 1e-11 of the largest |value| for rounding: scores
+    far from zero with tiny steps (level and bound means units in the last place apart),
+    a small clip and k (W at h from few drops), trims that shrink the kept ranks at the
+    full width. The twin's stops are the objects'."""
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(1, 40))
+    scale, offset = affine
+    obs = scores(rng, kind, 40, m) * scale + offset
+    stop_at, kept, done = twin_plan(kw, mode, obs)
+    assert done.all()
+    assert list(zip(stop_at, kept)) == objects(kw, mode, obs)
+
+
+def test_the_mean_bound_leaves_out_more_jobs():
+    """On a Philly slice W_bar on the mean of the ranks gates fewer (job, eval) pairs than
+    on the top kept rank alone (the reason it is there), never more."""
+    from evalstop.detectors import cusum_drop_jit as twin
+    from evalstop.detectors import make_detector
+    from evalstop.workload import load_philly, trace_workload
+    w = trace_workload(load_philly(limit=2000), np.random.default_rng(2))
+    det = make_detector("default")
+    vt = np.ascontiguousarray(w.eval_obs.T)
+    m, c = vt.shape
+    widths, lo, hi, n_top = twin._bound_ranks(m, det.smooth, det.smooth_min, det.trim)
+    gates = []
+    for mean_ok in (np.ones(c, dtype=bool), np.zeros(c, dtype=bool)):
+        gate = np.zeros((c, m + 1), dtype=bool)
+        twin._may_stop_at(vt, c, det.h, det.k, det.clip, det.min_evals, det.trim, widths, lo,
+                          hi, n_top, np.empty((n_top, c)), np.abs(vt).max(axis=0) * 1e-11,
+                          mean_ok, np.empty((m, c)), gate, np.zeros(c, dtype=np.int64))
+        gates.append(gate)
+    mean, clamp_only = gates
+    assert not (mean & ~clamp_only).any()
+    assert mean.sum() < 0.8 * clamp_only.sum()
+
+
+def test_the_bound_allows_for_the_levels_rounding():
+    """The level sums its kept values in ascending order, W_bar the same values from the
+    top: 0.1 + 0.2 + 0.3 rounds up (the level is 0.20000000000000004), 0.3 + 0.2 + 0.1
+    does not, so evals at 0.2 are drops (of many sigmas) that a bound without its
+    rounding margin would call none."""
+    kw = {"smooth": 3, "trim": 0, "min_evals": 1, "h": 2.0, "k": 0.5, "clip": 1.5,
+          "sigma": 1e-18}
+    obs = np.array([[0.3, 0.2, 0.1, 0.2, 0.2, 0.2]])
+    for twin in (True, False):
+        found = twin_plan(kw, "max", obs, twin)
+        assert list(zip(found[0], found[1])) == [(4, 0)]
+    assert objects(kw, "max", obs) == [(4, 0)]

@@ -15,15 +15,27 @@ Most jobs never stop, and the exact level (sorted windows, rebuilt each time the
 widens) is the costly part, so three exact gates come first, cheapest first; each only
 skips evals where the rule's W provably stays below h:
 
-* W_bar (``_may_stop_at``, ``cusum_drop_array._may_stop``'s bound float for float): the
-  level is clamped to at most the top kept value of its window, so an eval at or above
-  the (r + 1)-th largest eval before it adds z <= 0 and any other at most ``clip``. It
-  rounds at least as high as the rule's W at every eval (rounding is monotone, and a
-  CUSUM that starts earlier is never below one that starts later at 0). It runs on 512
-  jobs side by side. On 1x Philly (default rule) it leaves 241k of the 1.64M (job, eval)
-  pairs, in 55k of the 82k jobs.
+* W_bar (``_may_stop_at``), on 512 jobs side by side. The level after n evals, with t(n)
+  values trimmed from each end of its window of width w(n), is at most the mean of the
+  window's kept values (the clamp only lowers it), the (t(n) + 1)-th to (w(n) - t(n))-th
+  largest of a window that ends before every eval the CUSUM then counts. The j-th largest
+  of a window is at most the j-th largest of any set holding it, so for each such eval i
+  the level is at most the mean of the (a + 1)-th to b-th largest of evals 0..i-1 for any
+  a <= t(n) and b <= w(n) - t(n) (that mean only grows as a or b shrinks). Only n > i with
+  i >= w(n) >= w(i + 1) count eval i, and t(n) only grows with n, so a = t(i + 1),
+  b = min(i, min over n > i of w(n) - t(n)) serve every such n. Both means are rounded:
+  each sums N <= m values of size at most ``big`` (the job's largest |value|) left to
+  right, so it lies within (N / 4 + 1) eps big of its exact value; with m <= 40,000 both
+  together stay below 1e-11 big, which raises the bound (past that, or with values past
+  1e300, whose sums could overflow, the (a + 1)-th largest alone serves, the clamp's
+  bound, exact). An eval at or above the bound adds z <= 0, any other at most ``clip``;
+  this CUSUM rounds at least as high as the rule's W at every eval (w + z - k and
+  max(0, .) round monotonically in w and z, and a CUSUM that starts earlier is never
+  below one that starts later at 0). On 1x Philly (default rule) it leaves 140k of the
+  1.64M (job, eval) pairs, in 42.7k of the 82k jobs (the top kept value alone left 241k
+  pairs in 54.8k jobs).
 * With the noise known (the job's own estimate does not depend on the level), the same
-  bound in sigmas: the CUSUM of min((bound - x) / sigma, clip). Fewer than 22k pairs are
+  bound in sigmas: the CUSUM of min((bound - x) / sigma, clip). About 13.6k pairs are
   left (7,675 jobs stop).
 * Fewer than ``need`` evals below the exact level cannot bring W to h
   (``cusum_drop_array._min_drops``).
@@ -42,8 +54,8 @@ import numpy as np
 from numba import njit
 
 OWN, STATED, BINOMIAL = 0, 1, 2  # where the noise comes from (``stated_noise``)
-# Jobs whose bound runs side by side: its (eval, rank, job) arrays stay in cache. Fewer
-# when a long history and a wide trim would make them large (at most BLOCK_BYTES).
+# Jobs whose bound runs side by side: its (eval, job) arrays stay in cache. Fewer when a
+# long history would make them large (at most BLOCK_BYTES).
 BLOCK = 512
 BLOCK_BYTES = 1 << 22
 
@@ -143,25 +155,33 @@ def _sigma_hat(vals, n, max_values, min_diffs, clip_n, clipped_mean_abs, mean_ab
 
 
 @njit(cache=True)
-def _sigma_sorted(d, sd, nd, clip_n, clipped_mean_abs, mean_abs, mad_n01):
+def _kth_deviation(dv, nd, kk):
+    """The kk-th smallest of ``dv[:nd]`` (kk >= 1), a sequence that falls, then rises (the
+    distances of sorted values from their median; rounding is monotone): the values at or
+    below any bound are a run, so it is the least over runs of kk of the larger end. Runs
+    side by side, without branches on the values (they would mispredict on noisy scores)."""
+    best = np.inf
+    for lo in range(nd - kk + 1):
+        a, b = dv[lo], dv[lo + kk - 1]
+        e = a if a > b else b
+        best = e if e < best else best
+    return best
+
+
+@njit(cache=True)
+def _sigma_sorted(d, sd, nd, clip_n, clipped_mean_abs, mean_abs, mad_n01, dv):
     """``noise.sigma_hat`` from the second differences ``d[:nd]`` (in the order of the
-    values) and the same sorted in ``sd[:nd]``: the deviations' median is taken by merging
-    the two runs either side of the median (each already sorted by its distance from it:
-    rounding is monotone), not by sorting them again."""
+    values) and the same sorted in ``sd[:nd]``: the deviations' median is read off their
+    values in ``sd``'s order (``_kth_deviation``), not sorted again. ``dv``: room for nd."""
     mid = _median(sd, nd)
-    j = 0
-    for r in range(nd):  # branch-free: these branches would mispredict on noisy scores
-        j += sd[r] < mid
-    i = j - 1  # sd[j:] above, sd[:i + 1] below the median, nearest first
-    prev = cur = 0.0
-    for _ in range(nd // 2 + 1):
-        a = abs(sd[max(i, 0)] - mid) if i >= 0 else np.inf
-        b = abs(sd[min(j, nd - 1)] - mid) if j < nd else np.inf
-        left = a <= b
-        prev, cur = cur, (a if left else b)
-        i -= left
-        j += 1 - left
-    robust_sd = (cur if nd % 2 else (prev + cur) / 2) / mad_n01
+    for r in range(nd):
+        dv[r] = abs(sd[r] - mid)
+    half = nd // 2
+    if nd % 2:
+        mad = _kth_deviation(dv, nd, half + 1)
+    else:  # statistics.median: the mean of the two middles
+        mad = (_kth_deviation(dv, nd, half) + _kth_deviation(dv, nd, half + 1)) / 2
+    robust_sd = mad / mad_n01
     acc = 0.0
     if robust_sd > 0.0:
         cap = clip_n * robust_sd
@@ -194,146 +214,205 @@ def _rank(w, smooth, trim):
 
 
 @njit(cache=True)
-def _may_stop_at(vt, width, h, k, clip, min_evals, trim, widths, ranks, n_top, top, gate,
-                 count):
-    """W_bar, ``cusum_drop_array._may_stop``'s bound float for float, for the jobs
-    (columns) of ``vt`` (eval, job; higher is better): ``gate[j, n]`` is whether job j's W
-    may reach h after n evals, ``count[j]`` how many such n. Fills ``top[i, r, j]``, the
-    (r + 1)-th largest of job j's evals 0..i-1, a bound on the level for an eval i that the
-    CUSUM counts (see the module's docstring). Jobs are the inner loop, without branches
-    on the values, so that it runs on several jobs at once (SIMD)."""
+def _may_stop_at(vt, width, h, k, clip, min_evals, trim, widths, lo, hi, n_top, top, slack,
+                 mean_ok, ub, gate, count):
+    """W_bar (the module's docstring: the mean of the reachable ranks) for the jobs
+    (columns) of ``vt`` (eval, job; higher is better): ``gate[j, n]`` is whether
+    job j's W may reach h after n evals, ``count[j]`` how many such n. Eval i is counted
+    against the mean of the (lo[i] + 1)-th to hi[i]-th largest of evals 0..i-1, raised by
+    ``slack[j]`` (see the module's docstring), or, where ``mean_ok[j]`` is False (values
+    past 1e300, whose sums could overflow, or more than 40,000 evals), against the
+    (lo[i] + 1)-th largest alone.
+    ``top[r, j]`` holds the (r + 1)-th largest of job j's evals so far. Jobs are the
+    inner loop, without branches on the values, so that it runs on several jobs at once
+    (SIMD)."""
     m = vt.shape[0]
     for r in range(n_top):
-        top[0, r, :width] = -np.inf
+        top[r, :width] = -np.inf
     w_bar = np.zeros(width)
+    mean = np.empty(width)
     count[:width] = 0
     for n in range(1, m + 1):
         i, w_n = n - 1, widths[n]
         x = vt[i]
         if i >= w_n:
-            below = top[i, ranks[n]]
+            a, b = lo[i], hi[i]
+            first = top[a]
+            mean[:width] = first[:width]
+            for r in range(a + 1, b):
+                row = top[r]
+                for j in range(width):
+                    mean[j] += row[j]
             for j in range(width):
+                u = mean[j] / (b - a) + slack[j]
+                u = u if mean_ok[j] else first[j]
+                ub[i, j] = u
                 # clip, or 0.0 at or above the bound; the median has no clamp: every eval
                 # may be below its level
-                w = w_bar[j] + clip * ((trim < 0) | (x[j] < below[j]))
+                w = w_bar[j] + clip * ((trim < 0) | (x[j] < u))
                 w -= k
                 w_bar[j] = w if w > 0.0 else 0.0
-        for r in range(n_top - 1, 0, -1):  # top[i + 1]: top[i] with x put in its place
+        # x put in its place (rank r reads r - 1 before it changes); ranks past n - 1 stay
+        for r in range(min(n_top, n) - 1, 0, -1):  # -inf
             for j in range(width):
-                a = top[i, r - 1, j]
-                a = x[j] if x[j] < a else a
-                b = top[i, r, j]
-                top[n, r, j] = a if a > b else b
+                a_ = top[r - 1, j]
+                a_ = x[j] if x[j] < a_ else a_
+                b_ = top[r, j]
+                top[r, j] = a_ if a_ > b_ else b_
         for j in range(width):
-            b = top[i, 0, j]
-            top[n, 0, j] = x[j] if x[j] > b else b
+            b_ = top[0, j]
+            top[0, j] = x[j] if x[j] > b_ else b_
         # w_n >= n: the level's window ends at eval n at the earliest, nothing since
         fixed = (n >= min_evals) & (w_n < n)
         for j in range(width):
             g = fixed & (w_bar[j] >= h)
-            gate[j, n] = g  # job by job: read so in ``_job``
+            gate[j, n] = g  # job by job: read so in ``_jobs``
             count[j] += g
 
 
 @njit(cache=True)
-def _job(vals, m, h, k, clip, smooth, min_evals, trim, widths, ranks, n_top, noise, sigma,
-         eval_n, sign, need, max_values, min_diffs, clip_n, clipped_mean_abs, mean_abs,
-         mad_n01, buf, d, sd, srt, top, gate):
-    """The eval index (0-based) at which a fresh ``CusumDrop`` stops on ``vals[:m]`` (the
-    scores, higher is better), or -1. ``widths[n]``, ``ranks[n]``: the level window's width
-    after n evals and how many values of it sit above its top kept value.
+def _jobs(raw, part, n_jobs, sign, count, m, h, k, clip, smooth, min_evals, trim, widths,
+          noise, sigma, eval_n, need, max_values, min_diffs, clip_n, clipped_mean_abs,
+          mean_abs, mad_n01, vals, buf, d, sd, srt, ub, gate, stop_at, kept):
+    """Fill ``stop_at[j]`` and ``kept[j]`` for the rows j = ``part[:n_jobs]`` of ``raw``
+    (job, eval): the eval index (0-based) at which a fresh ``CusumDrop`` stops on
+    ``sign * raw[j]`` (the scores, higher is better) and the best eval up to it, or -1.
+    ``widths[n]``: the level window's width after n evals. One call for many jobs: a call
+    per job costs more than most jobs' work (arguments passed, arrays counted).
 
-    ``gate[n]`` (W_bar may reach h after n evals) and ``top[i, r]`` come from
-    ``_may_stop_at``; the other gates of the module's docstring follow. The bound in sigmas
-    runs from the level's earliest possible window on, as W_bar does."""
-    n_d = 0  # second differences so far, sorted into sd[:n_d] (own noise only)
-    width, last, have, level, best_end = 0, 0, False, 0.0, 0  # the exact level, when found
-    for n in range(1, m + 1):
-        if not gate[n]:
+    ``gate[jj, n]`` (W_bar may reach h after n evals), ``count`` and ``ub[r, jj]``, W_bar's
+    bound on the level for eval r, come from ``_may_stop_at``; the other gates of the
+    module's docstring follow. The bound in sigmas runs from the level's earliest possible
+    window on, as W_bar does, and reads W_bar's bound: at eval n it bounds every level
+    that counts eval r."""
+    for jj in range(n_jobs):
+        j = part[jj]
+        stop_at[j] = -1
+        if count[jj] == 0:  # most jobs: W_bar never reaches h
             continue
-        w_n = widths[n]
-        s = sigma
-        if noise == OWN:
-            if n > max_values:  # the object's noise sees the last max_values evals only
-                s = _sigma_hat(vals, n, max_values, min_diffs, clip_n, clipped_mean_abs,
-                               mean_abs, mad_n01, srt, sd)
-                n_d = 0  # sd reused: sorted afresh if asked again
-            else:
-                if n - 2 < min_diffs:
-                    continue
-                while n_d < n - 2:  # the new differences put in their places
-                    e = vals[n_d] - 2.0 * vals[n_d + 1] + vals[n_d + 2]
-                    d[n_d] = e
-                    _insert(sd, n_d, e)
-                    n_d += 1
-                s = _sigma_sorted(d, sd, n - 2, clip_n, clipped_mean_abs, mean_abs, mad_n01)
-            if s < 0.0:
+        for i in range(m):  # the row, not vt's column: in cache line order
+            vals[i] = sign * raw[j, i]
+        stop = -1
+        n_d = 0  # second differences so far, sorted into sd[:n_d] (own noise only)
+        width, last, have, level, best_end = 0, 0, False, 0.0, 0  # the exact level, when found
+        for n in range(1, m + 1):
+            if not gate[jj, n]:
                 continue
-        if noise != BINOMIAL and trim >= 0:
-            t, w_sig = ranks[n], 0.0
-            for r in range(w_n, n):
-                u = top[r, t]
+            w_n = widths[n]
+            if noise == OWN and n <= max_values and n - 2 < min_diffs:
+                continue  # no noise estimate yet
+            s = sigma
+            if noise == OWN:
+                if n > max_values:  # the object's noise sees the last max_values evals only
+                    s = _sigma_hat(vals, n, max_values, min_diffs, clip_n, clipped_mean_abs,
+                                   mean_abs, mad_n01, srt, sd)
+                    n_d = 0  # sd reused: sorted afresh if asked again
+                else:
+                    while n_d < n - 2:  # the new differences put in their places
+                        e = vals[n_d] - 2.0 * vals[n_d + 1] + vals[n_d + 2]
+                        d[n_d] = e
+                        _insert(sd, n_d, e)
+                        n_d += 1
+                    s = _sigma_sorted(d, sd, n - 2, clip_n, clipped_mean_abs, mean_abs, mad_n01,
+                                      srt)
+                if s < 0.0:
+                    continue
+            if noise != BINOMIAL and trim >= 0:  # the same bound in sigmas
+                w_sig = 0.0
+                for r in range(w_n, n):
+                    u = ub[r, jj]
+                    if s > 0.0:
+                        z = (u - vals[r]) / s
+                        if clip < z:
+                            z = clip
+                    else:
+                        z = clip if vals[r] < u else 0.0
+                    w_sig = w_sig + z - k
+                    if not w_sig > 0.0:
+                        w_sig = 0.0
+                if w_sig < h:
+                    continue
+            # The level after n evals: the best window of width w_n ending at w_n..n, the
+            # earliest on ties (what the object holds, see ``cusum_drop_array``); windows found
+            # at an earlier eval of this width are not looked at again.
+            if w_n != width:
+                width, last, have = w_n, w_n - 1, False
+            for end in range(last + 1, n + 1):
+                if end == width:
+                    _sort_into(buf, vals, 0, width)
+                else:
+                    _slide(buf, width, vals[end - 1 - width], vals[end - 1])
+                lv = _smoothed(buf, width, smooth, trim)
+                if not have or lv > level:
+                    have, level, best_end = True, lv, end
+            last = n
+            since = n - best_end
+            if since == 0:
+                continue
+            first = best_end
+            below_n = 0
+            for r in range(first, n):
+                if vals[r] < level:
+                    below_n += 1
+            if below_n < need:  # none: the object returns; fewer than need: W stays below h
+                continue
+            if noise == BINOMIAL:  # stated_noise.binomial_sigma at the level
+                p = sign * level
+                if 0.0 > p:
+                    p = 0.0
+                if 1.0 < p:
+                    p = 1.0
+                q = (p * eval_n + 2.0) / (eval_n + 4.0)
+                s = math.sqrt(q * (1.0 - q) / eval_n)
+            w = 0.0
+            for r in range(first, n):
+                v = vals[r]
                 if s > 0.0:
-                    z = (u - vals[r]) / s
+                    z = (level - v) / s
                     if clip < z:
                         z = clip
-                else:
-                    z = clip if vals[r] < u else 0.0
-                w_sig = w_sig + z - k
-                if not w_sig > 0.0:
-                    w_sig = 0.0
-            if w_sig < h:
-                continue
-        # The level after n evals: the best window of width w_n ending at w_n..n, the
-        # earliest on ties (what the object holds, see ``cusum_drop_array``); windows found
-        # at an earlier eval of this width are not looked at again.
-        if w_n != width:
-            width, last, have = w_n, w_n - 1, False
-        for end in range(last + 1, n + 1):
-            if end == width:
-                _sort_into(buf, vals, 0, width)
-            else:
-                _slide(buf, width, vals[end - 1 - width], vals[end - 1])
-            lv = _smoothed(buf, width, smooth, trim)
-            if not have or lv > level:
-                have, level, best_end = True, lv, end
-        last = n
-        since = n - best_end
-        if since == 0:
-            continue
-        first = best_end
-        below_n = 0
-        for r in range(first, n):
-            if vals[r] < level:
-                below_n += 1
-        if below_n < need:  # none: the object returns; fewer than need: W stays below h
-            continue
-        if noise == BINOMIAL:  # stated_noise.binomial_sigma at the level
-            p = sign * level
-            if 0.0 > p:
-                p = 0.0
-            if 1.0 < p:
-                p = 1.0
-            q = (p * eval_n + 2.0) / (eval_n + 4.0)
-            s = math.sqrt(q * (1.0 - q) / eval_n)
-        w = 0.0
-        for r in range(first, n):
-            v = vals[r]
-            if s > 0.0:
-                z = (level - v) / s
-                if clip < z:
+                elif v < level:  # noise-free scores: any eval below the level is a full drop
                     z = clip
-            elif v < level:  # noise-free scores: any eval below the level is a full drop
-                z = clip
-            elif v == level:
-                z = 0.0
-            else:
-                z = -np.inf
-            t_ = w + z - k
-            w = t_ if t_ > 0.0 else 0.0  # max(0.0, t_)
-        if w >= h:
-            return n - 1
-    return -1
+                elif v == level:
+                    z = 0.0
+                else:
+                    z = -np.inf
+                t_ = w + z - k
+                w = t_ if t_ > 0.0 else 0.0  # max(0.0, t_)
+            if w >= h:
+                stop = n - 1
+                break
+        stop_at[j] = stop
+        if stop >= 0:  # the best eval up to the stop, the earliest on ties (value > best)
+            best = 0
+            for i in range(1, stop + 1):
+                if vals[i] > vals[best]:
+                    best = i
+            kept[j] = best
+
+
+@njit(cache=True)
+def _bound_ranks(m, smooth, smooth_min, trim):
+    """``widths[n]``, the level window's width after n evals, and W_bar's ranks for eval i:
+    the mean of the (lo[i] + 1)-th to hi[i]-th largest of the evals before it, with
+    lo[i] = t(i + 1) <= t(n) and hi[i] <= w(n) - t(n) for every level after n > i evals
+    that counts eval i (t and w do not shrink with n); ``n_top``: the deepest rank read."""
+    widths = np.zeros(m + 1, dtype=np.int64)
+    ranks = np.zeros(m + 1, dtype=np.int64)
+    for n in range(1, m + 1):
+        widths[n] = _width(n, smooth, smooth_min)
+        ranks[n] = _rank(widths[n], smooth, trim)
+    lo = np.zeros(max(m, 1), dtype=np.int64)
+    hi = np.ones(max(m, 1), dtype=np.int64)
+    n_top = 1
+    if trim >= 0:
+        lowest = m
+        for i in range(m - 1, -1, -1):
+            lowest = min(lowest, widths[i + 1] - ranks[i + 1])
+            lo[i], hi[i] = ranks[i + 1], min(i, lowest)
+            if i >= widths[i + 1]:  # eval i may be counted: top is read to rank hi[i]
+                n_top = max(n_top, hi[i])
+    return widths, lo, hi, n_top
 
 
 @njit(cache=True)
@@ -344,21 +423,18 @@ def plan(raw, done, sign, h, k, clip, smooth, min_evals, trim, smooth_min, noise
     ``raw`` (job, eval) where ``done``; ``smooth_min`` <= 0 stands for None, ``noise`` is
     OWN, STATED (``sigma``) or BINOMIAL (``eval_n``)."""
     n_rows, m = raw.shape
-    widths = np.zeros(m + 1, dtype=np.int64)
-    ranks = np.zeros(m + 1, dtype=np.int64)
-    n_top = 1
-    for n in range(1, m + 1):
-        widths[n] = _width(n, smooth, smooth_min)
-        ranks[n] = _rank(widths[n], smooth, trim)
-        n_top = max(n_top, ranks[n] + 1)
+    widths, lo, hi, n_top = _bound_ranks(m, smooth, smooth_min, trim)
     vals = np.empty(m)
     d = np.empty(max(m, 1))
     sd = np.empty(max(m, 1))
     srt = np.empty(max(m, 1))
     buf = np.empty(max(smooth, 1))
-    block = max(1, min(BLOCK, BLOCK_BYTES // (8 * (m + 1) * n_top)))
+    block = max(1, min(BLOCK, BLOCK_BYTES // (8 * (2 * m + n_top))))
     vt = np.empty((m, block))
-    top = np.empty((m + 1, n_top, block))
+    top = np.empty((n_top, block))
+    ub = np.empty((m, block))  # W_bar's bound on the level for each eval it counts
+    slack = np.empty(block)
+    mean_ok = np.empty(block, dtype=np.bool_)
     gate = np.zeros((block, m + 1), dtype=np.bool_)
     count = np.zeros(block, dtype=np.int64)
     rows = np.flatnonzero(done)
@@ -366,25 +442,18 @@ def plan(raw, done, sign, h, k, clip, smooth, min_evals, trim, smooth_min, noise
         part = rows[b: b + block]
         width = part.size
         for jj in range(width):
-            for i in range(m):
-                vt[i, jj] = sign * raw[part[jj], i]
-        _may_stop_at(vt, width, h, k, clip, min_evals, trim, widths, ranks, n_top, top,
-                     gate, count)
+            slack[jj] = 0.0  # the largest |value| first
+        for i in range(m):  # eval by eval: vt's rows are written in order
+            for jj in range(width):
+                x = sign * raw[part[jj], i]
+                vt[i, jj] = x
+                a_ = abs(x)
+                slack[jj] = a_ if a_ > slack[jj] else slack[jj]
         for jj in range(width):
-            j = part[jj]
-            stop_at[j] = -1
-            if count[jj] == 0:  # most jobs: W_bar never reaches h
-                continue
-            for i in range(m):  # the row, not vt's column: in cache line order
-                vals[i] = sign * raw[j, i]
-            stop = _job(vals, m, h, k, clip, smooth, min_evals, trim, widths, ranks, n_top,
-                        noise, sigma, eval_n, sign, need, max_values, min_diffs, clip_n,
-                        clipped_mean_abs, mean_abs, mad_n01, buf, d, sd, srt,
-                        top[:, :, jj], gate[jj])
-            stop_at[j] = stop
-            if stop >= 0:  # the best eval up to the stop, the earliest on ties (value > best)
-                best = 0
-                for i in range(1, stop + 1):
-                    if vals[i] > vals[best]:
-                        best = i
-                kept[j] = best
+            mean_ok[jj] = (slack[jj] <= 1e300) & (m <= 40_000)  # see the docstring
+            slack[jj] *= 1e-11
+        _may_stop_at(vt, width, h, k, clip, min_evals, trim, widths, lo, hi, n_top, top,
+                     slack, mean_ok, ub, gate, count)
+        _jobs(raw, part, width, sign, count, m, h, k, clip, smooth, min_evals, trim, widths,
+              noise, sigma, eval_n, need, max_values, min_diffs, clip_n, clipped_mean_abs,
+              mean_abs, mad_n01, vals, buf, d, sd, srt, ub, gate, stop_at, kept)
