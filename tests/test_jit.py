@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import sys
+import warnings
+
+import pytest
 
 from evalstop import jit
 
@@ -49,3 +52,14 @@ def test_importing_the_package_does_not_import_numba():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_twin_that_cannot_import_warns_once_and_the_python_version_runs(monkeypatch):
+    monkeypatch.setenv("EVALSTOP_JIT", "1")
+    monkeypatch.setattr(jit, "_installed", lambda: True)
+    monkeypatch.setattr(jit, "_loaded", {})
+    with pytest.warns(RuntimeWarning, match="evalstop.no_such_twin unavailable"):
+        assert jit.twin("evalstop.no_such_twin", 1) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert jit.twin("evalstop.no_such_twin", 1) is None  # said once

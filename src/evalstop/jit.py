@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import warnings
 from functools import cache
 from types import ModuleType
 
@@ -54,5 +55,13 @@ def twin(module: str, n_jobs: int) -> ModuleType | None:
     if m == "off" or (m == "auto" and n_jobs < MIN_JOBS):
         return None
     if module not in _loaded:
-        _loaded[module] = importlib.import_module(module)
+        try:
+            _loaded[module] = importlib.import_module(module)
+        except ImportError as exc:
+            # numba refuses to import under a numpy newer than it supports: the Python
+            # version gives the same results, so say so once and go on without the twin.
+            warnings.warn(f"compiled twin {module} unavailable ({exc}); running the Python "
+                          "version (set EVALSTOP_JIT=0 to silence this)", RuntimeWarning,
+                          stacklevel=2)
+            _loaded[module] = None
     return _loaded[module]
