@@ -43,6 +43,19 @@ def scores(rng, kind, n, m):
     return obs
 
 
+def spec_scores(rng, kind, spec, n, m_hi, nan_rows=0.0):
+    """``n`` rows of between 1 and ``m_hi - 1`` evals of one kind for ``spec``: pass rates in
+    [0, 1] when the spec states ``eval_n``, and about ``nan_rows`` of the rows with a NaN
+    (left to the objects)."""
+    m = int(rng.integers(1, m_hi))
+    obs = scores(rng, kind, n, m)
+    if "eval_n" in spec:
+        obs = np.clip(obs, 0.0, 1.0)
+    if nan_rows:
+        obs[rng.random(n) < nan_rows, rng.integers(0, m)] = np.nan
+    return obs
+
+
 def by_objects(spec, mode, obs, loss, grid):
     """The objects' plan, eval by eval, as ``stops`` runs them when no array answers."""
     n, m = obs.shape

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from planned_stops import KINDS, assert_same_plan, scores
+from planned_stops import KINDS, assert_same_plan, scores, spec_scores
 
 from evalstop.detectors import FleetNoise, NoiseDrop, make_detector
 
@@ -30,12 +30,7 @@ def _answers(spec):
 @given(st.integers(0, 10_000), st.sampled_from(SPECS), st.sampled_from(["max", "min"]),
        st.sampled_from(KINDS))
 def test_the_array_is_the_rule(seed, spec, mode, kind):
-    rng = np.random.default_rng(seed)
-    m = int(rng.integers(1, 36))
-    obs = scores(rng, kind, 60, m)
-    if "eval_n" in spec:
-        obs = np.clip(obs, 0.0, 1.0)
-    obs[rng.random(60) < 0.05, rng.integers(0, m)] = np.nan
+    obs = spec_scores(np.random.default_rng(seed), kind, spec, 60, 36, nan_rows=0.05)
     answered = None if _answers(spec) and kind != "wide" else 0
     assert_same_plan(spec, mode, obs, answered=answered)
 
@@ -85,11 +80,8 @@ def test_the_array_declines_what_it_does_not_repeat():
 def test_each_level_and_noise_is_the_objects_float(seed, spec, mode, kind):
     """Float for float, after every eval: the best level, and the noise at that level."""
     from evalstop.detectors.noise_drop_array import levels, noise
-    rng = np.random.default_rng(seed)
-    m = int(rng.integers(1, 36))
-    obs = scores(rng, kind, 10, m)
-    if "eval_n" in spec:
-        obs = np.clip(obs, 0.0, 1.0)
+    obs = spec_scores(np.random.default_rng(seed), kind, spec, 10, 36)
+    m = obs.shape[1]
     det = make_detector(spec, mode=mode)
     vr = obs * det._sign
     level = levels(det, vr)

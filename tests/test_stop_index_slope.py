@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from planned_stops import KINDS, assert_same_plan, by_objects, scores
+from planned_stops import KINDS, assert_same_plan, by_objects, scores, spec_scores
 
 from evalstop.detectors import FleetNoise, SlopeTest, make_detector
 
@@ -22,12 +22,7 @@ ANSWERS = sys.version_info < (3, 12)  # 3.12's sum is compensated: the objects d
 @given(st.integers(0, 10_000), st.sampled_from(SPECS), st.sampled_from(["max", "min"]),
        st.sampled_from(KINDS))
 def test_the_array_is_the_rule(seed, spec, mode, kind):
-    rng = np.random.default_rng(seed)
-    m = int(rng.integers(1, 30))
-    obs = scores(rng, kind, 60, m)
-    if "eval_n" in spec:
-        obs = np.clip(obs, 0.0, 1.0)
-    obs[rng.random(60) < 0.05, rng.integers(0, m)] = np.nan
+    obs = spec_scores(np.random.default_rng(seed), kind, spec, 60, 30, nan_rows=0.05)
     # "wide" rows beyond the sizes the t-test handles go to the objects
     answered = 0 if kind == "wide" or not ANSWERS else None
     if ANSWERS and kind != "wide" and "sigma" not in spec and "eval_n" not in spec:
