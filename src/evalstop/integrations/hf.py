@@ -70,7 +70,8 @@ def _strategy(value: Any) -> str:
     return str(getattr(value, "value", value))
 
 
-def config_warnings(args: Any, metric: str, mode: str, save_best: bool) -> list[str]:
+def config_warnings(args: Any, metric: str, mode: str, save_best: bool,
+                    scheduled: bool = False) -> list[str]:
     """Reasons why this ``TrainingArguments`` could lose EvalStop's stop or best checkpoint.
 
     Pure (reads ``args`` only) so that it can be tested without a Trainer.
@@ -90,7 +91,7 @@ def config_warnings(args: Any, metric: str, mode: str, save_best: bool) -> list[
         f"set metric_for_best_model={key!r} and greater_is_better={mode == 'max'} "
         "in TrainingArguments"
     )
-    if eval_strategy == "no":
+    if eval_strategy == "no" and not scheduled:  # a world eval on its own schedule needs none
         out.append(
             "eval_strategy='no': the Trainer never evaluates, so EvalStop can never stop it; "
             "set eval_strategy='steps' (with eval_steps) or 'epoch'"
@@ -392,7 +393,8 @@ class EvalStopCallback(TrainerCallback, ExportableState):
         if self._checked:
             return
         self._checked = True
-        for msg in config_warnings(args, self.metric, self.mode, self.save_best):
+        for msg in config_warnings(args, self.metric, self.mode, self.save_best,
+                                   scheduled=self.world_eval_every is not None):
             warnings.warn(f"EvalStopCallback: {msg}", stacklevel=3)
             logger.warning("EvalStopCallback: %s", msg)
 
