@@ -10,6 +10,7 @@ reading the proxy never stops; the callback with the hook stops at step 10, best
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import math
 import os
 from pathlib import Path
@@ -88,7 +89,7 @@ def test_rule_sees_the_world_score_not_eval_reward(example, tmp_path):
     assert fed == [(s, WORLD[s]) for s in (2, 4, 6, 8, 10)]
     # The proxy beside each world score: GRPO's eval_reward, rising throughout.
     proxies = [w.proxy for w in cb.world_history]
-    assert all(b > a for a, b in zip(proxies, proxies[1:]))
+    assert all(b > a for a, b in itertools.pairwise(proxies))
     rule = make_detector("evalstop:k=2", mode="max")
     assert not any(rule.update(w.step, w.proxy).stop for w in cb.world_history)
     logged = [h for h in trainer.state.log_history if "eval_heldout_acc" in h]

@@ -65,7 +65,7 @@ class TrialDetectors:
         if metric is not None and (not isinstance(metric, str) or not metric):
             raise ValueError(f"metric must be a result key, got {metric!r}")
         if not isinstance(strict, bool):
-            raise ValueError(f"strict must be True or False, got {strict!r}")
+            raise ValueError(f"strict must be True or False, got {strict!r}")  # noqa: TRY004
         self.spec, self.metric, self.mode, self.time_attr = spec, metric, mode, time_attr
         self.strict, self.who = strict, who
         self.detectors: dict[str, Detector] = {}
