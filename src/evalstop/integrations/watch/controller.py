@@ -469,9 +469,16 @@ class Controller:
                     self.metrics.action_seconds.observe(seconds)
             self.store.set_action(key.source, key.name, status, expect="running", rc=rc,
                                   output=output)
-            # Every outcome is logged, with the last line the command printed.
-            tail = output.strip().splitlines()[-1:] or [""]
-            self._say(f"job {label(key)}: action exited {rc}: {show(tail[0], 300)}")
+            # Every outcome is logged with the last line the command printed: a failure
+            # as a problem (stderr), a success beside the stop it acted on (stdout).
+            tail = output.strip().splitlines()[-1:]
+            said = f"job {label(key)}: action exited {rc}" + (
+                f": {show(tail[0], 300)}" if tail else " (no output)")
+            if rc != 0:
+                self._say(said)
+            else:
+                self.out.write(said + "\n")
+                self.out.flush()
             n += 1
         return n
 
