@@ -44,10 +44,10 @@ def test_once_then_status(tmp_path, capsys):
     assert sorted(said[2:]) == [f"job {j} [{src}]: action exited 0 (no output)"
                                 for j in ("other", "peak")]
     assert said[:2] == [
-        f"stop peak at step 5: 2 consecutive declines; best step 3 (score 0.5); tenant evals, "
-        f"source {src}",
-        f"stop other at step 5: 2 consecutive declines; best step 3 (score 0.5); tenant evals, "
-        f"source {src}",
+        (f"stop peak at step 5: 2 consecutive declines; best step 3 (score 0.5); tenant evals, "
+         f"source {src}"),
+        (f"stop other at step 5: 2 consecutive declines; best step 3 (score 0.5); tenant evals, "
+         f"source {src}"),
     ]
     # actions run in a pool, so their order in the file is not fixed
     assert sorted(marker.read_text().splitlines()) == ["other 3", "peak 3"]

@@ -11,7 +11,6 @@ import os
 import sys
 
 import pytest
-
 from mlflow_server import ENV, MlflowServer, free_port
 
 os.environ.update(ENV)
@@ -173,7 +172,7 @@ def test_hostile_values_cost_one_line_each(server, client, tmp_path):
     _run(client, exp, "-rf", PEAK)  # would read as an option to a scheduler command
     db = tmp_path / "state.db"
     tenancy = PolicyTenancy(_policy(tmp_path, "hos", "hostile-team/**"))
-    ctl, src, err, _ = _controller(server, db, tenancy=tenancy, policy=tenancy.policy)
+    ctl, _src, err, _ = _controller(server, db, tenancy=tenancy, policy=tenancy.policy)
     ctl.run_until_idle()
     ctl.poll_once()
     lines = _own_lines(err)
@@ -196,7 +195,7 @@ def test_tenant_from_the_policy_and_refused_experiments(server, client, tmp_path
     _run(client, other, "job1", PEAK, key="val-core/gsm8k/reward/mean_at_1")
     policy = _policy(tmp_path, "alice", "proj-alice/**",
                      metric="val-core/gsm8k/reward/mean_at_1")
-    ctl, src, err, _ = _controller(server, tmp_path / "s.db", tenancy=PolicyTenancy(policy),
+    ctl, _src, err, _ = _controller(server, tmp_path / "s.db", tenancy=PolicyTenancy(policy),
                                    policy=policy)
     ctl.run_until_idle()
     tenants = {(j.tenant, k.name, j.detector.stopped) for k, j in ctl.jobs.items()}
@@ -236,5 +235,5 @@ def test_missing_extra_is_one_line(monkeypatch, tmp_path, capsys):
                "--once"])
     assert rc == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["evalstop: error: evalstop watch --mlflow needs mlflow: "
-                   "pip install 'evalstop[mlflow]'"]
+    assert err == [("evalstop: error: evalstop watch --mlflow needs mlflow: "
+                    "pip install 'evalstop[mlflow]'")]

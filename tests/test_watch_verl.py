@@ -21,7 +21,6 @@ import types
 from pathlib import Path
 
 import pytest
-
 from mlflow_server import ENV
 
 os.environ.update(ENV)

@@ -224,7 +224,7 @@ class MlflowSource:
                                   f"({show(str(exc), 200)}); will retry")
             return 1
         self.fetches += 1
-        points = sorted(((int(m.step), int(m.timestamp), m.value) for m in history))
+        points = sorted((int(m.step), int(m.timestamp), m.value) for m in history)
         if mark is None:  # first sight (or the marks were lost): resume past the state
             last = self.last_step(key)
             floor = (-math.inf, -math.inf) if last is None else (last, math.inf)
