@@ -48,7 +48,7 @@ def server():
     metrics = WatchMetrics()
     health = Health(interval=1.0)
     srv = StatusServer("127.0.0.1", 0, metrics=metrics, health=health,
-                       page=lambda: render_page(ROWS, CURVES)).start()
+                       page=lambda n: render_page(ROWS, CURVES)).start()
     yield srv, metrics, health
     srv.close()
 
@@ -79,7 +79,7 @@ def test_port_in_use_is_one_line(server):
     srv, metrics, health = server
     host, port = srv.address
     with pytest.raises(ValueError, match="cannot listen"):
-        StatusServer(host, port, metrics=metrics, health=health, page=lambda: "")
+        StatusServer(host, port, metrics=metrics, health=health, page=lambda n: "")
 
 
 def open_in_browser(url: str, shot: str | None = None):

@@ -95,7 +95,13 @@ def test_check_policy_prints_each_tenants_rule(tmp_path, capsys):
     (["--policy", "P", "--detector", "evalstop:k=2", "--db", "x.db", "--jsonl", "."],
      "--policy replaces --detector"),
     (["--check-policy"], "--check-policy needs --policy"),
-    (["--jsonl", ".", "--db", "x.db", "--serve", "localhost"], "--serve must be HOST:PORT"),
+    (["--jsonl", ".", "--db", "x.db", "--serve", "localhost"], "--serve must be [HOST:]PORT"),
+    (["--jsonl", ".", "--db", "x.db", "--serve", "0.0.0.0:9100"],
+     "serving beyond loopback needs --serve-token-file"),
+    (["--jsonl", ".", "--db", "x.db", "--serve", "9100", "--page-size", "0"],
+     "--page-size must be in 1..1000"),
+    (["--jsonl", ".", "--db", "x.db", "--serve", "0.0.0.0:9100", "--serve-token-file", "P"],
+     "must hold one token of at least 16"),
 ])
 def test_policy_and_serve_errors_are_one_line(tmp_path, capsys, argv, message):
     pol = tmp_path / "p.toml"
