@@ -15,7 +15,8 @@ which then could not open a single log. Here:
   answered 414; request headers over ``max_header_bytes`` (16 KiB) in all or more than
   ``max_headers`` (50) lines are answered 431. Only one request per connection (HTTP/1.0),
   so no connection sits idle between requests.
-* **aborted clients** cost at most one log line (no traceback).
+* **aborted clients** cost at most one log line (no traceback), and all of them together
+  one line a minute.
 """
 
 from __future__ import annotations
@@ -59,6 +60,10 @@ class GuardedHTTPServer(ThreadingHTTPServer):
     still without a request head. Its handler must derive from :class:`GuardedHandler`."""
 
     daemon_threads = True
+    # The kernel's queue of connections not yet accepted: they hold no descriptor of ours,
+    # and a burst of them must not make a real client wait for a SYN retry.
+    request_queue_size = 128
+    QUIET_SECONDS = 60.0  # a line about hung-up clients at most this often
 
     def __init__(self, address: tuple[str, int], handler: type[GuardedHandler],
                  limits: ServeLimits, log: Callable[[str], None] | None = None) -> None:
@@ -67,6 +72,8 @@ class GuardedHTTPServer(ThreadingHTTPServer):
         self._lock = threading.Lock()
         # open connection -> [accepted at (monotonic), inside a request]
         self._open: dict[socket.socket, list] = {}
+        self._quiet_until = 0.0
+        self._hidden = 0  # hung-up clients not written about since the last line
         super().__init__(address, handler)
 
     def open_connections(self) -> int:
@@ -111,15 +118,23 @@ class GuardedHTTPServer(ThreadingHTTPServer):
         super().shutdown_request(request)
 
     def handle_error(self, request, client_address) -> None:
-        """One line, never a traceback: a client that hangs up or stalls is routine."""
+        """One line, never a traceback; clients that hang up or stall (routine, and what a
+        flood of idle connections does) get one line per QUIET_SECONDS with a count."""
         exc = sys.exc_info()[1]
         host = client_address[0] if client_address else "?"
-        if isinstance(exc, ConnectionError | TimeoutError):
-            self.log(f"evalstop watch: http client {host} hung up or stalled "
-                     f"({type(exc).__name__}); connection closed")
-        else:
+        if not isinstance(exc, ConnectionError | TimeoutError):
             self.log(f"evalstop watch: http request from {host} failed: "
                      f"{type(exc).__name__}: {exc}")
+            return
+        with self._lock:
+            now = time.monotonic()
+            if now < self._quiet_until:
+                self._hidden += 1
+                return
+            hidden, self._hidden, self._quiet_until = self._hidden, 0, now + self.QUIET_SECONDS
+        more = f"; {hidden} more since the last such line" if hidden else ""
+        self.log(f"evalstop watch: http client {host} hung up or stalled "
+                 f"({type(exc).__name__}); connection closed{more}")
 
 
 class GuardedHandler(BaseHTTPRequestHandler):
