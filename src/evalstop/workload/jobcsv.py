@@ -87,7 +87,7 @@ def _parse_row(fields: dict[str, str], where: str, cols: dict) -> None:
                              f"known: {', '.join(JOB_TYPES)}")
         cols["type"].append(name)
     if "tenant" in cols:
-        cols["tenant"].append(fields["tenant"] or DEFAULT_TENANT)
+        cols["tenant"].append(_printable(fields["tenant"], "tenant", where) or DEFAULT_TENANT)
     if "est_duration_s" in cols:
         est = _finite(fields["est_duration_s"], "est_duration_s", where)
         if est <= 0.0:
