@@ -70,7 +70,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "logs that do not match are refused")
     p.add_argument("--job-prefix", default=None, metavar="TEMPLATE",
                    help="require every job name to start with this, e.g. '{tenant}-'; "
-                        "records with other names are refused")
+                        "records with other names are refused; the character after "
+                        "{tenant} is a separator that no tenant name may hold (a tenant "
+                        "whose name holds it is refused)")
     p.add_argument("--tb-tag", default=None,
                    help="TensorBoard scalar tag that holds the eval score (default: eval)")
     p.add_argument("--tb-loss-tag", default=None,
@@ -89,7 +91,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "'/ckpt/{tenant}/{job}/checkpoint-{best_step}'")
     p.add_argument("--checkpoint-root", default=None, metavar="DIR",
                    help="every {best_checkpoint} must normalise to a path under DIR, else "
-                        "the action is refused (default: the template's leading folder)")
+                        "the action is refused; DIR may hold {tenant} (default: the "
+                        "template's leading folder); a template whose leading folders name "
+                        "{tenant} also confines each tenant to its own folder")
     p.add_argument("--action-workers", type=int, default=8,
                    help="actions run at once, off the poll loop (default: 8)")
     p.add_argument("--action-timeout", type=float, default=120.0,
