@@ -111,3 +111,25 @@ def test_policy_and_serve_errors_are_one_line(tmp_path, capsys, argv, message):
     assert main(["watch", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err, err
+
+
+@pytest.mark.parametrize("value, address", [
+    ("9100", ("127.0.0.1", 9100)),  # loopback unless a host is named
+    ("0.0.0.0:9100", ("0.0.0.0", 9100)),
+    ("[::1]:0", ("::1", 0)),
+])
+def test_serve_address(value, address):
+    from evalstop.cli.watch import _parse_serve
+
+    assert _parse_serve(value) == address
+
+
+def test_a_token_file_opens_the_server_beyond_loopback(tmp_path, capsys):
+    token = tmp_path / "token"
+    token.write_text("0123456789abcdef-secret\n")
+    (tmp_path / "logs").mkdir()
+    rc = main(["watch", "--once", "--jsonl", str(tmp_path / "logs"), "--db",
+               str(tmp_path / "s.db"), "--serve", "0.0.0.0:0", "--serve-token-file",
+               str(token)])
+    assert rc == 0, capsys.readouterr().err
+    assert "serving http://0.0.0.0:" in capsys.readouterr().err
