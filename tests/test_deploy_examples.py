@@ -42,7 +42,7 @@ def _command(text: str, start: str) -> list[str]:
 
 def test_systemd_and_slurm_command_lines_parse():
     unit = (DEPLOY / "systemd" / "evalstop-watch.service").read_text()
-    (nofile,) = re.findall(r"^LimitNOFILE=(\d+)$", unit, re.M)
+    (nofile,) = re.findall(r"^LimitNOFILE=(\d+)$", unit, re.MULTILINE)
     assert int(nofile) >= 4096  # systemd's default 1024 ran out under idle connections
     argv = _command(unit, "ExecStart=")
     assert argv[0] == "ExecStart=/usr/local/bin/evalstop" and argv[1] == "watch"

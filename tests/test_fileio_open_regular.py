@@ -23,7 +23,7 @@ def fifo(tmp_path):
 def evalstop(*args, cwd) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     return subprocess.run([sys.executable, "-m", "evalstop.cli.main", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=60, env=env)
+                          capture_output=True, text=True, timeout=60, env=env, check=False)
 
 
 @pytest.mark.parametrize("argv", [

@@ -80,3 +80,24 @@ def test_wrong_column_types_are_one_line(tmp_path, capsys, sql, column):
     assert main(["watch", "--once", "--jsonl", str(tmp_path / "logs"), "--db", db]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and column in err
+
+
+def test_the_cli_says_it_waits_for_a_locked_state(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    db = str(tmp_path / "s.db")
+    con = hold_exclusive(db)
+    (tmp_path / "logs").mkdir()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen([sys.executable, "-m", "evalstop.cli.main", "watch", "--once",
+                             "--jsonl", str(tmp_path / "logs"), "--db", db],
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        first = proc.stderr.readline()  # said while it waits, before any result
+        assert "state database is locked" in first and "waiting up to 60 s" in first
+    finally:
+        con.close()
+    _, rest = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "Traceback" not in rest

@@ -251,6 +251,12 @@ def _serve(args, controller_interval: float):
     return server, metrics, health
 
 
+def _say_wait(message: str) -> None:
+    """One line when the state database is locked by another process (then waited for)."""
+    sys.stderr.write(f"evalstop watch: {message}\n")
+    sys.stderr.flush()
+
+
 def run(args) -> int:
     if args.status:
         if args.db is None:
@@ -288,7 +294,7 @@ def run(args) -> int:
         raise ValueError(f"--action-workers must be in 1..256, got {args.action_workers}")
     sources = _sources(args, policy)
     try:
-        store = StateStore(args.db, dry_run=args.dry_run)
+        store = StateStore(args.db, dry_run=args.dry_run, on_wait=_say_wait)
     except sqlite3.Error as exc:
         raise ValueError(f"cannot open --db {args.db!r}: {exc}") from None
     stop = threading.Event()
