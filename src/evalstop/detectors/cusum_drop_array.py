@@ -357,7 +357,7 @@ def stop_index(det, obs: np.ndarray):
     kept = np.full(n, -1, dtype=np.int64)
     if m == 0 or not done.any():
         return stop_at, kept, done
-    twin = jit.twin("evalstop.detectors.cusum_drop_jit", n)
+    twin = jit.twin("evalstop.detectors.cusum_drop_jit", n, m)
     if twin is not None:
         _planned_by(twin, det, raw, done, stop_at, kept)
         return stop_at, kept, done
