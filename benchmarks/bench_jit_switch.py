@@ -14,7 +14,7 @@ configurations on the first 200 jobs, ``1`` against ``0`` (numba's import plus l
 the twins, which is what the switch in ``evalstop.jit`` must repay).
 
     python benchmarks/bench_jit_switch.py [--repeat 5] [--modes auto,0] [--probe]
-        [--copies 1] [--configs fifo:default,fifo:evalstop:k=2,srtf-est:default,...]
+        [--copies 1] [--json OUT.json] [--configs fifo:default,fifo:evalstop:k=2,srtf-est:default,...]
 
 Needs a warm cache (run once with ``EVALSTOP_JIT=1`` first): a cold cache compiles the
 twins in the first ``1`` or ``auto`` process, 12-20 CPU-s each, and that run is then
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import statistics
 import subprocess
@@ -85,6 +86,18 @@ def measure(jobs, gpus, configs, modes, repeat, out) -> dict:
     return times
 
 
+def summary(times, configs, modes) -> list[dict]:
+    """One row per configuration: each mode's median CPU-s and its ratio to mode 0."""
+    rows = []
+    for c in configs:
+        med = {m: statistics.median(times[c, m]) for m in modes}
+        row = {"config": c, **{f"cpu_s_{m}": round(med[m], 3) for m in modes}}
+        if "0" in med:
+            row.update({f"ratio_{m}": round(med[m] / med["0"], 3) for m in modes if m != "0"})
+        rows.append(row)
+    return rows
+
+
 def report(title, times, configs, modes) -> None:
     print(title)
     print(f"{'configuration':28s}" + "".join(f"{'JIT=' + m:>16s}" for m in modes)
@@ -109,6 +122,7 @@ def main() -> None:
     ap.add_argument("--copies", type=int, default=1)
     ap.add_argument("--gpus", type=int, default=512)
     ap.add_argument("--probe", action="store_true")
+    ap.add_argument("--json", metavar="PATH", help="also write the medians and ratios here")
     args = ap.parse_args()
     # a detector spec holds commas too (h=2.5,k=1.5): split only before a scheduler name
     configs, cur = [], None
@@ -121,6 +135,8 @@ def main() -> None:
     modes = args.modes.split(",")
     print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}, "
           f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
+    result = {"load_before": [round(x, 2) for x in os.getloadavg()], "repeat": args.repeat,
+              "copies": args.copies, "python": sys.version.split()[0]}
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out.csv")
         if args.probe:
@@ -129,6 +145,7 @@ def main() -> None:
             t = measure(small, args.gpus, configs, ["1", "0"], args.repeat, out)
             report("probe: first 200 jobs (what loading the twins costs)", t, configs,
                    ["1", "0"])
+            result["probe"] = summary(t, configs, ["1", "0"])
             for c in configs:
                 d = statistics.median(t[c, "1"]) - statistics.median(t[c, "0"])
                 print(f"  {c}: load cost {d:.2f} CPU-s")
@@ -139,7 +156,12 @@ def main() -> None:
         t = measure(jobs, args.gpus * args.copies, configs, modes, args.repeat, out)
         report(f"Philly x{args.copies} on {args.gpus * args.copies} GPUs, whole process, "
                f"CPU-s, median of {args.repeat}", t, configs, modes)
+        result["runs"] = summary(t, configs, modes)
+    result["load_after"] = [round(x, 2) for x in os.getloadavg()]
     print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(result, fh, indent=1)
 
 
 if __name__ == "__main__":

@@ -41,12 +41,15 @@ class Cost(NamedTuple):
     eval_s: float = 0.0
 
 
-# Measured on the Philly trace at 1x and 4x (docs/benchmarks.md, bench_jit_switch), taking
-# the smallest saving seen so that a run the switch sends to a twin is never slower.
+# Whole-process runs of the Philly trace at 1x and 4x (bench_jit_switch; docs/benchmarks.md),
+# taking the smallest saving seen so that a run the switch sends to a twin is not slower.
+# SRTF-Est's loop saved 4-7 us per job: it pays from about 2.6x Philly. The default rule's
+# plan saves about 0.09 s per 1.64M (job, eval) pairs inside one process, but whole
+# processes showed no saving up to 4x; counted at half that, it pays from about 16x.
 NUMBA_S = 0.7
 COSTS = {
     "evalstop.sim.srtf_jit": Cost(load_s=0.15, job_s=4e-6),
-    "evalstop.detectors.cusum_drop_jit": Cost(load_s=0.08, eval_s=5e-8),
+    "evalstop.detectors.cusum_drop_jit": Cost(load_s=0.08, eval_s=3e-8),
 }
 # A twin not measured yet is taken to save what the default rule's plan saves per job.
 UNMEASURED = Cost(load_s=0.1, job_s=20 * COSTS["evalstop.detectors.cusum_drop_jit"].eval_s)
