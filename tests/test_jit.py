@@ -95,6 +95,7 @@ def test_cold_means_no_fresh_index_beside_the_module(tmp_path, monkeypatch):
     os.utime(index, (1, 1))  # older than the source: numba recompiles
     assert jit._cold("coldpkg.twin")
     assert not jit._cold("coldpkg.no_such_twin")
+    sys.modules.pop("coldpkg", None)
 
 
 def test_without_numba_there_is_no_twin(monkeypatch):
