@@ -1,0 +1,97 @@
+"""The same job list in the simulator and on Slurm, job by job and in aggregate.
+
+The simulator runs the workload under ``fifo`` (Slurm's ``sched/builtin`` with
+``priority/basic``: strict order of submission, no backfill), wrapped in EvalStop with the
+same rule when the replay had a controller.
+
+Why a job's JCT differs, in wall seconds, and the tolerance that follows:
+
+* Slurm keeps whole seconds: each of a job's start and end is floored (< 1 s each);
+* Slurm starts a job a moment after it is submitted or after the GPUs it waits for are
+  freed (its scheduling latency: observed at most about 1 s with the testbed's settings);
+* a stop reaches Slurm only at the controller's next poll after the eval record is
+  written, plus the action's own time (squeue, scontrol, scancel: well under a second);
+* submission lag: sbatch of a burst of arrivals runs one after another.
+
+Each of these delays a job's end, and every job that started on the GPUs it freed inherits
+that delay. So a job's tolerance is ``(1 + depth) * (poll_s + 2 s + submit lag)``, where
+``depth`` is the number of job ends its start waited on in the simulation, transitively
+(0 for a job that started at its arrival). The 2 s is one second of rounding and one of
+scheduling latency per link.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from evalstop.metrics import run_metrics
+from evalstop.schedulers import build
+from evalstop.sim.engine import simulate
+from evalstop.sim.result import SimResult
+from evalstop.testbed.measure import JobRecord
+from evalstop.testbed.specs import to_wall
+from evalstop.workload.model import Workload
+
+LINK_S = 2.0  # wall seconds per link: 1 s of sacct's rounding + 1 s of Slurm's latency
+
+
+def simulated(workload: Workload, n_gpus: int, detector: str | None) -> SimResult:
+    return simulate(workload, n_gpus, build("fifo", detector), restart_overhead_s=0.0,
+                    record_timeline=False)
+
+
+def depths(workload: Workload, res: SimResult) -> np.ndarray:
+    """Per job: how many job ends its start waited on, transitively (0: started on
+    arrival)."""
+    start, finish = np.asarray(res.start_s), np.asarray(res.finish_s)
+    arrival = np.asarray(workload.arrival_s)
+    order = np.argsort(start, kind="stable")
+    depth = np.zeros(workload.n_jobs, dtype=np.int64)
+    for i in order.tolist():
+        if start[i] <= arrival[i] + 1e-9:
+            continue
+        gate = np.flatnonzero(np.abs(finish - start[i]) <= 1e-6 * max(1.0, start[i]))
+        depth[i] = 1 + (int(depth[gate].max()) if gate.size else 0)
+    return depth
+
+
+def per_job(workload: Workload, sim: SimResult, real: SimResult, recs: dict[str, JobRecord],
+            submitted: dict[str, float], t0: float, hour_s: float,
+            poll_s: float) -> list[dict]:
+    """One row per job: start and JCT in both (wall seconds), the stop steps, the
+    difference and its tolerance."""
+    arrival_wall = to_wall(workload.arrival_s, hour_s)
+    d = depths(workload, sim)
+    rows = []
+    for i, job in enumerate(workload.job_id):
+        lag = max(0.0, submitted[job] - (t0 + float(arrival_wall[i])))
+        sim_jct = float(to_wall(sim.finish_s[i] - workload.arrival_s[i], hour_s))
+        real_jct = float(to_wall(real.finish_s[i] - workload.arrival_s[i], hour_s))
+        tol = (1 + int(d[i])) * (poll_s + LINK_S + lag)
+        r = recs[job]
+        rows.append({
+            "job": job, "tenant": str(workload.tenant[i]), "gpus": int(workload.gpus[i]),
+            "hacking": bool(workload.hacking[i]), "state": r.state,
+            "sim_start_s": round(float(to_wall(sim.start_s[i], hour_s)), 3),
+            "real_start_s": round(float(to_wall(real.start_s[i], hour_s)), 3),
+            "sim_jct_s": round(sim_jct, 3), "real_jct_s": round(real_jct, 3),
+            "d_jct_s": round(real_jct - sim_jct, 3),
+            "sim_stop_step": int(sim.stop_eval[i]) + 1 if sim.stopped[i] else None,
+            "real_stop_step": r.stop_step, "submit_lag_s": round(lag, 3),
+            "depth": int(d[i]), "tolerance_s": round(tol, 3),
+            "within": abs(real_jct - sim_jct) <= tol})
+    return rows
+
+
+AGG = ("jct_mean_s", "jct_p50_s", "jct_p95_s", "waste_gpu_h", "gpu_h", "makespan_s",
+       "n_stopped", "tp", "fp", "precision", "recall", "fpr", "harmful", "harmful_rate")
+
+
+def aggregate(workload: Workload, res: SimResult) -> dict[str, float]:
+    m = run_metrics(workload, res)
+    out = {}
+    for key in AGG:
+        if key in m:
+            out[key] = float(m[key])
+    out["n_stopped"] = int(np.count_nonzero(res.stopped))
+    return out
