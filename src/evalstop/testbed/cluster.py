@@ -139,7 +139,8 @@ class LocalCluster:
         key = self.root / "munge" / "munge.key"
         key.write_bytes(secrets.token_bytes(1024))
         key.chmod(0o400)
-        (self.root / "munge").chmod(0o700)
+        # Other users (a tenant's uid) must reach the socket; the key stays root's alone.
+        (self.root / "munge").chmod(0o755)
         proc = procs.start(self.root, "munged", [
             _sbin("munged"), "--foreground", "--force", f"--socket={s.munge_socket}",
             f"--key-file={key}", f"--pid-file={self.root}/run/munged.pid",
@@ -149,9 +150,12 @@ class LocalCluster:
 
     def _mariadb(self, s: config.Settings) -> None:
         data = self.root / "mariadb" / "data"
+        tmp = self.root / "mariadb" / "tmp"  # its own: testbeds starting at once collide in /tmp
+        tmp.mkdir(parents=True, exist_ok=True)
         install = shutil.which("mariadb-install-db") or shutil.which("mysql_install_db")
         r = subprocess.run([install, "--no-defaults", f"--datadir={data}", "--user=root",
-                            "--auth-root-authentication-method=socket", "--skip-test-db"],
+                            "--auth-root-authentication-method=socket", "--skip-test-db",
+                            f"--tmpdir={tmp}"],
                            capture_output=True, text=True, timeout=120)
         if r.returncode:
             raise TestbedError(f"mariadb-install-db failed: {r.stderr.strip()[-400:]}")
@@ -159,6 +163,7 @@ class LocalCluster:
         proc = procs.start(self.root, "mariadb", [
             server, "--no-defaults", f"--datadir={data}", f"--socket={s.mariadb_socket}",
             "--bind-address=127.0.0.1", f"--port={s.ports.mariadb}", "--user=root",
+            f"--tmpdir={tmp}",
             f"--pid-file={self.root}/run/mariadb.pid",
             f"--log-error={self.root}/log/mariadb.log", "--innodb-buffer-pool-size=64M",
             "--skip-name-resolve", "--innodb-lock-wait-timeout=900"])

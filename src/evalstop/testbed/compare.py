@@ -69,6 +69,7 @@ def per_job(workload: Workload, sim: SimResult, real: SimResult, recs: dict[str,
         real_jct = float(to_wall(real.finish_s[i] - workload.arrival_s[i], hour_s))
         tol = (1 + int(d[i])) * (poll_s + LINK_S + lag)
         r = recs[job]
+        sim_step = int(sim.stop_eval[i]) + 1 if sim.stopped[i] else None
         rows.append({
             "job": job, "tenant": str(workload.tenant[i]), "gpus": int(workload.gpus[i]),
             "hacking": bool(workload.hacking[i]), "state": r.state,
@@ -76,11 +77,29 @@ def per_job(workload: Workload, sim: SimResult, real: SimResult, recs: dict[str,
             "real_start_s": round(float(to_wall(real.start_s[i], hour_s)), 3),
             "sim_jct_s": round(sim_jct, 3), "real_jct_s": round(real_jct, 3),
             "d_jct_s": round(real_jct - sim_jct, 3),
-            "sim_stop_step": int(sim.stop_eval[i]) + 1 if sim.stopped[i] else None,
-            "real_stop_step": r.stop_step, "submit_lag_s": round(lag, 3),
+            "sim_stop_step": sim_step, "real_stop_step": r.stop_step,
+            "why": _why(workload, i, sim_step, r.stop_step, hour_s, poll_s),
+            "submit_lag_s": round(lag, 3),
             "depth": int(d[i]), "tolerance_s": round(tol, 3),
             "within": abs(real_jct - sim_jct) <= tol})
     return rows
+
+
+ACTION_S = 1.0  # wall seconds for the action (squeue, scontrol, scancel) to cancel a job
+
+
+def _why(workload: Workload, i: int, sim_step, real_step, hour_s: float, poll_s: float) -> str:
+    """Why the two stop steps differ ("" when they agree): a stop too close to the job's
+    end for the controller to act before the job ends by itself."""
+    if sim_step == real_step:
+        return ""
+    if sim_step is not None and real_step is None:
+        left = float(to_wall(workload.duration_s[i], hour_s)) * (
+            1.0 - float(workload.eval_progress[sim_step - 1]))
+        if left <= poll_s + ACTION_S:
+            return (f"stop {left:.2f} s before the job's end, within one poll "
+                    f"({poll_s:g} s) and the action ({ACTION_S:g} s): it ended first")
+    return "unexplained"
 
 
 AGG = ("jct_mean_s", "jct_p50_s", "jct_p95_s", "waste_gpu_h", "gpu_h", "makespan_s",

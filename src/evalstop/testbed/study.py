@@ -31,9 +31,7 @@ def way_result(workload: Workload, run, n_gpus: int, detector: str | None,
             "real": compare.aggregate(workload, real), "sim": compare.aggregate(workload, sim),
             "within": sum(r["within"] for r in rows), "n_jobs": len(rows),
             "max_abs_d_jct_s": max(abs(r["d_jct_s"]) for r in rows),
-            "stop_steps_equal": all(r["sim_stop_step"] == r["real_stop_step"] for r in rows
-                                    if r["sim_stop_step"] is not None
-                                    and r["sim_stop_step"] < workload.n_evals),
+            "unexplained_stops": [r["job"] for r in rows if r["why"] == "unexplained"],
             "jobs": rows}
 
 
