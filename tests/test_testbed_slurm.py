@@ -24,8 +24,15 @@ import pytest
 from evalstop.integrations.watch.store import StateStore
 from evalstop.testbed import compare, measure, sacct
 from evalstop.testbed.cluster import LocalCluster, missing_programs
-from evalstop.testbed.replay import (ReplayRun, replay, start_watch, stop_process, submit_all,
-                                     wait_done, write_plan)
+from evalstop.testbed.replay import (
+    ReplayRun,
+    replay,
+    start_watch,
+    stop_process,
+    submit_all,
+    wait_done,
+    write_plan,
+)
 from evalstop.workload import read_job_csv, trace_workload
 
 MISSING = missing_programs()
@@ -98,7 +105,7 @@ def test_base_alone_agrees_with_the_simulator_job_by_job(cluster, workload, tmp_
     r = subprocess.run(["python", "-m", "evalstop", "simulate", "--jobs",
                         str(run.folder / "sacct.txt"), "--gpus", str(GPUS), "--scheduler",
                         "fifo", "--detector", "evalstop:k=2", "--out", str(out)],
-                       capture_output=True, text=True, env={**os.environ})
+                       capture_output=True, text=True, env={**os.environ}, check=False)
     assert r.returncode == 0, r.stderr
     with open(out) as fh:
         assert len(list(csv.DictReader(fh))) == workload.n_jobs
@@ -108,8 +115,8 @@ def _hostile_log(folder: Path, target: str) -> None:
     """Tenant b's log naming a job of account a, with scores that stop at once."""
     (folder / "logs" / "b").mkdir(parents=True, exist_ok=True)
     with open(folder / "logs" / "b" / "hostile.jsonl", "w") as fh:
-        for step, ev in enumerate([0.9, 0.5, 0.2, 0.1], 1):
-            fh.write(json.dumps({"job": target, "step": step, "eval": ev}) + "\n")
+        fh.writelines(json.dumps({"job": target, "step": step, "eval": ev}) + "\n"
+                      for step, ev in enumerate([0.9, 0.5, 0.2, 0.1], 1))
 
 
 def _stop_record_time(folder: Path, tenant: str, job: str, step: int) -> float:
@@ -161,7 +168,9 @@ def test_stops_go_through_the_action_once_and_free_gpus(cluster, workload, tmp_p
     assert len(per_job) == len(set(per_job))
     noted = [line.split("\t")[2] for line in notes.read_text().splitlines()]
     assert len(noted) == len(set(noted))
-    done = {a.job for a in actions if a.status == "done"}
+    # An action the SIGKILL caught in flight stays "running" (reported, never re-run);
+    # its job was still cancelled once.
+    done = {a.job for a in actions if a.status in ("done", "running")}
     assert done and set(noted) == done
 
     # Every stop was the shipped action's: CANCELLED with the note, never FAILED; and
@@ -215,7 +224,7 @@ def _check_freed_gpus(workload, folder, recs):
 def test_slurm_refuses_unknown_accounts_and_other_users(cluster, tmp_path):
     env = cluster.env
     bad = subprocess.run(["sbatch", "--account=nosuch", "--gres=gpu:1", "--wrap", "true"],
-                         env=env, capture_output=True, text=True)
+                         env=env, capture_output=True, text=True, check=False)
     assert bad.returncode != 0 and "account" in bad.stderr.lower()
     jid = subprocess.run(["sbatch", "--parsable", "--account=a", "--job-name=guarded",
                           f"--chdir={tmp_path}", "--gres=gpu:1", "--wrap", "sleep 60"],
@@ -225,13 +234,14 @@ def test_slurm_refuses_unknown_accounts_and_other_users(cluster, tmp_path):
         if setpriv is None:
             pytest.skip("no setpriv to run scancel as another user")
         other = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
-                                "scancel", jid], env=env, capture_output=True, text=True)
+                                "scancel", jid], env=env, capture_output=True, text=True,
+                               check=False)
         assert "denied" in (other.stderr + other.stdout).lower(), other
         state = subprocess.run(["squeue", "-h", "-j", jid, "-o", "%T"], env=env,
-                               capture_output=True, text=True).stdout.strip()
+                               capture_output=True, text=True, check=False).stdout.strip()
         assert state in ("PENDING", "RUNNING", "CONFIGURING")
     finally:
-        subprocess.run(["scancel", jid], env=env, capture_output=True)
+        subprocess.run(["scancel", jid], env=env, capture_output=True, check=False)
 
 
 def test_real_training_is_stopped_mid_run_and_keeps_its_best_checkpoint(cluster, tmp_path):
@@ -239,14 +249,16 @@ def test_real_training_is_stopped_mid_run_and_keeps_its_best_checkpoint(cluster,
     src = str(Path(__file__).resolve().parents[1] / "src")
     env = {**cluster.env, "PYTHONPATH": os.pathsep.join(
         p for p in (src, os.environ.get("PYTHONPATH", "")) if p)}
-    runs = [("a", 100, 0), ("b", 100, 1), ("c", 50, 0)]  # (account, pairs, seed)
+    # (account, pairs, seed): runs that over-optimise early (the lab corpus's k=2 stops
+    # them at step 40 of 250); here 60 steps, so a stop is mid-run.
+    runs = [("a", 100, 0), ("b", 100, 1), ("c", 100, 6)]
     watch = start_watch(tmp_path, "evalstop:k=2", env, POLL_S)
     ids = {}
     try:
         for tenant, pairs, seed in runs:
             job = f"p{pairs}-b0-s{seed}"
             cmd = (f"exec {sys.executable} -m evalstop.testbed.lab_job --pairs {pairs} "
-                   f"--beta 0 --seed {seed} --steps 100 "
+                   f"--beta 0 --seed {seed} --steps 60 "
                    f"--log {tmp_path}/logs/{tenant}/{job}.jsonl "
                    f"--ckpt {tmp_path}/ckpt/{tenant}/{job}")
             out = subprocess.run(["sbatch", "--parsable", f"--account={tenant}",
@@ -263,6 +275,6 @@ def test_real_training_is_stopped_mid_run_and_keeps_its_best_checkpoint(cluster,
         steps = [json.loads(x)["step"] for x in
                  (tmp_path / "logs" / tenant / f"{job}.jsonl").read_text().splitlines()]
         assert rec.stopped_by_evalstop, (job, rec)
-        assert max(steps) < 100  # stopped mid-run: the last step was never reached
+        assert max(steps) < 60  # stopped mid-run: the last step was never reached
         best = tmp_path / "ckpt" / tenant / job / f"checkpoint-{rec.best_step}"
         assert best.exists() and torch.load(best, weights_only=True)  # a loadable state

@@ -72,8 +72,8 @@ def test_scancel_is_scoped_to_the_tenant_account(tmp_path, monkeypatch):
     squeue, scontrol, scancel = _calls(calls)
     assert "--account=team-a" in squeue and "--name=12345" in squeue
     # The note first (accounting keeps it), then a plain cancel (recorded as CANCELLED).
-    assert scontrol[1:] == ["update", "JobId=4242", "AdminComment=stopped by EvalStop at "
-                            "step ?; best step 300; checkpoint /ckpt/team-a/12345/ck-300"]
+    assert scontrol[1:] == ["update", "JobId=4242", ("AdminComment=stopped by EvalStop at "
+                            "step ?; best step 300; checkpoint /ckpt/team-a/12345/ck-300")]
     assert scancel[1:] == ["--", "4242"]
     assert "stopped 12345 (account team-a, ids 4242)" in row.output
 

@@ -2,7 +2,7 @@
 on 127.0.0.1, with N fake GPUs and the tenants as Slurm accounts.
 
     with LocalCluster(folder, gpus=8, tenants=["a", "b", "c"]) as cluster:
-        subprocess.run(["sbatch", ...], env=cluster.env)
+        subprocess.run(["sbatch", ...], env=cluster.env, check=False)
 
 ``up`` starts the daemons in order and waits for each to answer; ``down`` stops them by
 the pids recorded in the folder (also from another process: ``evalstop testbed down``).
@@ -20,6 +20,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import Self
 
 from evalstop.errors import InputError
 from evalstop.testbed import config, procs
@@ -98,7 +99,7 @@ class LocalCluster:
                               text=True, check=check, timeout=kw.pop("timeout", 60), **kw)
 
     # -- up and down --------------------------------------------------------------
-    def __enter__(self) -> LocalCluster:
+    def __enter__(self) -> Self:
         self.up()
         return self
 
@@ -156,7 +157,7 @@ class LocalCluster:
         r = subprocess.run([install, "--no-defaults", f"--datadir={data}", "--user=root",
                             "--auth-root-authentication-method=socket", "--skip-test-db",
                             f"--tmpdir={tmp}"],
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=120, check=False)
         if r.returncode:
             raise TestbedError(f"mariadb-install-db failed: {r.stderr.strip()[-400:]}")
         server = _sbin("mariadbd") if shutil.which("mariadbd") else _sbin("mysqld")
@@ -176,7 +177,7 @@ class LocalCluster:
         client = shutil.which("mariadb") or shutil.which("mysql") or "mysql"
         r = subprocess.run([client, "--no-defaults", f"--socket={self.settings.mariadb_socket}",
                             "-uroot", "-e", statement], capture_output=True, text=True,
-                           timeout=30)
+                           timeout=30, check=False)
         if check and r.returncode:
             raise TestbedError(f"MariaDB refused {statement[:40]!r}: {r.stderr.strip()}")
         return r
@@ -221,8 +222,9 @@ class LocalCluster:
             if proc.poll() is not None:
                 break
             time.sleep(0.1)
-        raise TestbedError(f"{name} did not start (see {self.root}/log/): "
-                           f"{_tail(self.root / 'log' / f'{name}.log') or _tail(self.root / 'log' / f'{name}.out')}")
+        logs = self.root / "log"
+        tail = _tail(logs / f"{name}.log") or _tail(logs / f"{name}.out")
+        raise TestbedError(f"{name} did not start (see {logs}/): {tail}")
 
 
 def _user() -> str:

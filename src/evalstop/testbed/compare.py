@@ -15,12 +15,15 @@ Why a job's JCT differs, in wall seconds, and the tolerance that follows:
 
 Each of these delays a job's end, and every job that started on the GPUs it freed inherits
 that delay. So a job's tolerance is ``(1 + depth) * (poll_s + 2 s + submit lag)``, where
-``depth`` is the number of job ends its start waited on in the simulation, transitively
-(0 for a job that started at its arrival). The 2 s is one second of rounding and one of
-scheduling latency per link.
+``depth`` is the number of job ends its start waited on, transitively (0 for a job that
+started at its arrival), the larger of the simulation's count and Slurm's: a job that
+starts on arrival in the simulation may wait on Slurm, behind jobs that ended later there.
+The 2 s is one second of rounding and one of scheduling latency per link.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -35,9 +38,37 @@ from evalstop.workload.model import Workload
 LINK_S = 2.0  # wall seconds per link: 1 s of sacct's rounding + 1 s of Slurm's latency
 
 
-def simulated(workload: Workload, n_gpus: int, detector: str | None) -> SimResult:
+def simulated(workload: Workload, n_gpus: int, detector: str | None,
+              extra_s: float = 0.0) -> SimResult:
+    """The simulator's run; ``extra_s`` (simulated seconds) is added to every job's
+    duration: Slurm's own cost per job (``slurm_overheads``), when asked."""
+    if extra_s:
+        workload = replace(workload, duration_s=workload.duration_s + extra_s)
     return simulate(workload, n_gpus, build("fifo", detector), restart_overhead_s=0.0,
                     record_timeline=False)
+
+
+def slurm_overheads(workload: Workload, real: SimResult, recs: dict[str, JobRecord],
+                    hour_s: float) -> dict[str, float]:
+    """What Slurm adds per job, in wall seconds, measured on its records: ``run_s``, the
+    median of (run time - duration) of the jobs that completed (launch and teardown), and
+    ``gap_s``, the median time from the last end before a waiting job's start to that start
+    (the scheduling cycle). Both are floored to whole seconds by sacct, so each is a median
+    of values spread over about a second."""
+    start, finish = np.asarray(real.start_s), np.asarray(real.finish_s)
+    per = hour_s / 3600.0
+    done = np.array([recs[j].state == "COMPLETED" for j in workload.job_id])
+    run = ((finish - start) - np.asarray(workload.duration_s))[done] * per
+    gaps = []
+    arrival = np.asarray(workload.arrival_s)
+    for i in range(workload.n_jobs):
+        if start[i] - arrival[i] <= LINK_S / per:
+            continue  # started on arrival (within the rounding): it waited on no one
+        before = finish[finish <= start[i] + 1e-9]
+        if before.size:
+            gaps.append((start[i] - before.max()) * per)
+    return {"run_s": float(np.median(run)) if run.size else 0.0,
+            "gap_s": float(np.median(gaps)) if gaps else 0.0}
 
 
 def depths(workload: Workload, res: SimResult) -> np.ndarray:
@@ -55,13 +86,30 @@ def depths(workload: Workload, res: SimResult) -> np.ndarray:
     return depth
 
 
+def real_depths(workload: Workload, real: SimResult, hour_s: float,
+                slack_s: float = LINK_S) -> np.ndarray:
+    """``depths`` on Slurm's records, whose times are whole seconds: a job waited when it
+    started more than ``slack_s`` (wall) after its arrival, on the jobs that ended within
+    ``slack_s`` before its start."""
+    slack = slack_s * 3600.0 / hour_s
+    start, finish = np.asarray(real.start_s), np.asarray(real.finish_s)
+    arrival = np.asarray(workload.arrival_s)
+    depth = np.zeros(workload.n_jobs, dtype=np.int64)
+    for i in np.argsort(start, kind="stable").tolist():
+        if start[i] <= arrival[i] + slack:
+            continue
+        gate = np.flatnonzero((finish <= start[i] + 1e-9) & (finish >= start[i] - slack))
+        depth[i] = 1 + (int(depth[gate].max()) if gate.size else 0)
+    return depth
+
+
 def per_job(workload: Workload, sim: SimResult, real: SimResult, recs: dict[str, JobRecord],
             submitted: dict[str, float], t0: float, hour_s: float,
             poll_s: float) -> list[dict]:
     """One row per job: start and JCT in both (wall seconds), the stop steps, the
     difference and its tolerance."""
     arrival_wall = to_wall(workload.arrival_s, hour_s)
-    d = depths(workload, sim)
+    d = np.maximum(depths(workload, sim), real_depths(workload, real, hour_s))
     rows = []
     for i, job in enumerate(workload.job_id):
         lag = max(0.0, submitted[job] - (t0 + float(arrival_wall[i])))

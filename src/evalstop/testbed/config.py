@@ -72,6 +72,8 @@ class Settings:
 
 def slurm_conf(s: Settings) -> str:
     r = s.root
+    node = (f"NodeName={NODE} NodeHostname={socket.gethostname()} NodeAddr=127.0.0.1 "
+            f"CPUs={s.cpus} Gres=gpu:{s.gpus} State=UNKNOWN")
     return f"""\
 # Written by evalstop testbed; local cluster on 127.0.0.1.
 ClusterName={s.cluster}
@@ -118,7 +120,7 @@ InactiveLimit=0
 MessageTimeout=10
 SlurmctldTimeout=30
 SlurmdTimeout=30
-NodeName={NODE} NodeHostname={socket.gethostname()} NodeAddr=127.0.0.1 CPUs={s.cpus} Gres=gpu:{s.gpus} State=UNKNOWN
+{node}
 PartitionName={PARTITION} Nodes={NODE} Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 """
 

@@ -56,6 +56,7 @@ class ReplayRun:
 def start_watch(folder: Path, detector: str, env: dict, poll_s: float,
                 action: str | None = None) -> subprocess.Popen:
     """``evalstop watch`` on the replay's logs: one controller, its own state file."""
+    (folder / "logs").mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, "-m", "evalstop", "watch", "--jsonl", str(folder / "logs"),
             "--db", str(folder / "watch.db"), "--detector", detector,
             "--interval", str(poll_s),
@@ -64,7 +65,7 @@ def start_watch(folder: Path, detector: str, env: dict, poll_s: float,
     env = {**env, "EVALSTOP_NOTES": str(folder / "notes.tsv"),
            "PYTHONPATH": os.pathsep.join(p for p in (str(Path(__file__).resolve().parents[2]),
                                                       env.get("PYTHONPATH", "")) if p)}
-    log = open(folder / "watch.log", "ab")
+    log = open(folder / "watch.log", "ab")  # noqa: SIM115 (the child keeps it; closed below)
     try:
         return subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True)
@@ -83,10 +84,11 @@ def stop_process(proc: subprocess.Popen, timeout_s: float = 15.0) -> None:
 
 
 def submit_all(workload: Workload, folder: Path, hour_s: float, env: dict,
-               opts: SubmitOptions = SubmitOptions(), lead_s: float = 1.0,
+               opts: SubmitOptions | None = None, lead_s: float = 1.0,
                run: ReplayRun | None = None, checkpoints: bool = True) -> ReplayRun:
     """Submit every job at ``t0 + its scaled arrival`` (in arrival order; a job whose time
     has passed goes at once). ``run`` is filled in as jobs go, so a caller can watch it."""
+    opts = opts or SubmitOptions()
     for sub in ("logs", "ckpt", "out"):
         (folder / sub).mkdir(parents=True, exist_ok=True)
     specs = write_specs(workload, folder / "specs", hour_s)
@@ -125,7 +127,7 @@ def wait_done(ids, env: dict, timeout_s: float, poll_s: float = 0.5) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         r = subprocess.run(["squeue", "-h", "-o", "%i"], env=env, capture_output=True,
-                           text=True, timeout=30)
+                           text=True, timeout=30, check=False)
         if r.returncode == 0 and not want & set(r.stdout.split()):
             return
         time.sleep(poll_s)
@@ -134,7 +136,7 @@ def wait_done(ids, env: dict, timeout_s: float, poll_s: float = 0.5) -> None:
 
 def replay(workload: Workload, folder: Path, hour_s: float, env: dict, *,
            detector: str | None = None, poll_s: float = 1.0, action: str | None = None,
-           opts: SubmitOptions = SubmitOptions(), timeout_s: float = 3600.0) -> ReplayRun:
+           opts: SubmitOptions | None = None, timeout_s: float = 3600.0) -> ReplayRun:
     """Submit the workload, wait for every job to end, export Slurm's accounting to
     ``sacct.txt``; with ``detector``, ``evalstop watch`` runs alongside (stopped by pid)."""
     folder.mkdir(parents=True, exist_ok=True)

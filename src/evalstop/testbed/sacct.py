@@ -22,7 +22,7 @@ def query(ids, env: dict) -> str:
     ids = ",".join(str(i) for i in ids)
     r = subprocess.run(["sacct", "--allocations", "--parsable2", "--jobs", ids,
                         "--format", ",".join(FIELDS)], env=env, capture_output=True,
-                       text=True, timeout=60)
+                       text=True, timeout=60, check=False)
     if r.returncode:
         raise RuntimeError(f"sacct failed: {r.stderr.strip()}")
     return r.stdout

@@ -29,6 +29,7 @@ def way_result(workload: Workload, run, n_gpus: int, detector: str | None,
                            poll_s)
     return {"detector": detector, "hour_s": run.hour_s, "poll_s": poll_s,
             "real": compare.aggregate(workload, real), "sim": compare.aggregate(workload, sim),
+            "overheads_s": compare.slurm_overheads(workload, real, recs, run.hour_s),
             "within": sum(r["within"] for r in rows), "n_jobs": len(rows),
             "max_abs_d_jct_s": max(abs(r["d_jct_s"]) for r in rows),
             "unexplained_stops": [r["job"] for r in rows if r["why"] == "unexplained"],
@@ -36,7 +37,7 @@ def way_result(workload: Workload, run, n_gpus: int, detector: str | None,
 
 
 def run_ways(workload: Workload, folder: Path, n_gpus: int, hour_s: float, env: dict, *,
-             poll_s: float = 1.0, ways=WAYS, opts: SubmitOptions = SubmitOptions(),
+             poll_s: float = 1.0, ways=WAYS, opts: SubmitOptions | None = None,
              timeout_s: float = 3600.0) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     out = {"n_jobs": workload.n_jobs, "n_gpus": n_gpus, "hour_s": hour_s, "poll_s": poll_s,

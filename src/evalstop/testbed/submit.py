@@ -46,7 +46,7 @@ def sbatch_argv(job: str, tenant: str, gpus: int, command: str, out_dir: Path,
 def sbatch(argv: list[str], env: dict) -> int:
     """Submit; the Slurm job id. Slurm's refusal (an unknown account, say) is a
     ``RuntimeError`` with sbatch's own message."""
-    r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
     if r.returncode:
         raise RuntimeError(f"sbatch refused job {argv[3].split('=', 1)[1]!r}: "
                            f"{r.stderr.strip() or r.stdout.strip()}")

@@ -14,8 +14,8 @@ from evalstop.workload.curves import (
 from evalstop.workload.jobcsv import read_job_csv
 from evalstop.workload.model import JOB_TYPES, Workload
 from evalstop.workload.philly import load_philly
-from evalstop.workload.sacct import looks_like_sacct, sacct_table
 from evalstop.workload.presets import JOB_SPECS, PRESETS, JobTypeSpec, Preset, get_preset
+from evalstop.workload.sacct import looks_like_sacct, sacct_table
 from evalstop.workload.synthetic import synthetic_workload
 from evalstop.workload.table import JobTable
 from evalstop.workload.trace import trace_workload
@@ -41,8 +41,8 @@ __all__ = [
     "poisson_arrivals",
     "read_job_csv",
     "read_jobs",
-    "sacct_table",
     "rlhf_curves",
+    "sacct_table",
     "synthetic_workload",
     "trace_workload",
     "workload_from_table",
