@@ -15,7 +15,9 @@ from evalstop.report.blocks import Block, Bullets, Heading, Image, Para, Table
 from evalstop.report.context import SectionContext
 from evalstop.report.files import write_csv
 from evalstop.report.fmt import num, pct, with_ci
-from evalstop.report.sections.common import HARM_NOTE, HARM_ROWS, example_jobs_figure, header
+from evalstop.report.sections.common import (
+    HARM_NOTE, HARM_ROWS, TENANT_NOTE, example_jobs_figure, header,
+)
 
 EXAMPLE_SPEC = "evalstop:k=2"  # the rule whose stops the example plots mark
 DPI = 110
@@ -154,15 +156,18 @@ def _harm_table(rows: list[dict]) -> Table:
     out = [(f"`{r['spec']}`", pct(r["precision"]), pct(r["recall"]), pct(r["fpr"]),
             f"{r['harmful']} ({pct(r['harmful_rate'])})", num(r["regret_healthy_mean"], 3),
             num(r["regret_healthy_p95"], 3), num(r["regret_hacking_mean"], 2),
-            pct(r["compute_saved"])) for r in rows]
+            pct(r["compute_saved"]),
+            f"{r['tenant_harmful']} ({pct(r['tenant_harmful_rate'])})") for r in rows]
     return Table(("Rule", "Precision", "Recall", "FPR", "Harmful stops (share of healthy)",
-                  "Regret, healthy: mean", "p95", "Regret, hacking: mean", "Compute saved"),
+                  "Regret, healthy: mean", "p95", "Regret, hacking: mean", "Compute saved",
+                  "Harmful stops, tenant view"),
                  tuple(out),
                  caption="What each rule's stops cost the tenants and saved the platform, "
                  "beside precision and recall. " + HARM_NOTE.replace("jobs", "runs")
                  + " The true curve is the smoothed gold the label rule reads. A negative "
                  "regret is quality the stop saved: a hacking run here gives back several "
-                 "times its (often small) gain, so its regret is far below -1")
+                 "times its (often small) gain, so its regret is far below -1. "
+                 + TENANT_NOTE.replace("jobs", "runs"))
 
 
 def _pick_examples(curves: dict, labels: dict) -> list[str]:
@@ -275,7 +280,7 @@ def render_main(ctx: SectionContext) -> list[Block]:
                        tuple(rows),
                        caption="Main-table figures, real (lab) RLHF curves beside synthetic "
                                "ones on the same seeds; changes against SRTF-Est alone. "
-                               + HARM_NOTE)
+                               + HARM_NOTE + " " + TENANT_NOTE)
     from evalstop.experiments.real_main import OTHER_BASES
 
     comp = []
