@@ -54,6 +54,12 @@ def test_stop_cost_by_hand(corpus):
     never = stop_cost(curves, labels, None)
     assert never["harmful"] == 0 and never["compute_saved"] == 0.0
     assert never["regret_healthy_mean"] == 0.0
+    # Tenant view, from the raw gold evals: 11 evals, levels over +-1 eval, end = mean of
+    # the last 2. dip keeps eval 2 (level (0.95+1+0.99)/3 = 0.98), end 1.0, gain 1.0 - 0.925:
+    # loss 0.27 > 5%, harmful; flat never gained (NaN, no harm); rise is never stopped.
+    assert s["tenant_harmful"] == 1 and s["tenant_harmful_rate"] == pytest.approx(1 / 3)
+    assert s["tenant_loss_stopped_median"] == pytest.approx((1.0 - 0.98) / (1.0 - 0.925))
+    assert never["tenant_harmful"] == 0 and math.isnan(never["tenant_loss_stopped_median"])
 
 
 def _replay_by_update(curve, spec):
@@ -87,6 +93,9 @@ def test_real_corpus_section_shows_harm_beside_precision(tmp_path):
     table = _harm_table(rows)
     assert table.header[:4] == ("Rule", "Precision", "Recall", "FPR")
     assert "Harmful stops (share of healthy)" in table.header and "Compute saved" in table.header
+    assert table.header[-1] == "Harmful stops, tenant view"
+    assert all(k in r for r in rows for k in ("tenant_harmful", "tenant_harmful_rate"))
+    assert "tenant view" in table.caption
     assert [r[0] for r in table.rows] == ["`none`", "`evalstop:k=2`", "`default`",
                                           "`stopat:p=0.65`"]
     k2 = rows[1]

@@ -51,10 +51,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
     r.add_argument("--eval-every", type=int, default=None, metavar="E",
                    help="evaluate every E steps (default 10; trigram world 6; steps must be "
                         "a multiple)")
-    eval_set_help = ("fresh: new prompts and samples at every eval (default); fixed: one set "
+    eval_set_help = ("fresh or fixed. fresh: new prompts and samples at every eval (default); fixed: one set "
                      "scored again at every eval, like a fixed benchmark, so eval errors are "
                      "correlated across checkpoints")
-    r.add_argument("--eval-set", choices=EVAL_SETS, default=None, help=eval_set_help)
+    r.add_argument("--eval-set", choices=EVAL_SETS, default=None, metavar="SET",
+                   help=eval_set_help)
     r.add_argument("--out", required=True, metavar="DIR",
                    help="folder for ID.jsonl (eval log), ID.label.json, ID.meta.json")
 
@@ -82,7 +83,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="RL steps per run (default 250; trigram world 150)")
     c.add_argument("--eval-every", type=int, default=None, metavar="E",
                    help="evaluate every E steps (default 10; trigram world 6)")
-    c.add_argument("--eval-set", choices=EVAL_SETS, default=None, help=eval_set_help)
+    c.add_argument("--eval-set", choices=EVAL_SETS, default=None, metavar="SET",
+                   help=eval_set_help)
     c.add_argument("--dense", action="store_true",
                    help="the world's dense-eval corpus instead (an eval at every step on a "
                         "fixed eval set, 151-501 evals a run; its own grid and files "
@@ -222,7 +224,8 @@ def _run_dense(args) -> int:
     wall = time.perf_counter() - t0
     summary = pack(configs, out, pack_dir, command=command, files=spec.files(),
                    grid_info={"pairs": list(spec.pairs), "betas": list(spec.betas),
-                              "steps": list(spec.steps), "seeds": list(spec.seeds),
+                              "steps": list(spec.steps),
+                              "seeds": [list(x) for x in spec.seeds],
                               "eval_every": spec.eval_every, "eval_set": "fixed",
                               "generate_wall_s": round(wall, 1), "workers": args.workers},
                    extra={"provenance": provenance(spec)})

@@ -35,7 +35,7 @@ class DenseSpec:
     pairs: tuple[int, ...]
     betas: tuple[float, ...]
     steps: tuple[int, ...]  # run lengths (RL steps), one grid axis
-    seeds: tuple[int, ...]
+    seeds: tuple[tuple[int, ...], ...]  # per run length: each seed draws its own world
     eval_every: int = 1
 
     @property
@@ -48,11 +48,13 @@ class DenseSpec:
         return f"{p}_corpus.jsonl.gz", f"{p}_labels.csv", f"{p}_corpus.json"
 
 
+# Seeds differ between the run lengths, so each corpus spans four worlds, not two.
 DENSE = {
     "bigram": DenseSpec("bigram", "lab_dense", "tuning", pairs=(300, 1000, 3000, 10000),
-                        betas=(0.1, 0.3), steps=(250, 500), seeds=(100, 101)),
+                        betas=(0.1, 0.3), steps=(250, 500), seeds=((100, 101), (102, 103))),
     "trigram": DenseSpec("trigram", "lab2_dense", "held-out", pairs=(100, 10000),
-                         betas=(0.1, 0.3, 0.6, 1.0), steps=(150, 300), seeds=(100, 101)),
+                         betas=(0.1, 0.3, 0.6, 1.0), steps=(150, 300),
+                         seeds=((100, 101), (102, 103))),
 }
 
 
@@ -81,7 +83,8 @@ def dense_grid(world: str = "bigram") -> list[RunConfig]:
     spec = dense_spec(world)
     return [RunConfig.for_world(world, pairs=p, beta=float(b), seed=s, steps=t,
                                 eval_every=spec.eval_every, eval_set="fixed")
-            for t, p, b, s in itertools.product(spec.steps, spec.pairs, spec.betas, spec.seeds)]
+            for t, seeds in zip(spec.steps, spec.seeds, strict=True)
+            for p, b, s in itertools.product(spec.pairs, spec.betas, seeds)]
 
 
 def load_dense_corpus(path: str | Path | None = None, *, world: str = "bigram"):

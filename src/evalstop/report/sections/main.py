@@ -13,7 +13,12 @@ from evalstop.report.blocks import Block, Bullets, Heading, Image, Para, Table
 from evalstop.report.context import SectionContext
 from evalstop.report.fmt import num, pct, pvalue, signed_pct, with_ci
 from evalstop.report.sections.common import (
-    H, HARM_NOTE, HARM_ROWS, TENANT_NOTE, example_jobs_figure, header,
+    HARM_NOTE,
+    HARM_ROWS,
+    TENANT_NOTE,
+    H,
+    example_jobs_figure,
+    header,
 )
 
 # (metric, row label) of the comparison table: rates as values, then changes vs baseline

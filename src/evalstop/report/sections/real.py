@@ -16,7 +16,11 @@ from evalstop.report.context import SectionContext
 from evalstop.report.files import write_csv
 from evalstop.report.fmt import num, pct, with_ci
 from evalstop.report.sections.common import (
-    HARM_NOTE, HARM_ROWS, TENANT_NOTE, example_jobs_figure, header,
+    HARM_NOTE,
+    HARM_ROWS,
+    TENANT_NOTE,
+    example_jobs_figure,
+    header,
 )
 
 EXAMPLE_SPEC = "evalstop:k=2"  # the rule whose stops the example plots mark
