@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
 from matplotlib.figure import Figure
 
 from evalstop.fileio import atomic_write
