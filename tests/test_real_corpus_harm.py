@@ -106,3 +106,20 @@ def test_real_corpus_section_shows_harm_beside_precision(tmp_path):
     text = " ".join(_reading(rows, *load_corpus()))
     assert "A false stop is not always a harmful one" in text
     assert EXPERIMENT.name == "real_corpus"
+
+
+def test_dense_corpora_section_shows_both_harm_figures():
+    from evalstop.experiments.real_corpus import DENSE_SPECS, validate_dense
+    from evalstop.report.blocks import Heading, Table
+    from evalstop.report.sections.real import _dense_blocks
+
+    rows = validate_dense(("evalstop:k=2",), world="trigram")
+    assert [r["spec"] for r in rows] == ["none", "evalstop:k=2"]
+    k2 = rows[1]
+    assert 0 <= k2["tenant_harmful"] <= k2["fp"] and k2["harmful"] <= k2["fp"]
+    blocks = _dense_blocks()
+    assert isinstance(blocks[0], Heading) and isinstance(blocks[1], Table)
+    table = blocks[1]
+    assert "Harmful stops, tenant view" in table.header
+    assert len(table.rows) == 2 * len(DENSE_SPECS)  # every rule on both corpora
+    assert {r[0].split(" ")[0] for r in table.rows} == {"bigram", "trigram"}

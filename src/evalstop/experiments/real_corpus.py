@@ -64,6 +64,24 @@ def validate_shipped(specs=None, *, world: str = "bigram") -> tuple[list[dict], 
     return rows, load_metadata(world=world)
 
 
+# Rules the report shows on the dense-eval corpora (``evalstop.lab.dense``): the default,
+# the one it replaced and the paper's rule; described there, never chosen among.
+DENSE_SPECS = ("default", "cusum-drop", "evalstop:k=2")
+
+
+def validate_dense(specs=DENSE_SPECS, *, world: str = "bigram") -> list[dict]:
+    """``validate_detectors`` and both harm figures on ``world``'s shipped dense-eval corpus
+    (``bigram``: the tuning part; ``trigram``: the held-out one)."""
+    from evalstop.lab.dense import load_dense_corpus
+    from evalstop.lab.validate import validate_detectors
+
+    corpus = load_dense_corpus(world=world)
+    rows = validate_detectors(corpus, list(specs))
+    for row in rows:
+        row.update(stop_cost(*corpus, None if row["spec"] == "none" else row["spec"]))
+    return rows
+
+
 HARM_KEYS = ("harmful", "harmful_rate", "regret_healthy_mean", "regret_healthy_p95",
              "regret_hacking_mean", "compute_saved")
 TENANT_KEYS = ("tenant_harmful", "tenant_harmful_rate", "tenant_loss_stopped_median")

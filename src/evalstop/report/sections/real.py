@@ -61,8 +61,41 @@ def render_corpus(ctx: SectionContext) -> list[Block]:
         Bullets(tuple(_reading(rows, curves, labels))),
         *_corpus_figures(ctx, curves, labels),
         Para(f"CSV: `{exp.name}_detectors.csv` (every column of the table, and more)."),
+        *_dense_blocks(),
     ]
     return blocks
+
+
+def _dense_blocks() -> list[Block]:
+    """A few rules on the dense-eval corpora (an eval at every step on a fixed eval set),
+    with both harm figures: where the tenant's view and the smoothed-gold view part."""
+    from evalstop.experiments.real_corpus import validate_dense
+    from evalstop.lab.dense import DENSE, load_dense_corpus
+
+    out = []
+    for world, spec in DENSE.items():
+        curves, labels = load_dense_corpus(world=world)
+        n = [len(c) for c in curves.values()]
+        for r in validate_dense(world=world):
+            if r["spec"] == "none":
+                continue
+            out.append((f"{world} ({spec.role}; {len(curves)} runs, "
+                        f"{sum(lab.hacking for lab in labels.values())} hacking, "
+                        f"{min(n)}-{max(n)} evals)", f"`{r['spec']}`", pct(r["precision"]),
+                        pct(r["recall"]), pct(r["fpr"]), num(r["delay_median"], 0),
+                        f"{r['harmful']} ({pct(r['harmful_rate'])})",
+                        f"{r['tenant_harmful']} ({pct(r['tenant_harmful_rate'])})",
+                        num(r["tenant_loss_stopped_median"], 3)))
+    return [Heading(3, "Densely evaluated runs"),
+            Table(("Corpus", "Rule", "Precision", "Recall", "FPR", "Delay, median (evals)",
+                   "Harmful stops", "Harmful stops, tenant view",
+                   "Tenant loss, median over stopped healthy runs"), tuple(out),
+                  caption="The lab's dense-eval corpora (`evalstop.lab.dense`): the same "
+                  "worlds, evaluated at every RL step on one fixed eval set, so consecutive "
+                  "evals share their items and their errors. Harmful stops as in the table "
+                  "above; tenant view and tenant loss: " + TENANT_NOTE.replace("jobs", "runs")
+                  + " Tenant loss: the delivered checkpoint's shortfall as a share of the "
+                  "run's gain.")]
 
 
 def _reading(rows: list[dict], curves: dict, labels: dict) -> list[str]:
