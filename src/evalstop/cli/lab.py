@@ -225,9 +225,7 @@ def _run_dense(args) -> int:
     done = generate(configs, out, workers=args.workers, progress=not args.no_progress)
     wall = time.perf_counter() - t0
     summary = pack(configs, out, pack_dir, command=command, files=spec.files(),
-                   grid_info={"pairs": list(spec.pairs), "betas": list(spec.betas),
-                              "steps": list(spec.steps),
-                              "seeds": [list(x) for x in spec.seeds],
+                   grid_info={"blocks": [b.to_dict() for b in spec.blocks],
                               "eval_every": spec.eval_every, "eval_set": "fixed",
                               "generate_wall_s": round(wall, 1), "workers": args.workers},
                    extra={"provenance": provenance(spec)})

@@ -6,7 +6,7 @@ fresh samples. Many real RLHF/RLVR jobs validate every few steps on one fixed te
 checkpoint to the next because the items are the same. These corpora are runs of that kind:
 the lab's worlds and training, evaluated at every RL step (``eval_every=1``) on one fixed
 set of prompts and sampling draws (``eval_set="fixed"``, see ``evalstop.lab.config``), for
-250-500 steps (world 1) or 150-300 steps (world 2): 151 to 501 evals a run.
+250 or 500 steps (world 1) and 150 or 300 steps (world 2): 151 to 501 evals a run.
 
 - ``bigram`` (world 1): the **tuning** part, ``lab_dense_*`` files.
 - ``trigram`` (world 2): the **held-out** part, ``lab2_dense_*`` files.
@@ -28,14 +28,25 @@ from evalstop.lab.worlds import world_spec
 
 
 @dataclass(frozen=True)
+class Block:
+    """One run length and the grid run at it (each seed draws its own world)."""
+
+    steps: int
+    pairs: tuple[int, ...]
+    betas: tuple[float, ...]
+    seeds: tuple[int, ...]
+
+    def to_dict(self) -> dict:
+        return {"steps": self.steps, "pairs": list(self.pairs), "betas": list(self.betas),
+                "seeds": list(self.seeds)}
+
+
+@dataclass(frozen=True)
 class DenseSpec:
     world: str
     file_prefix: str  # PREFIX_corpus.jsonl.gz, PREFIX_labels.csv, PREFIX_corpus.json
     role: str  # which part of a stop rule's choice it may serve
-    pairs: tuple[int, ...]
-    betas: tuple[float, ...]
-    steps: tuple[int, ...]  # run lengths (RL steps), one grid axis
-    seeds: tuple[tuple[int, ...], ...]  # per run length: each seed draws its own world
+    blocks: tuple[Block, ...]
     eval_every: int = 1
 
     @property
@@ -48,13 +59,16 @@ class DenseSpec:
         return f"{p}_corpus.jsonl.gz", f"{p}_labels.csv", f"{p}_corpus.json"
 
 
-# Seeds differ between the run lengths, so each corpus spans four worlds, not two.
+# Seeds differ between the run lengths, so each corpus spans four worlds. The longer
+# runs cost twice as much, so fewer of them: generated on a shared 2-core machine, each
+# corpus was sized to take under half an hour there.
 DENSE = {
-    "bigram": DenseSpec("bigram", "lab_dense", "tuning", pairs=(300, 1000, 3000, 10000),
-                        betas=(0.1, 0.3), steps=(250, 500), seeds=((100, 101), (102, 103))),
-    "trigram": DenseSpec("trigram", "lab2_dense", "held-out", pairs=(100, 10000),
-                         betas=(0.1, 0.3, 0.6, 1.0), steps=(150, 300),
-                         seeds=((100, 101), (102, 103))),
+    "bigram": DenseSpec("bigram", "lab_dense", "tuning", (
+        Block(250, (300, 1000, 3000, 10000), (0.1, 0.3), (100, 101)),
+        Block(500, (300, 1000), (0.1, 0.3), (102, 103)))),
+    "trigram": DenseSpec("trigram", "lab2_dense", "held-out", (
+        Block(150, (100, 10000), (0.1, 0.3, 0.6, 1.0), (100, 101)),
+        Block(300, (100,), (0.1, 0.3, 0.6, 1.0), (102, 103)))),
 }
 
 
@@ -79,12 +93,12 @@ def provenance(spec: DenseSpec) -> dict:
 
 
 def dense_grid(world: str = "bigram") -> list[RunConfig]:
-    """The dense corpus' configs in grid order (steps, pairs, beta, seed)."""
+    """The dense corpus' configs in grid order (block, then pairs, beta, seed)."""
     spec = dense_spec(world)
-    return [RunConfig.for_world(world, pairs=p, beta=float(b), seed=s, steps=t,
+    return [RunConfig.for_world(world, pairs=p, beta=float(b), seed=s, steps=blk.steps,
                                 eval_every=spec.eval_every, eval_set="fixed")
-            for t, seeds in zip(spec.steps, spec.seeds, strict=True)
-            for p, b, s in itertools.product(spec.pairs, spec.betas, seeds)]
+            for blk in spec.blocks
+            for p, b, s in itertools.product(blk.pairs, blk.betas, blk.seeds)]
 
 
 def load_dense_corpus(path: str | Path | None = None, *, world: str = "bigram"):
