@@ -49,11 +49,6 @@ class DenseSpec:
     blocks: tuple[Block, ...]
     eval_every: int = 1
 
-    @property
-    def command(self) -> str:
-        return (f"evalstop lab corpus --dense --world {self.world} --out {self.file_prefix}_runs"
-                " --pack-dir src/evalstop/data --workers 2")
-
     def files(self) -> tuple[str, str, str]:
         p = self.file_prefix
         return f"{p}_corpus.jsonl.gz", f"{p}_labels.csv", f"{p}_corpus.json"
@@ -82,7 +77,9 @@ def provenance(spec: DenseSpec) -> dict:
     """What the corpus is, in its metadata: how it was made and which part it plays."""
     return {
         "kind": "dense-eval lab corpus",
-        "role": f"{spec.role} part for choosing stop rules on densely evaluated runs",
+        "role": (f"{spec.role} part: " + ("choose stop rules for densely evaluated runs on it"
+                                          if spec.role == "tuning" else
+                                          "judge stop rules on it; never choose on it")),
         "eval": (f"at step 0 and every {spec.eval_every} RL step(s), on one fixed set of "
                  "prompts scored with one sampling seed at every eval (eval_set=fixed), so "
                  "the eval error is correlated across checkpoints"),
