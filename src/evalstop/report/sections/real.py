@@ -76,12 +76,12 @@ def _dense_blocks() -> list[Block]:
     for world, spec in DENSE.items():
         curves, labels = load_dense_corpus(world=world)
         n = [len(c) for c in curves.values()]
+        name = (f"{world} ({spec.role}; {len(curves)} runs, "
+                f"{sum(lab.hacking for lab in labels.values())} hacking, {min(n)}-{max(n)} evals)")
         for r in validate_dense(world=world):
             if r["spec"] == "none":
                 continue
-            out.append((f"{world} ({spec.role}; {len(curves)} runs, "
-                        f"{sum(lab.hacking for lab in labels.values())} hacking, "
-                        f"{min(n)}-{max(n)} evals)", f"`{r['spec']}`", pct(r["precision"]),
+            out.append((name, f"`{r['spec']}`", pct(r["precision"]),
                         pct(r["recall"]), pct(r["fpr"]), num(r["delay_median"], 0),
                         f"{r['harmful']} ({pct(r['harmful_rate'])})",
                         f"{r['tenant_harmful']} ({pct(r['tenant_harmful_rate'])})",
@@ -93,9 +93,9 @@ def _dense_blocks() -> list[Block]:
                   caption="The lab's dense-eval corpora (`evalstop.lab.dense`): the same "
                   "worlds, evaluated at every RL step on one fixed eval set, so consecutive "
                   "evals share their items and their errors. Harmful stops as in the table "
-                  "above; tenant view and tenant loss: " + TENANT_NOTE.replace("jobs", "runs")
-                  + " Tenant loss: the delivered checkpoint's shortfall as a share of the "
-                  "run's gain.")]
+                  "above. " + TENANT_NOTE.replace("jobs", "runs") + " Tenant loss: that "
+                  "shortfall as a share of the run's gain (negative: the delivered checkpoint "
+                  "is above the run's end).")]
 
 
 def _reading(rows: list[dict], curves: dict, labels: dict) -> list[str]:
