@@ -85,6 +85,20 @@ def test_harm_and_compute_saved_sit_beside_precision_and_recall(report):
     assert "harmful_rate" in json.dumps(rows) and "compute_saved" in json.dumps(rows)
 
 
+def test_the_tenant_view_of_harm_is_a_row_of_the_main_table(report):
+    out, _ = report
+    md = (out / "report.md").read_text()
+    row = next(line for line in md.splitlines() if line.startswith(
+        "| EvalStop+SRTF-Est | Harmful stops, tenant view (share of non-hacking jobs) |"))
+    assert "%" in row  # a value, not n/a
+    assert "Harmful stops, tenant view: the same question asked of the observed evals" in md
+    with open(out / "main_summary.csv") as fh:
+        got = {r["method"]: r for r in csv.DictReader(fh) if r["metric"] == "tenant_harmful_rate"}
+    assert got["SRTF-Est"]["mean"] == "0.0"  # never stops, so never harms
+    assert 0.0 <= float(got["EvalStop+SRTF-Est"]["mean"]) <= 1.0
+    assert got["EvalStop+SRTF-Est"]["delta_pct"] == ""  # a level, like the other harm figures
+
+
 def test_results_are_machine_readable(report):
     out, _ = report
     data = json.loads((out / "results.json").read_text())  # strict JSON: no NaN tokens

@@ -1,5 +1,6 @@
 """One lab run end to end: world -> SFT policy -> proxy RM -> RL against the proxy, with
-an evaluation of fresh held-out samples every ``eval_every`` steps.
+an evaluation of held-out samples every ``eval_every`` steps: fresh ones at every eval, or
+one fixed set scored again at every eval (``RunConfig.eval_set``).
 
 Randomness: one numpy Generator for the world's data (SFT samples, preference pairs), one
 torch Generator for training (proxy minibatches, RL sampling), and separate ones for the
@@ -76,8 +77,21 @@ def run_lab(cfg: RunConfig, *, progress=None, on_eval=None) -> RunResult:
     evals: list[dict] = []
     window: list[float] = []
 
+    if cfg.eval_set == "fixed":
+        # One item set for the whole run: the same prompts, and the sampling generator
+        # restarted from one seed at every eval (common random numbers), so an eval's error
+        # changes only where the policy did.
+        fixed_prompts = prompts(eval_prompt_rng, cfg.n_eval)
+        fixed_seed = int(seeds[_EVAL_SAMPLES].generate_state(1)[0])
+
+        def eval_items():
+            return fixed_prompts, torch.Generator().manual_seed(fixed_seed)
+    else:
+        def eval_items():
+            return prompts(eval_prompt_rng, cfg.n_eval), eval_gen
+
     def do_eval(step):
-        ev = evaluate(policy, ref, proxy, world, prompts(eval_prompt_rng, cfg.n_eval), eval_gen)
+        ev = evaluate(policy, ref, proxy, world, *eval_items())
         # The training loss a trainer would log: the mean over the steps since the last
         # eval of the negated regularised objective; before any step, the eval's own.
         loss = float(np.mean(window)) if window else cfg.beta * ev["kl"] - ev["proxy"]

@@ -15,7 +15,13 @@ from evalstop.report.blocks import Block, Bullets, Heading, Image, Para, Table
 from evalstop.report.context import SectionContext
 from evalstop.report.files import write_csv
 from evalstop.report.fmt import num, pct, with_ci
-from evalstop.report.sections.common import HARM_NOTE, HARM_ROWS, example_jobs_figure, header
+from evalstop.report.sections.common import (
+    HARM_NOTE,
+    HARM_ROWS,
+    TENANT_NOTE,
+    example_jobs_figure,
+    header,
+)
 
 EXAMPLE_SPEC = "evalstop:k=2"  # the rule whose stops the example plots mark
 DPI = 110
@@ -55,8 +61,41 @@ def render_corpus(ctx: SectionContext) -> list[Block]:
         Bullets(tuple(_reading(rows, curves, labels))),
         *_corpus_figures(ctx, curves, labels),
         Para(f"CSV: `{exp.name}_detectors.csv` (every column of the table, and more)."),
+        *_dense_blocks(),
     ]
     return blocks
+
+
+def _dense_blocks() -> list[Block]:
+    """A few rules on the dense-eval corpora (an eval at every step on a fixed eval set),
+    with both harm figures: where the tenant's view and the smoothed-gold view part."""
+    from evalstop.experiments.real_corpus import validate_dense
+    from evalstop.lab.dense import DENSE, load_dense_corpus
+
+    out = []
+    for world, spec in DENSE.items():
+        curves, labels = load_dense_corpus(world=world)
+        n = [len(c) for c in curves.values()]
+        name = (f"{world} ({spec.role}; {len(curves)} runs, "
+                f"{sum(lab.hacking for lab in labels.values())} hacking, {min(n)}-{max(n)} evals)")
+        for r in validate_dense(world=world):
+            if r["spec"] == "none":
+                continue
+            out.append((name, f"`{r['spec']}`", pct(r["precision"]),
+                        pct(r["recall"]), pct(r["fpr"]), num(r["delay_median"], 0),
+                        f"{r['harmful']} ({pct(r['harmful_rate'])})",
+                        f"{r['tenant_harmful']} ({pct(r['tenant_harmful_rate'])})",
+                        num(r["tenant_loss_stopped_median"], 3)))
+    return [Heading(3, "Densely evaluated runs"),
+            Table(("Corpus", "Rule", "Precision", "Recall", "FPR", "Delay, median (evals)",
+                   "Harmful stops", "Harmful stops, tenant view",
+                   "Tenant loss, median over stopped healthy runs"), tuple(out),
+                  caption="The lab's dense-eval corpora (`evalstop.lab.dense`): the same "
+                  "worlds, evaluated at every RL step on one fixed eval set, so consecutive "
+                  "evals share their items and their errors. Harmful stops as in the table "
+                  "above. " + TENANT_NOTE.replace("jobs", "runs") + " Tenant loss: that "
+                  "shortfall as a share of the run's gain (negative: the delivered checkpoint "
+                  "is above the run's end).")]
 
 
 def _reading(rows: list[dict], curves: dict, labels: dict) -> list[str]:
@@ -154,15 +193,18 @@ def _harm_table(rows: list[dict]) -> Table:
     out = [(f"`{r['spec']}`", pct(r["precision"]), pct(r["recall"]), pct(r["fpr"]),
             f"{r['harmful']} ({pct(r['harmful_rate'])})", num(r["regret_healthy_mean"], 3),
             num(r["regret_healthy_p95"], 3), num(r["regret_hacking_mean"], 2),
-            pct(r["compute_saved"])) for r in rows]
+            pct(r["compute_saved"]),
+            f"{r['tenant_harmful']} ({pct(r['tenant_harmful_rate'])})") for r in rows]
     return Table(("Rule", "Precision", "Recall", "FPR", "Harmful stops (share of healthy)",
-                  "Regret, healthy: mean", "p95", "Regret, hacking: mean", "Compute saved"),
+                  "Regret, healthy: mean", "p95", "Regret, hacking: mean", "Compute saved",
+                  "Harmful stops, tenant view"),
                  tuple(out),
                  caption="What each rule's stops cost the tenants and saved the platform, "
                  "beside precision and recall. " + HARM_NOTE.replace("jobs", "runs")
                  + " The true curve is the smoothed gold the label rule reads. A negative "
                  "regret is quality the stop saved: a hacking run here gives back several "
-                 "times its (often small) gain, so its regret is far below -1")
+                 "times its (often small) gain, so its regret is far below -1. "
+                 + TENANT_NOTE.replace("jobs", "runs"))
 
 
 def _pick_examples(curves: dict, labels: dict) -> list[str]:
@@ -275,7 +317,7 @@ def render_main(ctx: SectionContext) -> list[Block]:
                        tuple(rows),
                        caption="Main-table figures, real (lab) RLHF curves beside synthetic "
                                "ones on the same seeds; changes against SRTF-Est alone. "
-                               + HARM_NOTE)
+                               + HARM_NOTE + " " + TENANT_NOTE)
     from evalstop.experiments.real_main import OTHER_BASES
 
     comp = []
