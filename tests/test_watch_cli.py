@@ -96,7 +96,7 @@ def test_bad_input_is_one_line(tmp_path, capsys, argv, message):
 
 
 def test_missing_tensorboard_extra_is_named(tmp_path, capsys, monkeypatch):
-    monkeypatch.setitem(sys.modules, "tensorboard.backend.event_processing.event_accumulator",
+    monkeypatch.setitem(sys.modules, "tensorboard.compat.proto.event_pb2",
                         None)
     rc = main(["watch", "--tensorboard", str(tmp_path), "--db", str(tmp_path / "s.db"),
                "--once"])
