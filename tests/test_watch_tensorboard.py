@@ -166,7 +166,7 @@ def test_fifo_or_linked_event_file_is_refused_without_opening(tmp_path):
     (outside,) = (tmp_path / "outside").iterdir()
     os.symlink(outside, runs / "link" / "events.out.tfevents.2.host")
     _write(runs / "peak", PEAK)
-    ctl, err = _controller(tmp_path)
+    ctl, _err = _controller(tmp_path)
     ctl.run_until_idle()
     assert ctl.refused == {"special": 1, "symlink": 1}
     assert set(_decisions(ctl)) == {"peak"}

@@ -67,7 +67,7 @@ def scalar_of(value) -> float:
 
 
 class _Run:
-    __slots__ = ("files", "taken", "losses", "pending")
+    __slots__ = ("files", "losses", "pending", "taken")
 
     def __init__(self, taken: float) -> None:
         self.files: dict[str, tuple[int, int, tuple]] = {}  # name -> (ino, pos, seen)
