@@ -55,6 +55,7 @@ MAX_BYTES_PER_POLL = 4 * 1024 * 1024
 MAX_LINE = 1024 * 1024  # bytes; an eval record is ~100
 TAIL = 32  # bytes before the offset remembered to tell a rewritten file
 MISSING_POLLS = 3  # listings in a row a log must be absent from to count as deleted
+_DONE, _MORE, _NO_FDS = 0, 1, 2  # what one file's read left
 
 
 class JsonlDirSource:
@@ -177,25 +178,32 @@ class JsonlDirSource:
         return batch
 
     def _read_fairly(self, paths: list[str], listed: dict, batch: Batch) -> None:
-        by_tenant: dict[str, list[str]] = {}
+        """Each tenant within its share, its logs round-robin; a log's generations oldest
+        first, a newer one only once the older is drained (a job's steps in order)."""
+        by_tenant: dict[str, dict[str, list[str]]] = {}
         for path in paths:
+            source = self._source_of(path)
             try:
-                tenant = self.tenancy.tenant(self.root, self._source_of(path),
-                                             suffix=self.suffix)
+                tenant = self.tenancy.tenant(self.root, source, suffix=self.suffix)
             except Refused as exc:
                 self._refuse_once(batch, path, exc.refusal.reason, exc.refusal.message)
                 continue
-            by_tenant.setdefault(tenant, []).append(path)
+            by_tenant.setdefault(tenant, {}).setdefault(source, []).append(path)
         shares = Shares(self.budget, self._cursors)
-        for tenant, mine in sorted(by_tenant.items()):
+        for tenant, logs in sorted(by_tenant.items()):
             share = shares.of(tenant)
-            for path in shares.order(tenant, mine):
+            for source in shares.order(tenant, sorted(logs)):
                 if share.spent:
                     share.short = True
                     break
-                if self._read(path, listed[path], tenant, share, batch) is False:
-                    return  # out of file descriptors: the next poll retries
-                shares.read(tenant, path)
+                gens = sorted(logs[source], key=self._generation, reverse=True)
+                for path in gens:
+                    got = self._read(path, listed[path], tenant, share, batch)
+                    if got == _NO_FDS:
+                        return  # every further open would fail the same way: next poll
+                    if got == _MORE:
+                        break
+                shares.read(tenant, source)
         batch.over_budget.update(shares.short())
 
     def _follow_inodes(self, listed: dict[str, os.stat_result], listing: walk.Listing,
@@ -327,9 +335,9 @@ class JsonlDirSource:
         return Offset(st.st_dev, st.st_ino, 0, 0, self._source_of(path), b"", False)
 
     def _read(self, path: str, st: os.stat_result, tenant: str, share: Share,
-              batch: Batch) -> bool | None:
-        """Read what ``path`` has that is new, within ``share``; False when out of file
-        descriptors (reading more files this poll would fail the same way)."""
+              batch: Batch) -> int:
+        """Read what ``path`` has that is new, within ``share``: ``_DONE`` (drained),
+        ``_MORE`` (left unread: budget, error) or ``_NO_FDS`` (out of descriptors)."""
         off = self.offsets.get(path)
         gz = path.endswith(".gz")
         if off is not None and not gz and st.st_size < off.pos:
@@ -340,7 +348,10 @@ class JsonlDirSource:
             batch.progressed = True
         seen = (st.st_ino, st.st_size, st.st_mtime_ns)
         if (not gz and st.st_size <= off.pos) or self._waiting.get(path) == seen:
-            return None
+            return _DONE
+        if share.spent:
+            share.short = True
+            return _MORE
         share.files -= 1
         # Never less than a longest line, so that one is always told from a partial one.
         want = min(self.max_bytes, max(share.bytes, self.max_line + 1))
@@ -349,25 +360,27 @@ class JsonlDirSource:
         except walk.NotRegular:
             self._refuse_once(batch, path, "special", f"{show(path)}: not a regular file; "
                                                       "not read", tenant)
-            return None
+            return _DONE
         except OSError as exc:
             if exc.errno in walk.GONE:
-                return None  # deleted since listing: the next listing sees it
+                return _MORE  # moved since listing: the next listing finds it
             if exc.errno == errno.ELOOP:
                 self._refuse_once(batch, path, "symlink", f"{show(path)}: symbolic link; "
                                                           "not followed", tenant)
-                return None
+                return _DONE
             self._fail_once(batch, path, exc, "read it")
-            return False if exc.errno in walk.OUT_OF_FDS else None
+            return _NO_FDS if exc.errno in walk.OUT_OF_FDS else _MORE
         if chunk is None:
-            return None
-        self._failing = {k for k in self._failing if k[0] != path} if self._failing else set()
+            return _MORE
+        if self._failing:
+            self._failing = {k for k in self._failing if k[0] != path}
         share.bytes -= len(chunk)
         if not self._take(path, self.offsets[path], chunk, tenant, share, batch):
             self._waiting[path] = seen
-        else:
-            self._waiting.pop(path, None)
-        return None
+            return _DONE  # a partial last line: all there is for now
+        self._waiting.pop(path, None)
+        drained = len(chunk) < want if gz else self.offsets[path].pos >= st.st_size
+        return _DONE if drained else _MORE
 
     def _chunk(self, path: str, off: Offset, n: int, batch: Batch) -> bytes | None:
         """Up to ``n`` bytes of ``path`` from its offset, or None when it is not the file
