@@ -13,7 +13,8 @@ and state database in a temporary directory:
 
 The flood is on disk before the controller starts (a backlog). The quiet tenant's writer
 (a separate process) appends one record per job every 0.5 s for 5 jobs, each stamped
-with its write time; the controller polls every INTERVAL s for SECONDS s. The lag of a
+with its write time; the controller polls every INTERVAL s for SECONDS s (at once
+while a tenant has a backlog left, as ``Controller.run_forever`` does). The lag of a
 quiet record is the commit time of the poll that fed it minus its write time: p50, p95
 and max are printed per scenario, with the longest poll, the flood records fed, and the
 peak RSS (``ru_maxrss``) of the scenario's process.
@@ -132,12 +133,14 @@ def run_scenario(name: str, scale: float, seconds: float, interval: float) -> di
                 else:
                     flood_fed += 1
             refused += sum(res.refused.values())
-            time.sleep(max(0.0, interval - (time.monotonic() - started)))
+            # As Controller.run_forever: while a backlog is left, the next poll at once.
+            if not res.backlog:
+                time.sleep(max(0.0, interval - (time.monotonic() - started)))
         proc.wait(timeout=60)
         ctl.close()
     arr = np.array(lags) if lags else np.array([np.nan])
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    drain = max(polls)
+    drain = max(polls)  # one poll reading at most one budget per tenant
     target = 2 * interval + drain
     p95 = float(np.percentile(arr, 95))
     return {"scenario": name, "flood_lines": flood_lines, "write_s": write_s,
@@ -145,6 +148,7 @@ def run_scenario(name: str, scale: float, seconds: float, interval: float) -> di
             "lag_p95_s": p95, "lag_max_s": float(np.max(arr)), "polls": len(polls),
             "poll_max_s": drain, "flood_fed": flood_fed, "flood_refused": refused,
             "peak_rss_mb": rss_mb, "target_lag_s": target,
+            "within_2_intervals": bool(p95 <= 2 * interval),
             "lag_ok": bool(p95 <= target), "rss_ok": bool(rss_mb <= 300)}
 
 
@@ -179,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         results.append(r)
         print(f"{name:>9}: quiet lag p50 {r['lag_p50_s']:.2f} s, p95 {r['lag_p95_s']:.2f} s "
               f"(target {r['target_lag_s']:.2f} s: {'met' if r['lag_ok'] else 'MISSED'}), "
+              f"{'within' if r['within_2_intervals'] else 'over'} 2 intervals, "
               f"max {r['lag_max_s']:.2f} s; longest poll {r['poll_max_s']:.2f} s; flood "
               f"{r['flood_lines']:,} lines, {r['flood_fed']:,} fed, {r['flood_refused']:,} "
               f"refused in {r['polls']} polls; peak RSS {r['peak_rss_mb']:.0f} MB "

@@ -126,3 +126,19 @@ def test_a_line_without_its_newline_is_not_read_again_until_the_file_changes(
     assert ctl.refused == {"json": 1}  # the zeros, once the line ended
     assert {j.job for j in ctl.store.jobs().values()} == {"j"}
     ctl.close()
+
+
+def test_a_backlog_is_polled_again_at_once(tmp_path):
+    _flood(tmp_path, 1, 95)
+    ctl, _ = _ctl(tmp_path, Budget(lines=10))
+    waits = []
+
+    def should_stop(timeout):
+        waits.append(timeout)
+        return len(waits) >= 12
+    ctl.run_forever(60.0, should_stop)
+    assert waits[:9] == [0.0] * 9  # 95 lines at 10 a poll: no wait while some are left
+    assert waits[10] > 50  # then the interval again
+    (job,) = ctl.store.jobs().values()
+    assert job.n_evals == 95
+    ctl.close()

@@ -64,9 +64,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "of a log is drained from NAME.jsonl.N.gz")
     p.add_argument("--budget-lines", type=int, default=DEFAULT_LINES, metavar="N",
                    help="lines read per tenant per poll, refused ones included; the rest "
-                        f"waits for the next poll (default: {DEFAULT_LINES})")
+                        "is read by the next polls, which then come without waiting for "
+                        f"--interval (default: {DEFAULT_LINES})")
     p.add_argument("--budget-bytes", type=int, default=DEFAULT_BYTES, metavar="N",
-                   help=f"bytes read per tenant per poll (default: {DEFAULT_BYTES}, 8 MiB)")
+                   help=f"bytes read per tenant per poll (default: {DEFAULT_BYTES}, 2 MiB)")
     p.add_argument("--budget-files", type=int, default=DEFAULT_FILES, metavar="N",
                    help=f"files opened per tenant per poll (default: {DEFAULT_FILES})")
     p.add_argument("--budget-events", type=int, default=DEFAULT_EVENTS, metavar="N",

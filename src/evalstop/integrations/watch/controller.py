@@ -89,6 +89,7 @@ class PollResult:
     refused: Counter = field(default_factory=Counter)
     fed_by_tenant: Counter = field(default_factory=Counter)
     progressed: bool = False
+    backlog: bool = False  # a tenant had more to read than its budget: poll again soon
     committed_at: float = 0.0
 
 
@@ -246,6 +247,7 @@ class Controller:
                 self.throttle.refused(r.tenant or "(unknown)", r.reason, r.message)
                 res.refused[r.reason] += 1
             self._over_budget(b)
+            res.backlog |= bool(getattr(b, "over_budget", None))
             offsets.update(b.offsets)
             gone.extend(b.gone)
             for item in b.records:
@@ -511,12 +513,15 @@ class Controller:
         """Poll every ``interval`` seconds until ``should_stop(timeout)`` is true
         (``threading.Event.wait`` fits: it returns at once when a signal sets it). On the
         way out, actions already started are waited for and recorded; pending ones stay
-        pending for the next start."""
+        pending for the next start. While a tenant has more to read than one poll's
+        budget, the next poll comes at once (a backlog drains in short polls, each
+        reading every tenant)."""
         check_seconds("--interval", interval)
         while True:
             started = time.monotonic()
-            self.poll_once()
-            if should_stop(max(0.0, interval - (time.monotonic() - started))):
+            res = self.poll_once()
+            wait = 0.0 if res.backlog else interval - (time.monotonic() - started)
+            if should_stop(max(0.0, wait)):
                 self.reap(wait=True)
                 return
 
