@@ -1,5 +1,5 @@
 """The watch controller following TensorBoard runs (written by PyTorch's SummaryWriter,
-read with tensorboard's EventAccumulator). Needs the ``watch`` extra and torch."""
+read record by record, checksums checked). Needs the ``watch`` extra and torch."""
 
 from __future__ import annotations
 

@@ -274,6 +274,8 @@ class JsonlDirSource:
                      not in self._examined]
             if fresh and (s.st_size < off.pos or not self._holds(path, off)):
                 lost[path] = off
+            if len(self._examined) > 100_000:  # bounded: a copy looked at again is cheap
+                self._examined.clear()
             self._examined.update(_sig(listed[c]) for c in fresh)
         for path, off in sorted(lost.items()):
             if not off.pos or not off.tail:

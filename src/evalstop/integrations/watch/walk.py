@@ -17,7 +17,6 @@ from __future__ import annotations
 import errno
 import os
 import stat as st_mod
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -64,9 +63,9 @@ def open_root(root: str) -> int:
     return os.open(root, DIR_FLAGS)
 
 
-def walk(root: str, enter: Callable[[str], bool] = lambda name: True) -> Listing:
+def walk(root: str) -> Listing:
     """Walk ``root`` (trusted: the operator's path) depth first, one open descriptor per
-    level. ``enter(name)`` says whether a sub-folder is walked at all."""
+    level."""
     out = Listing()
     try:
         fd = open_root(root)
@@ -74,13 +73,13 @@ def walk(root: str, enter: Callable[[str], bool] = lambda name: True) -> Listing
         out.unreadable[""] = exc
         return out
     try:
-        _walk(fd, "", 0, enter, out)
+        _walk(fd, "", 0, out)
     finally:
         os.close(fd)
     return out
 
 
-def _walk(fd: int, rel: str, depth: int, enter, out: Listing) -> None:
+def _walk(fd: int, rel: str, depth: int, out: Listing) -> None:
     try:
         with os.scandir(fd) as it:
             entries = list(it)
@@ -98,8 +97,7 @@ def _walk(fd: int, rel: str, depth: int, enter, out: Listing) -> None:
                 out.unreadable[path] = exc
             continue
         if st_mod.S_ISDIR(st.st_mode):
-            if enter(e.name):
-                subdirs.append((e.name, path))
+            subdirs.append((e.name, path))
         else:
             out.entries.append(Entry(path, e.name, st))
     for name, path in sorted(subdirs):
@@ -115,7 +113,7 @@ def _walk(fd: int, rel: str, depth: int, enter, out: Listing) -> None:
                 out.unreadable[path] = exc
             continue
         try:
-            _walk(child, path, depth + 1, enter, out)
+            _walk(child, path, depth + 1, out)
         finally:
             os.close(child)
 
