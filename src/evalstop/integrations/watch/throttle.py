@@ -12,6 +12,8 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
+from evalstop.integrations.watch.records import show
+
 DEFAULT_BURST = 20
 DEFAULT_INTERVAL = 60.0  # seconds
 
@@ -67,5 +69,5 @@ class Throttle:
             return
         n = sum(held.values())
         reasons = ", ".join(f"{r}: {c}" for r, c in sorted(held.items()))
-        self.say(f"tenant {tenant}: {n} more refused lines or files not shown ({reasons}); "
+        self.say(f"tenant {show(tenant)}: {n} more refused lines or files not shown ({reasons}); "
                  f"at most {self.burst} are shown per {self.interval:g} s")
