@@ -86,6 +86,8 @@ class JsonlDirSource:
         self._cursors: dict[str, str] = {}  # tenant -> last file read (round-robin)
         self._failing: set[tuple[str, int]] = set()  # (path, errno) already said
         self._examined: set[tuple] = set()  # rotated files already looked at as copies
+        self._names: dict[str, str | None] = {}  # file and folder name -> its problem
+        self._tenants: dict[str, str | Refused] = {}  # source -> its tenant
         self.name = f"jsonl:{self.root}"
 
     def load(self, offsets: dict[str, Offset]) -> None:
@@ -142,8 +144,7 @@ class JsonlDirSource:
             if not (is_live or self._rotated.search(e.name)):
                 continue
             # Not UTF-8 shows up as lone surrogates (surrogateescape): refused too.
-            problems = (name_problem(n, "file name") for n in e.rel.split("/"))
-            problem = next((p for p in problems if p), None)
+            problem = self._name_problem(e.rel)
             if problem is not None:
                 self._refuse_once(batch, path, "file-name", f"{show(path)}: {problem}; not read")
             elif not st_mod.S_ISREG(mode):
@@ -153,6 +154,31 @@ class JsonlDirSource:
             else:
                 (live if is_live else rotated)[path] = e.stat
         return live, rotated, listing
+
+    def _name_problem(self, rel: str) -> str | None:
+        """The first problem of any name on ``rel``'s path (cached: each poll meets the
+        same folder names again)."""
+        cache = _bounded(self._names)
+        for part in rel.split("/"):
+            if part not in cache:
+                cache[part] = name_problem(part, "file name")
+            if cache[part] is not None:
+                return cache[part]
+        return None
+
+    def _tenant(self, source: str) -> str:
+        """``source``'s tenant (cached per source), or :class:`Refused`."""
+        cache = _bounded(self._tenants)
+        got = cache.get(source)
+        if got is None:
+            try:
+                got = self.tenancy.tenant(self.root, source, suffix=self.suffix)
+            except Refused as exc:
+                got = exc
+            cache[source] = got
+        if isinstance(got, Refused):
+            raise got
+        return got
 
     def _source_of(self, path: str) -> str:
         m = self._rotated.search(path)
@@ -184,7 +210,7 @@ class JsonlDirSource:
         for path in paths:
             source = self._source_of(path)
             try:
-                tenant = self.tenancy.tenant(self.root, source, suffix=self.suffix)
+                tenant = self._tenant(source)
             except Refused as exc:
                 self._refuse_once(batch, path, exc.refusal.reason, exc.refusal.message)
                 continue
@@ -472,6 +498,12 @@ class JsonlDirSource:
                      skipping)
         self.offsets[path] = batch.offsets[path] = new
         batch.progressed = True
+
+
+def _bounded(cache: dict, limit: int = 200_000) -> dict:
+    if len(cache) > limit:  # a tree of many names: start afresh rather than grow
+        cache.clear()
+    return cache
 
 
 def _sig(st: os.stat_result) -> tuple:
