@@ -141,3 +141,17 @@ def test_a_read_error_keeps_the_offset_and_is_retried(tmp_path, monkeypatch, cod
     said = "out of file descriptors" if code == errno.EMFILE else "cannot read it (EIO"
     assert text.count(said) == 1
     ctl.close()
+
+
+def test_a_rotated_log_cut_by_the_budget_is_drained_before_the_new_one(tmp_path):
+    from evalstop.integrations.watch.budget import Budget
+
+    ctl, err, log = _ctl(tmp_path, budget=Budget(lines=7))
+    append(log, _recs(1, 2))
+    ctl.poll_once()
+    append(log, _recs(2, 100))
+    os.rename(log, log + ".1")
+    append(log, _recs(100, N + 1))
+    ctl.run_until_idle()
+    assert _taken(ctl, err) == (N, N)
+    ctl.close()

@@ -56,6 +56,7 @@ MAX_LINE = 1024 * 1024  # bytes; an eval record is ~100
 TAIL = 32  # bytes before the offset remembered to tell a rewritten file
 MISSING_POLLS = 3  # listings in a row a log must be absent from to count as deleted
 _DONE, _MORE, _NO_FDS = 0, 1, 2  # what one file's read left
+_ALL, _CUT, _WAIT = 0, 1, 2  # what one chunk's parse did
 
 
 class JsonlDirSource:
@@ -403,12 +404,15 @@ class JsonlDirSource:
         if self._failing:
             self._failing = {k for k in self._failing if k[0] != path}
         share.bytes -= len(chunk)
-        if not self._take(path, self.offsets[path], chunk, tenant, share, batch):
+        took = self._take(path, self.offsets[path], chunk, tenant, share, batch)
+        if took == _WAIT:
             self._waiting[path] = seen
             return _DONE  # a partial last line: all there is for now
         self._waiting.pop(path, None)
-        drained = len(chunk) < want if gz else self.offsets[path].pos >= st.st_size
-        return _DONE if drained else _MORE
+        if took == _ALL and len(chunk) < want:  # read to its end (but a partial line)
+            return _DONE
+        share.short = True  # more is there (a huge line being skipped, say): poll again soon
+        return _MORE
 
     def _chunk(self, path: str, off: Offset, n: int, batch: Batch) -> bytes | None:
         """Up to ``n`` bytes of ``path`` from its offset, or None when it is not the file
@@ -440,9 +444,10 @@ class JsonlDirSource:
         return read(n)
 
     def _take(self, path: str, off: Offset, chunk: bytes, tenant: str, share: Share,
-              batch: Batch) -> bool:
-        """Parse the complete lines of ``chunk`` within ``share.lines``; False when there
-        was nothing to take (a partial last line: wait for the file to change)."""
+              batch: Batch) -> int:
+        """Parse the complete lines of ``chunk`` within ``share.lines``: ``_ALL`` taken,
+        ``_CUT`` short for want of budget, ``_WAIT`` nothing to take (a partial last line:
+        wait for the file to change)."""
         skipping = off.skipping
         end = chunk.rfind(b"\n")
         if end < 0:
@@ -453,14 +458,15 @@ class JsonlDirSource:
                         "too-long", f"{show(path)}:{off.line + 1}: line longer than "
                                     f"{self.max_line} bytes; skipped").refusal, tenant)
                 self._advance(path, off, len(chunk), chunk, 0, True, batch)
-                return True
-            return False  # a partial last line: wait for the rest
+                return _ALL
+            return _WAIT  # a partial last line: wait for the rest
         line, pos = off.line, 0
         shown = show(path)
         metric = self.tenancy.metric(tenant)
+        got = _ALL
         while pos <= end:
             if share.lines <= 0:
-                share.short = True
+                share.short, got = True, _CUT
                 break
             nl = chunk.index(b"\n", pos)
             raw = chunk[pos:nl]
@@ -471,7 +477,7 @@ class JsonlDirSource:
                 continue
             self._line(raw, f"{shown}:{line}", off, tenant, metric, share, batch)
         self._advance(path, off, pos, chunk, line - off.line, False, batch)
-        return True
+        return got
 
     def _line(self, raw: bytes, where: str, off: Offset, tenant: str, metric: str,
               share: Share, batch: Batch) -> None:
