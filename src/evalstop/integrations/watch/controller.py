@@ -11,9 +11,9 @@ and files are logged once (at most ``throttle.DEFAULT_BURST`` lines per tenant a
 interval, then one summary line with counts: ``throttle``), counted per reason in
 ``Controller.refused`` and the poll's ``PollResult.refused``, and their offsets
 committed so they are never read again. A tenant over its job quota (``max_jobs``) gets
-no new job: those records are refused (reason ``quota``). The poll feeds each job's records to its detector in
-step order, then commits, in one SQLite transaction, the detector states, the read
-offsets and a ``pending`` action row for each new stop. Actions then run off the poll
+no new job: those records are refused (reason ``quota``). The poll feeds each job's
+records to its detector in step order, then commits, in one SQLite transaction, the
+detector states, the read offsets and a ``pending`` action row for each new stop. Actions then run off the poll
 loop in a bounded pool of ``action_workers`` threads, each command in its own process
 group: a row is moved ``pending`` -> ``running`` (compare-and-set, committed) only when
 a worker is free to start it, and ``running`` -> ``done``/``failed`` when the poll loop
