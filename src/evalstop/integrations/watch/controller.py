@@ -5,20 +5,20 @@ read from and the name they give; its tenant comes from the source (see ``tenant
 Records of one log can only ever reach that log's jobs.
 
 Each poll reads what every source has that is new, each tenant within its per-poll
-budget (``budget``: one tenant's backlog drains over several polls, every other tenant is
-still read on every poll). Each record is already validated (``records``); refused lines
-and files are logged once (at most ``throttle.DEFAULT_BURST`` lines per tenant and
+budget (``budget``: one tenant's backlog drains over several polls, every other tenant
+is still read on every poll). Each record is already validated (``records``); refused
+lines and files are logged once (at most ``throttle.DEFAULT_BURST`` lines per tenant and
 interval, then one summary line with counts: ``throttle``), counted per reason in
 ``Controller.refused`` and the poll's ``PollResult.refused``, and their offsets
 committed so they are never read again. A tenant over its job quota (``max_jobs``) gets
 no new job: those records are refused (reason ``quota``). The poll feeds each job's
 records to its detector in step order, then commits, in one SQLite transaction, the
-detector states, the read offsets and a ``pending`` action row for each new stop. Actions then run off the poll
-loop in a bounded pool of ``action_workers`` threads, each command in its own process
-group: a row is moved ``pending`` -> ``running`` (compare-and-set, committed) only when
-a worker is free to start it, and ``running`` -> ``done``/``failed`` when the poll loop
-collects its result. So a slow action never delays detection, and, killed at any moment
-and restarted:
+detector states, the read offsets and a ``pending`` action row for each new stop.
+Actions then run off the poll loop in a bounded pool of ``action_workers`` threads, each
+command in its own process group: a row is moved ``pending`` -> ``running`` (compare-
+and-set, committed) only when a worker is free to start it, and ``running`` ->
+``done``/``failed`` when the poll loop collects its result. So a slow action never
+delays detection, and, killed at any moment and restarted:
 
 * no streak is lost and no record is fed twice: detector states and offsets are
   committed together;
