@@ -22,9 +22,9 @@ from evalstop.integrations.watch.budget import (
     DEFAULT_LINES,
 )
 from evalstop.integrations.watch.controller import DEFAULT_MAX_JOBS
-from evalstop.integrations.watch.store import KEEP_EVALS
 from evalstop.integrations.watch.http_guard import MAX_CONNECTIONS, ServeLimits
 from evalstop.integrations.watch.page import MAX_PAGE_SIZE, PAGE_SIZE
+from evalstop.integrations.watch.store import KEEP_EVALS
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
