@@ -23,6 +23,7 @@ COMMANDS = (
     ("bench-detectors", "bench_detectors"),
     ("watch", "watch"),
     ("lab", "lab"),
+    ("testbed", "testbed"),
 )
 
 

@@ -31,8 +31,10 @@ class RunResult:
     meta: dict  # config, timings, SFT/proxy fit summaries
 
 
-def run_lab(cfg: RunConfig, *, progress=None) -> RunResult:
-    """Run ``cfg``; ``progress`` (optional) is called with the step after each RL step."""
+def run_lab(cfg: RunConfig, *, progress=None, on_eval=None) -> RunResult:
+    """Run ``cfg``; ``progress`` (optional) is called with the step after each RL step,
+    ``on_eval`` (optional) with each eval's log record and the policy, as it happens (a
+    job that streams its eval log and saves checkpoints: ``evalstop.testbed.lab_job``)."""
     if not isinstance(cfg, RunConfig):
         raise TypeError(f"cfg must be a RunConfig, got {type(cfg).__name__}")
     torch = torch_module()
@@ -81,6 +83,8 @@ def run_lab(cfg: RunConfig, *, progress=None) -> RunResult:
         loss = float(np.mean(window)) if window else cfg.beta * ev["kl"] - ev["proxy"]
         window.clear()
         evals.append({"step": step, **ev, "loss": loss})
+        if on_eval is not None:
+            on_eval(_record(cfg, evals[-1]), policy)
 
     do_eval(0)
     for step in range(1, cfg.steps + 1):
@@ -93,8 +97,7 @@ def run_lab(cfg: RunConfig, *, progress=None) -> RunResult:
             progress(step)
     t_end = time.perf_counter()
 
-    records = [{"job": cfg.run_id, "step": e["step"], "eval": e["gold"], "proxy": e["proxy"],
-                "loss": e["loss"], "progress": e["step"] / cfg.steps} for e in evals]
+    records = [_record(cfg, e) for e in evals]
     meta = {
         "run_id": cfg.run_id,
         "config": cfg.to_dict(),
@@ -111,6 +114,11 @@ def run_lab(cfg: RunConfig, *, progress=None) -> RunResult:
         "evals": [{k: e[k] for k in ("step", "gold_se", "kl", "entropy")} for e in evals],
     }
     return RunResult(cfg, records, evals, meta)
+
+
+def _record(cfg: RunConfig, e: dict) -> dict:
+    return {"job": cfg.run_id, "step": e["step"], "eval": e["gold"], "proxy": e["proxy"],
+            "loss": e["loss"], "progress": e["step"] / cfg.steps}
 
 
 def _draw_prompts(rng: np.random.Generator, start: np.ndarray, n: int) -> np.ndarray:
