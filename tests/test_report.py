@@ -14,7 +14,7 @@ from evalstop.experiments import Experiment, Method, Point, Settings, run_experi
 from evalstop.experiments.paper import SOURCE, Claim
 from evalstop.report import RunInfo, write_report
 from evalstop.report.blocks import Bullets, Heading, Image, Para, Table
-from evalstop.report.claims import evaluate
+from evalstop.report.claims import compare, evaluate
 from evalstop.report.fmt import pct, pvalue, signed_pct, with_ci
 from evalstop.report.html import to_html
 from evalstop.report.markdown import to_markdown
@@ -139,8 +139,42 @@ def test_claims_are_checked_over_the_selected_rows():
     text, verdict = evaluate(claim, rows)
     assert verdict == "holds" and "92.0%" in text and "95.0%" in text
     rows[1] = _row("ES", 0.05, 0.8)
-    assert evaluate(claim, rows)[1].startswith("does not hold: 1 of 2 values below")
+    assert evaluate(claim, rows)[1] == (
+        "worse than claimed: 1 of 2 values below the claimed range (>= 90.0%); 1 within it")
     assert evaluate(claim, [_row("ES", 0.01, math.nan)]) == ("n/a", "n/a")
+
+
+@pytest.mark.parametrize("values, verdict", [
+    ((-30.0, -12.0), ("better than claimed: 1 of 2 values below the claimed range "
+                     "(-25.0% to -9.0%); 1 within it")),
+    ((-44.0, -40.0), ("better than claimed: 2 of 2 values below the claimed range "
+                     "(-25.0% to -9.0%)")),
+    ((-5.0,), "worse than claimed: 1 of 1 values above the claimed range (-25.0% to -9.0%)"),
+    ((-30.0, -5.0), ("mixed: 1 of 2 values below the claimed range (-25.0% to -9.0%); "
+                    "1 of 2 values above the claimed range (-25.0% to -9.0%)")),
+    ((-20.0,), "holds"),
+])
+def test_a_larger_saving_than_claimed_reads_better_not_failed(values, verdict):
+    """Composability claims a 9-25% JCT reduction: a 44% reduction is better than claimed,
+    not "does not hold"."""
+    claim = Claim("composability", "9-25% JCT reduction", "jct_mean_s", "delta_pct", "ES",
+                  low=-25.0, high=-9.0)
+    rows = [dict(_row("ES", None, v, "delta_pct"), metric="jct_mean_s",
+                 point=f"p{i}", method=f"ES{i}") for i, v in enumerate(values)]
+    assert evaluate(claim, rows)[1] == verdict
+
+
+@pytest.mark.parametrize("metric, field, ours, paper, verdict", [
+    ("precision", "mean", 0.602, 0.983, "worse than claimed"),
+    ("precision", "mean", 0.975, 0.983, "as claimed"),
+    ("fpr", "mean", 0.588, 0.015, "worse than claimed"),
+    ("fpr", "mean", 0.001, 0.030, "better than claimed"),
+    ("jct_mean_s", "delta_pct", -44.2, -9.4, "better than claimed"),
+    ("jct_mean_s", "delta_pct", -1.2, -9.4, "worse than claimed"),
+    ("recall", "mean", math.nan, 0.99, "n/a"),
+])
+def test_one_figure_against_the_papers(metric, field, ours, paper, verdict):
+    assert compare(metric, field, ours, paper) == verdict
 
 
 def test_report_needs_a_run(tmp_path):

@@ -189,6 +189,9 @@ def render(ctx: SectionContext) -> list[Block]:
     return blocks
 
 
+FIRST_PAGE = "What must be true for the paper's figures"
+
+
 def first_page(summaries: dict, preset: str | None = None) -> list[Block]:
     """One paragraph with numbers, from the claim map, the assumptions study and the main
     and real-curve studies where they ran; nothing when neither map nor preset ran. Under
@@ -255,4 +258,4 @@ def first_page(summaries: dict, preset: str | None = None) -> list[Block]:
                      "than the eval noise per eval (measure both with `evalstop noise` and "
                      "the late gains of finished jobs), or it uses a noise-aware rule (see the "
                      "detector benchmark and `default_rule`).")
-    return [Heading(2, "What must be true for the paper's figures"), Para(" ".join(parts))]
+    return [Heading(2, FIRST_PAGE), Para(" ".join(parts))]
