@@ -13,7 +13,6 @@ from evalstop.metrics.harm import HARM_TOL, Harm, harm
 from evalstop.metrics.jct import jct_metrics, jct_s
 from evalstop.metrics.quality import quality_metrics, quality_ratio
 from evalstop.metrics.run import run_metrics
-from evalstop.metrics.stop_cost import stop_cost_metrics
 from evalstop.metrics.stats import (
     Interval,
     change_ci,
@@ -21,12 +20,16 @@ from evalstop.metrics.stats import (
     paired_wilcoxon,
     relative_change,
 )
+from evalstop.metrics.stop_cost import stop_cost_metrics
+from evalstop.metrics.tenant_harm import TENANT_TOL, TenantHarm, tenant_harm
 from evalstop.metrics.waste import waste_metrics, wasted_gpu_h
 
 __all__ = [
     "HARM_TOL",
+    "TENANT_TOL",
     "Harm",
     "Interval",
+    "TenantHarm",
     "change_ci",
     "cluster_metrics",
     "decision_metrics",
@@ -42,6 +45,7 @@ __all__ = [
     "relative_change",
     "run_metrics",
     "stop_cost_metrics",
+    "tenant_harm",
     "waste_metrics",
     "wasted_gpu_h",
 ]

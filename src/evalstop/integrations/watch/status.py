@@ -11,10 +11,18 @@ COLUMNS = ("tenant", "job", "evals", "last_step", "last_score", "streak", "best_
            "state", "action")
 
 
-def status_rows(store: StateStore) -> list[dict[str, Any]]:
-    actions = {(a.source, a.job): a for a in store.actions()}
+def status_rows(store: StateStore, *, offset: int = 0,
+                limit: int | None = None) -> list[dict[str, Any]]:
+    """Every job's row, or with ``limit`` only that many from the ``offset``-th (the page
+    reads one page's jobs and actions, never the whole fleet's)."""
+    if limit is None:
+        jobs = store.jobs()
+        actions = {(a.source, a.job): a for a in store.actions()}
+    else:
+        jobs = store.jobs_page(offset, limit)
+        actions = {(a.source, a.job): a for a in store.actions_of(jobs)}
     rows = []
-    for job in store.jobs().values():
+    for job in jobs.values():
         rule = job.detector.get("rule", {})
         act = actions.get((job.source, job.job))
         rows.append({
@@ -82,21 +90,25 @@ def format_fleet(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def page_html(db: str, health: str = "") -> str:
-    """The status page from the state database at ``db`` (read-only, per call)."""
-    from evalstop.integrations.watch.page import render_page
+def page_html(db: str, health: str = "", page: int = 1, per_page: int | None = None) -> str:
+    """Page ``page`` (1-based, ``per_page`` jobs: ``page.PAGE_SIZE`` by default) of the
+    status page from the state database at ``db`` (read-only, per call). Its cost is
+    bounded by ``per_page``, whatever the fleet's size."""
+    from evalstop.integrations.watch.page import PAGE_SIZE, Paging, render_page
 
     try:
         store = StateStore(db, readonly=True)
     except ValueError:
         return render_page([], {}, health=health + " No state yet.")
     try:
-        rows = status_rows(store)
-        curves = store.curves()
+        total, stopped = store.job_counts()
+        paging = Paging(page, per_page or PAGE_SIZE, total, stopped)
+        rows = status_rows(store, offset=paging.offset, limit=paging.per_page)
+        curves = store.curves_of((r["source"], r["job"]) for r in rows)
         fleet = fleet_rows(store)
     finally:
         store.close()
     for r in rows:
         r["key"] = f"{r['source']}\0{r['job']}"
     keyed = {f"{s}\0{j}": pts for (s, j), pts in curves.items()}
-    return render_page(rows, keyed, fleet=fleet, health=health)
+    return render_page(rows, keyed, fleet=fleet, health=health, paging=paging)
