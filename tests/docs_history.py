@@ -17,7 +17,7 @@ HISTORY_PAGES = {"changelog.md", "benchmarks.md"}
 # What counts as history: an issue number (also as a path, issue11/), a round of a
 # choice, and a seed quoted by number ("seed 2"; an option such as `--seed 0` is usage).
 PATTERNS = re.compile(
-    r"\bissues?[ -]?#?\d+|issue\d+|\bround[- ]?(?:\d|one|two|three)\b|\b(?:two|three|the) rounds\b"
+    r"\bissues?[ -]?#?\d+|issue\d+|\bround[- ]?(?:\d|one|two|three)\b|\b(?:first|second|third|fourth) round\b|\b(?:two|three|the) rounds\b"
     r"|ROUND\d|(?<![-\w])seeds? \d|\bseed\d",
     re.IGNORECASE,
 )
