@@ -49,7 +49,7 @@ class Block:
             out, more = [], False
             for line in lines:
                 if line.startswith("$ ") or more:
-                    out.append(line[2:] if line.startswith("$ ") else line)
+                    out.append(line.removeprefix("$ "))
                     more = line.rstrip().endswith("\\")
             lines = out
         return "\n".join(lines)
