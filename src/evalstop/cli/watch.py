@@ -63,6 +63,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "(a.jsonl -> a.jsonl.1) is drained first")
     p.add_argument("--tensorboard", action="append", default=[], metavar="DIR",
                    help="directory of TensorBoard runs; each run dir is a job (repeatable)")
+    p.add_argument("--mlflow", action="append", default=[], metavar="URI",
+                   help="MLflow tracking URI to follow (http://HOST:PORT, "
+                        "sqlite:////path/mlruns.db, file:///path/mlruns; repeatable): each "
+                        "run is a job, its experiment's name its tenant; decisions are "
+                        "written back to the run as evalstop.* tags (needs evalstop[mlflow])")
+    p.add_argument("--mlflow-metric", default=None, metavar="NAME",
+                   help="MLflow metric key that holds the eval score (default: eval)")
     p.add_argument("--tenant-pattern", default=None, metavar="REGEX",
                    help="regex with a named group (?P<tenant>...) matched against each log's "
                         "path under the watched root (default: its first path component; "
@@ -118,6 +125,7 @@ def _status(args) -> int:
 
     from evalstop.integrations.watch.status import (
         fleet_rows,
+        format_actions,
         format_fleet,
         format_table,
         status_rows,
@@ -140,6 +148,7 @@ def _status(args) -> int:
             sys.stdout.write(json.dumps({"fleet": f}) + "\n")
     else:
         sys.stdout.write(format_table(rows))
+        sys.stdout.write(format_actions(rows))
         sys.stdout.write(format_fleet(fleet))
     return 0
 
@@ -162,11 +171,21 @@ def _sources(args, policy=None) -> list:
                         for d in args.tensorboard]
         except ImportError as exc:  # the extra is missing: one line, not a traceback
             raise ValueError(str(exc).split(" (")[0]) from None
+    if args.mlflow:
+        from evalstop.integrations.watch.mlflow_source import MlflowSource, check_uri
+
+        for uri in args.mlflow:
+            check_uri(uri)  # before the slow import: a typo costs no wait
+        try:
+            sources += [MlflowSource(uri, metric=args.mlflow_metric or "eval",
+                                     tenancy=tenancy) for uri in args.mlflow]
+        except ImportError as exc:
+            raise ValueError(str(exc).split(" (")[0]) from None
     return sources
 
 
 _POLICY_REPLACES = ("detector", "mode", "action", "checkpoint_template", "checkpoint_root",
-                    "tenant_pattern", "tb_tag")
+                    "tenant_pattern", "tb_tag", "mlflow_metric")
 
 
 def _policy(args):
@@ -283,8 +302,8 @@ def run(args) -> int:
     check_seconds("--action-timeout", args.action_timeout)
     if args.serve is not None:
         _check_serve(args)
-    if not args.jsonl and not args.tensorboard:
-        raise ValueError("give at least one --jsonl DIR or --tensorboard DIR")
+    if not args.jsonl and not args.tensorboard and not args.mlflow:
+        raise ValueError("give at least one --jsonl DIR, --tensorboard DIR or --mlflow URI")
     action = None
     if args.action is not None:
         action = ShellAction(args.action, checkpoint_template=args.checkpoint_template,
@@ -312,6 +331,15 @@ def run(args) -> int:
                                 retry_running=args.retry_pending,
                                 action_workers=args.action_workers,
                                 metrics=metrics, health=health)
+        page = None
+        if server is not None:
+            h, p = server.address
+            page = f"http://{h}:{p}/"
+        from evalstop.integrations.watch.startup import startup_line
+
+        sys.stderr.write(startup_line(sources, controller.policy, action=action, page=page,
+                                      dry_run=args.dry_run, db=args.db) + "\n")
+        sys.stderr.flush()
         if args.once:
             controller.run_until_idle()
             return 0

@@ -153,9 +153,15 @@ def render_page(rows: list[dict[str, Any]], curves: dict[str, list[tuple[int, fl
             detector.append(f"streak {_fmt(r['streak'])}")
         if r.get("reason"):
             detector.append(_fmt(r["reason"]))
+        if r.get("rule"):
+            detector.append(f'<span class="muted rule">rule {_fmt(r["rule"])}</span>')
         action = _fmt(r.get("action"))
         if r.get("action_rc") is not None:
             action += f" (rc {_fmt(r['action_rc'])})"
+        if r.get("action_output"):
+            tail = "\n".join(_text(x[-200:])
+                             for x in str(r["action_output"]).strip().splitlines()[-5:])
+            action += f'<pre class="muted action-output">{tail}</pre>'
         svg = curve_svg(curves.get(key, []), best_step=r.get("best_step"),
                         stop_step=r.get("stop_step") if r.get("stopped") else None,
                         label=f"eval curve of {key}")

@@ -44,8 +44,28 @@ def status_rows(store: StateStore, *, offset: int = 0,
             "action": None if act is None else act.status,
             "action_rc": None if act is None else act.rc,
             "command": None if act is None else act.command,
+            "action_output": None if act is None else act.output,
+            # The rule this job runs (its detector keeps the spec it started with).
+            "rule": _rule(job.detector),
         })
     return rows
+
+
+def _rule(state: dict[str, Any]) -> str | None:
+    spec, mode = state.get("spec"), state.get("mode")
+    return None if spec is None else f"{spec} (mode {mode})"
+
+
+def format_actions(rows: list[dict[str, Any]]) -> str:
+    """One line per finished action: its exit code and the last line it printed."""
+    lines = []
+    for r in rows:
+        if r.get("action_rc") is None and not r.get("action_output"):
+            continue
+        tail = (r.get("action_output") or "").strip().splitlines()[-1:] or [""]
+        lines.append(f"  {_cell(r['tenant'])}/{_cell(r['job'])}: {_cell(r['action'])}, exit "
+                     f"{_cell(r['action_rc'])}: {show(tail[0], 200) or '(no output)'}")
+    return "actions:\n" + "\n".join(lines) + "\n" if lines else ""
 
 
 def _cell(v: Any) -> str:
