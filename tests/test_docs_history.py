@@ -19,6 +19,7 @@ def test_a_user_page_holds_no_history(page):
     ("judged at seed 2, see issue11/judge.md", ["seed 2", "issue11"]),
     ("Round 1's pick and the rounds of the choice", ["Round 1", "the rounds"]),
     ("run `evalstop reproduce --seed 0` to get the same", []),
+    ("`ROUND1_DEFAULT_SPEC`, an earlier pick", []),
     ("an evaluation round reports every metric", []),
     ("figure 0.92<!-- fig: benchmarks/results/issue11/seed2/judge.json x -->", []),
     ("[the results](results-default-rule.md#the-default-on-real-shaped-runs-issue-11)", []),
