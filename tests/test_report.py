@@ -211,3 +211,13 @@ def test_sections_drawn_in_another_process_give_the_same_report(tmp_path, monkey
     for name in figs:
         assert (tmp_path / "here" / "figures" / name).read_bytes() == \
             (tmp_path / "there" / "figures" / name).read_bytes(), name
+
+
+def test_a_study_without_simulations_writes_no_empty_csvs(tmp_path):
+    """real_corpus replays the lab's logs and simulates nothing: its results are
+    real_corpus_detectors.csv, not a header-only real_corpus_runs.csv beside it."""
+    runs = run_experiments(select("main,real_corpus"), TINY, workers=1, progress=False)
+    write_report(runs, tmp_path, RunInfo(wall_s=1.0, workers=1, quick=True))
+    names = {p.name for p in tmp_path.iterdir()}
+    assert "real_corpus_detectors.csv" in names and "main_runs.csv" in names
+    assert not names & {"real_corpus_runs.csv", "real_corpus_summary.csv"}
