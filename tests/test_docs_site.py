@@ -72,7 +72,7 @@ def test_api_signatures_are_wrapped_to_the_page(site):
 
     page = (site / "reference" / "api" / "index.html").read_text()
     sigs = [html.unescape(re.sub(r"<[^>]+>", "", s)) for s in
-            re.findall(r'<div class="doc-signature[^"]*"><pre>(.*?)</pre>', page, re.S)]
+            re.findall(r'<div class="doc-signature[^"]*"><pre>(.*?)</pre>', page, re.DOTALL)]
     assert len(sigs) >= 10
     long = [line for s in sigs for line in s.splitlines() if len(line) > 90]
     assert not long, f"{len(long)} signature line(s) over 90 characters, e.g. {long[0]!r}"

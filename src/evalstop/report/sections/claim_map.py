@@ -9,8 +9,8 @@ import math
 import numpy as np
 
 from evalstop.experiments import claim_map as cm
-from evalstop.experiments.assumptions import PAPER_ASSUMPTIONS
 from evalstop.experiments.assumption_search import MAX_FPR, MIN_PRECISION, MIN_RECALL
+from evalstop.experiments.assumptions import PAPER_ASSUMPTIONS
 from evalstop.experiments.methods import EVALSTOP_SRTF, EVALSTOP_SRTF_RLHF
 from evalstop.report.blocks import Block, Heading, Image, Para, Table
 from evalstop.report.context import SectionContext
