@@ -221,3 +221,35 @@ def test_a_study_without_simulations_writes_no_empty_csvs(tmp_path):
     names = {p.name for p in tmp_path.iterdir()}
     assert "real_corpus_detectors.csv" in names and "main_runs.csv" in names
     assert not names & {"real_corpus_runs.csv", "real_corpus_summary.csv"}
+
+
+def test_headings_get_github_anchors_and_the_contents_link_them(tmp_path):
+    from evalstop.report.blocks import contents, heading_anchors, slug
+
+    assert slug("Main table: RLHF-heavy workload, 64 GPUs (`main`)") == \
+        "main-table-rlhf-heavy-workload-64-gpus-main"
+    assert slug("The paper's claims at a glance") == "the-papers-claims-at-a-glance"
+    blocks = [Heading(1, "T"), Heading(2, "A (`a`)"), Heading(3, "Why"), Para("x"),
+              Heading(2, "B"), Heading(3, "Why")]
+    assert list(heading_anchors(blocks).values()) == ["t", "a-a", "why", "b", "why-1"]
+    toc = contents(blocks)
+    assert toc.items == ("[A (`a`)](#a-a): [Why](#why)", "[B](#b): [Why](#why-1)")
+    html = to_html([toc, *blocks], tmp_path, "t")
+    assert '<h3 id="why-1">Why</h3>' in html
+    assert '<a href="#why-1">Why</a>' in html and '<nav class="toc">' in html
+    md = to_markdown([toc, *blocks])
+    assert "**Contents**\n\n- [A (`a`)](#a-a): [Why](#why)" in md
+
+
+def test_a_figure_says_how_many_panels_sit_side_by_side(tmp_path):
+    from evalstop.report import plots
+    from evalstop.report.html import png_text
+
+    path = plots.lines_vs_x(tmp_path / "f.png", [0.1, 0.2],
+                            [(f"m{i}", {"a": [(1.0, 0.9, 1.1), (2.0, 1.9, 2.1)]})
+                             for i in range(5)], "x", "five panels")
+    data = path.read_bytes()
+    assert png_text(data, plots.COLUMNS_KEY) == "2"  # five panels: rows of two, not one row
+    assert png_text(data, "nothing") is None
+    html = to_html([Image("f.png", "five")], tmp_path, "t")
+    assert 'data-columns="2"' in html
