@@ -14,6 +14,7 @@ from evalstop.detectors import DEFAULT_SPEC
 from evalstop.fileio import atomic_write, check_out_file
 from evalstop.schedulers import SCHEDULERS, build
 from evalstop.sim.engine import check_fits, simulate
+from evalstop.suggest import unknown
 from evalstop.workload import JOB_TYPES, PRESETS, load_philly, read_jobs, trace_workload
 
 BUILTIN = {"builtin:philly": load_philly}
@@ -83,6 +84,8 @@ def run(args) -> int:
     job_types = None if args.only_types is None else \
         [t.strip().lower() for t in args.only_types.split(",")]
     scheduler = build(args.scheduler, args.detector, job_types=job_types)
+    if args.jobs.startswith("builtin:") and args.jobs not in BUILTIN:
+        raise ValueError(f"--jobs: {unknown('built-in trace', args.jobs, BUILTIN)}")
     table = BUILTIN[args.jobs]() if args.jobs in BUILTIN else read_jobs(args.jobs)
     if len(table) == 0:
         raise ValueError(f"{args.jobs}: no jobs")

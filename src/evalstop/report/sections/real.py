@@ -10,11 +10,11 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from evalstop.experiments.spec import display
-from evalstop.fileio import atomic_write
 from evalstop.report.blocks import Block, Bullets, Heading, Image, Para, Table
 from evalstop.report.context import SectionContext
 from evalstop.report.files import write_csv
 from evalstop.report.fmt import num, pct, with_ci
+from evalstop.report.plots import COLUMNS, PANEL_W, save_png
 from evalstop.report.sections.common import (
     HARM_NOTE,
     HARM_ROWS,
@@ -234,7 +234,7 @@ def _corpus_figures(ctx: SectionContext, curves: dict, labels: dict) -> list[Blo
     picks = _pick_examples(curves, labels)
     if picks:
         path, rel = ctx.figure("examples")
-        fig = Figure(figsize=(10.4, 3.3 * ((len(picks) + 1) // 2)))
+        fig = Figure(figsize=(PANEL_W * COLUMNS, 4.0 * ((len(picks) + 1) // 2)))
         for k, run_id in enumerate(picks):
             c, lab = curves[run_id], labels[run_id]
             stop, kept = replay_run(c, EXAMPLE_SPEC)
@@ -257,12 +257,12 @@ def _corpus_figures(ctx: SectionContext, curves: dict, labels: dict) -> list[Blo
                 h2, l2 = ax2.get_legend_handles_labels()
                 ax.legend(h1 + h2, l1 + l2, fontsize=6, loc="lower left")
         fig.suptitle("Lab runs: gold eval, proxy reward and loss (right axis)")
-        _save(fig, path)
+        _save(fig, path, COLUMNS)
         out.append(Image(rel, f"Example runs: gold eval (dots) and smoothed (line), proxy and "
                               f"loss (right axis), the smoothed peak (dotted), the stop of "
                               f"`{EXAMPLE_SPEC}` (red) and the kept checkpoint (star)"))
     path, rel = ctx.figure("all_runs")
-    fig = Figure(figsize=(10.4, 3.6))
+    fig = Figure(figsize=(PANEL_W * COLUMNS, 4.4))
     for k, (name, field) in enumerate((("gold - start", "eval"), ("proxy reward", "proxy"))):
         ax = fig.add_subplot(1, 2, k + 1)
         for run_id, c in curves.items():
@@ -274,16 +274,15 @@ def _corpus_figures(ctx: SectionContext, curves: dict, labels: dict) -> list[Blo
         ax.set_ylabel(name)
         ax.grid(alpha=0.3)
     fig.suptitle("Every run: hacking (red) and healthy (blue)")
-    _save(fig, path)
+    _save(fig, path, COLUMNS)
     out.append(Image(rel, "All runs' gold gain over the start and proxy reward, by label: the "
                           "proxy rises in every run, gold falls only in the hacking ones"))
     return out
 
 
-def _save(fig: Figure, path: Path) -> None:
+def _save(fig: Figure, path: Path, columns: int) -> None:
     fig.tight_layout()
-    with atomic_write(path, "wb") as fh:
-        fig.savefig(fh, format="png", dpi=DPI)
+    save_png(fig, path, columns, DPI)
 
 
 # ---- real_main ---------------------------------------------------------------------------
