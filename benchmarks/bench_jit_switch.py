@@ -18,13 +18,15 @@ the twins, which is what the switch in ``evalstop.jit`` must repay).
 
 Needs a warm cache (run once with ``EVALSTOP_JIT=1`` first): a cold cache compiles the
 twins in the first ``1`` or ``auto`` process, 12-20 CPU-s each, and that run is then
-reported as an outlier, not part of what a second run costs.
+reported as an outlier, not part of what a second run costs. Every repeat also checks
+that all modes wrote byte-identical per-job CSVs (the twins give the same floats).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import os
 import statistics
@@ -77,12 +79,18 @@ def command(jobs: str, gpus: int, config: str, out: str) -> list[str]:
 
 
 def measure(jobs, gpus, configs, modes, repeat, out) -> dict:
+    """CPU-s per (configuration, mode), and a check that every mode wrote the same rows."""
     times: dict = {(c, m): [] for c in configs for m in modes}
     for r in range(repeat):
         for c in configs:
+            digests = set()
             # rotate the order of the modes each repeat so none always runs first
             for m in modes[r % len(modes):] + modes[: r % len(modes)]:
                 times[c, m].append(cpu_of(command(jobs, gpus, c, out), env_for(m)))
+                with open(out, "rb") as fh:
+                    digests.add(hashlib.sha256(fh.read()).hexdigest())
+            if len(digests) != 1:
+                raise SystemExit(f"{c}: the modes {modes} wrote different per-job results")
     return times
 
 
