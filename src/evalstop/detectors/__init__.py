@@ -1,6 +1,7 @@
 """Stop rules. Each is a small ``Detector`` subclass registered under its spec name."""
 
 from evalstop.detectors.base import Decision, Detector
+from evalstop.detectors.block_cusum import BlockCusum
 from evalstop.detectors.cusum_drop import CusumDrop
 from evalstop.detectors.cusum_known import CusumKnown
 from evalstop.detectors.fleet import FleetNoise
@@ -20,7 +21,7 @@ from evalstop.detectors.slope_test import SlopeTest
 from evalstop.detectors.stopat import StopAt
 
 for _cls in (KDecline, StopAt, LossPlateau, Patience, NoiseDrop, SlopeTest, CusumDrop,
-             CusumKnown):
+             CusumKnown, BlockCusum):
     register(_cls)
 
 # The recommended default, chosen on tuning material only by benchmarks/tune_default.py
@@ -40,6 +41,7 @@ __all__ = [
     "DEFAULT_SPEC",
     "PREVIOUS_DEFAULT_SPEC",
     "ROUND1_DEFAULT_SPEC",
+    "BlockCusum",
     "CusumDrop",
     "CusumKnown",
     "Decision",
