@@ -36,6 +36,12 @@ def _stop(det, values):
         # ... but with rel = 0.04 it is
         ([0.0] * 3 + [1.0] * 12 + [0.95] * 10, {"sigma": 0.01, "rel": 0.04}, 17),
         ([1.0] * 10 + [0.5] + [1.0] * 5, {"sigma": 0.1}, None),  # one bad eval never stops
+        # after hn evals a run that has not gained (here: flat) is not stopped ...
+        ([1.0] * 14 + [0.5] * 4, {"sigma": 0.1}, None),
+        ([1.0] * 14 + [0.5] * 4, {"sigma": 0.1, "gmin": 0.0}, 16),
+        ([1.0] * 14 + [0.5] * 4, {"sigma": 0.1, "hn": 16}, 16),  # ... nor before hn evals
+        # the threshold grows by hg per doubling of the evals beyond hn
+        ([0.0] * 3 + [1.0] * 12 + [0.5] * 4, {"sigma": 0.1, "hn": 4, "hg": 1.0}, 19),
     ],
 )
 def test_table(values, params, stop):
@@ -47,7 +53,7 @@ def test_table(values, params, stop):
     [({"h": 0.0}, "h"), ({"h": NAN}, "h"), ({"k": -1.0}, "k"), ({"clip": 1.0}, "clip"),
      ({"rel": 1.0}, "rel"), ({"rel": -0.1}, "rel"), ({"hg": -1.0}, "hg"),
      ({"gmin": NAN}, "gmin"), ({"lags": 3}, "lags"), ({"lags": 0}, "lags"),
-     ({"blocks": 2}, "blocks"), ({"smooth_min": None, "blocks": 8}, "blocks"),
+     ({"blocks": 2}, "blocks"), ({"wblocks": 9}, "wblocks"), ({"hn": 0}, "hn"), ({"smooth_min": None, "blocks": 8}, "blocks"),
      ({"smooth": 0}, "smooth"), ({"trim": 8}, "trim"), ({"min_evals": 0}, "min_evals")],
 )
 def test_bad_arguments(kwargs, word):
@@ -56,7 +62,7 @@ def test_bad_arguments(kwargs, word):
 
 
 def test_spec_round_trips():
-    det = make_detector("block-cusum:blocks=8,rel=0.2,eval_n=500")
+    det = make_detector("block-cusum:blocks=8,wblocks=4,rel=0.2,eval_n=500")
     assert make_detector(det.spec).spec == det.spec
     assert "blocks=8" in det.spec and "rel=0.2" in det.spec and "eval_n=500" in det.spec
 
@@ -71,15 +77,26 @@ def shared_params(draw):
             "smooth_min": draw(st.integers(2, smooth))}
 
 
+NOISES = st.sampled_from([{}, {"sigma": 0.05}, {"eval_n": 100}])
+
+
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=32), shared_params(),
-       st.sampled_from([{}, {"sigma": 0.05}, {"eval_n": 100}]))
+@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=32), shared_params(), NOISES)
 def test_is_cusum_drop_while_blocks_are_single_evals(values, kw, noise):
-    """Up to 2 * blocks evals and with rel = 0 the rule is cusum-drop, stop for stop: what
-    the previous default does on short runs is kept."""
-    det = BlockCusum(blocks=16, rel=0.0, **kw, **noise)
+    """Up to 2 * blocks evals, with rel, gmin and hg at 0, the rule is cusum-drop, stop for
+    stop."""
+    det = BlockCusum(blocks=16, rel=0.0, gmin=0.0, hg=0.0, **kw, **noise)
     ref = CusumDrop(**kw, **noise)
     assert run(det, values) == run(ref, values)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=12), shared_params(), NOISES)
+def test_short_runs_are_judged_as_cusum_drop(values, kw, noise):
+    """Up to hn evals, whatever gmin and hg, only rel tells the rule from cusum-drop: what
+    the previous default does on short runs is kept."""
+    det = BlockCusum(rel=0.0, hn=12, gmin=3.0, hg=0.5, **kw, **noise)
+    assert run(det, values) == run(CusumDrop(**kw, **noise), values)
 
 
 @settings(max_examples=40, deadline=None)
@@ -88,7 +105,7 @@ def test_is_cusum_drop_while_blocks_are_single_evals(values, kw, noise):
        st.data())
 def test_state_round_trip(values, kw, data):
     cut = data.draw(st.integers(1, len(values) - 1))
-    params = {"blocks": 4, "smooth": 4, "trim": 1, "smooth_min": 2, **kw}
+    params = {"blocks": 4, "wblocks": 2, "smooth": 4, "trim": 1, "smooth_min": 2, **kw}
     whole, first = BlockCusum(**params), BlockCusum(**params)
     expected = [whole.update(i + 1, v) for i, v in enumerate(values)]
     got = [first.update(i + 1, v) for i, v in enumerate(values[:cut])]

@@ -11,25 +11,33 @@ set the level also wanders slowly, which eval-to-eval noise does not show.
   each a fixed share of the run so far. The same run evaluated twice as often has twice
   the block size at the same point of training and the same block boundaries, so it sees
   the same level path (with less eval noise per block): the decision depends on training
-  progress, not on the eval count. While a run has at most ``2 * blocks`` evals, ``b`` is 1
-  and the rule is ``cusum-drop`` with the same options (plus ``rel``, below).
-* **The CUSUM** is ``cusum-drop``'s over the block means: the best level L is the highest
-  trimmed mean of W consecutive blocks (W = min(smooth, max(smooth_min, ceil(K / 2))) for
-  K blocks, trimming as ``cusum-drop``); each later block adds z = min((L - m) / s, clip),
-  W_t = max(0, W_t-1 + z - k); it fires when W_t >= h + hg * log2(b). It is evaluated when
-  a block completes (every ``b`` evals).
+  progress, not on the eval count. The rule is judged when a block completes.
+* **Level and CUSUM**, ``cusum-drop``'s over the block means: the best level L is the
+  highest trimmed mean of W consecutive blocks; while ``b = 1``, W grows with the history
+  exactly as ``cusum-drop``'s window (min(smooth, max(smooth_min, ceil(n / 2)))), and from
+  the first merge on W = ``wblocks`` blocks (a fixed share of the run). Each block after
+  the window that set L adds z = min((L - m) / s, clip) and C = max(0, C + z - k); the
+  CUSUM fires when C >= h + hg * log2(max(1, n / hn)) after n evals (a threshold that
+  grows with the number of looks beyond ``hn`` evals; hg = 0: fixed).
 * **Noise of a block mean, s.** With ``b = 1``: as ``cusum-drop`` (stated > fleet > the
-  job's own estimate). With ``b >= 2`` the stated or fleet noise of one eval, divided by
-  sqrt(b), is a floor: the job's own estimate over its block means (second differences,
-  ``noise.sigma_hat``) can raise it, because it sees what the stated noise of one eval does
-  not, the slow wander of the level at the block's time scale.
-* **Gain.** A stop also needs the current level (the mean of the blocks of the CUSUM's
-  current excursion above 0, the evidence for the stop) to sit at least ``rel`` of the
-  run's gain below L, the gain being L minus the level of the first window (its first
-  ``smooth_min`` evals, or ``smooth`` without a growing window), kept for good. With
-  ``b >= 2`` it also needs that gain to be at least ``gmin`` block-noise sigmas: a long run
-  that has not yet gained has no scale to judge a fall on. A fall of a few percent of what the run has
-  gained is no reason to stop it, however many sigmas it is.
+  job's own estimate). With ``b >= 2`` the stated or fleet noise of one eval divided by
+  sqrt(b) is a floor that the job's own estimate over its block means can raise: the
+  largest robust scale of their second differences at lags 1, 2, 4, ..., ``lags``
+  (m[i - l] - 2 m[i] + m[i + l] cancels level and slope at any lag l, and holds the
+  level's wander over l blocks), each widened as ``noise.sigma_hat``. A stated noise is
+  the noise of one eval; it does not see the slow wander of the level, which a CUSUM over
+  many looks would take for a decline.
+* **Gain.** The gain is L minus the start level (the first window's, kept for good). A
+  stop also needs the mean of the blocks in the CUSUM's current excursion above 0 (the
+  evidence for the stop) to sit at least ``rel`` of the gain below L: a fall of a few
+  percent of what the run has gained is no reason to stop it, however many sigmas it is.
+  After ``hn`` evals it also needs the gain to be at least ``gmin`` noise sigmas s: a run
+  that has not yet gained has no scale to judge a fall on (and a late riser, stopped in
+  its flat start, would lose all of its gain).
+
+With ``rel=0``, up to ``hn`` evals (or up to ``2 * blocks`` evals with ``gmin=0`` and
+``hg=0``), the rule is ``cusum-drop`` with the same options, stop for stop: a short run is
+judged as before.
 
 State: at most ``2 * blocks`` block means, the open block's sum and count, the last three
 evals (for the fleet) and a few numbers: O(blocks), whatever the run's length. Each eval
@@ -56,14 +64,14 @@ class BlockCusum(NoiseAware):
     PARAMS: ClassVar[dict[str, tuple[type, Any]]] = {
         "h": (float, 2.5), "k": (float, 1.5), "clip": (float, 3.0), "smooth": (int, 15),
         "min_evals": (int, 4), "trim": (int, 3), "smooth_min": (int, 3),
-        "blocks": (int, 16), "rel": (float, 0.1), "hg": (float, 0.0), "lags": (int, 1),
-        "gmin": (float, 0.0), **NOISE_PARAMS,
+        "blocks": (int, 16), "wblocks": (int, 8), "rel": (float, 0.1), "hg": (float, 0.0),
+        "hn": (int, 12), "lags": (int, 4), "gmin": (float, 3.0), **NOISE_PARAMS,
     }
 
     def __init__(self, *, h: float = 2.5, k: float = 1.5, clip: float = 3.0,
                  smooth: int = 15, min_evals: int = 4, trim: int = 3,
-                 smooth_min: int | None = 3, blocks: int = 16, rel: float = 0.1,
-                 hg: float = 0.0, lags: int = 1, gmin: float = 0.0, sigma: float | None = None, eval_n: int | None = None,
+                 smooth_min: int | None = 3, blocks: int = 16, wblocks: int = 8,
+                 rel: float = 0.1, hg: float = 0.0, hn: int = 12, lags: int = 4, gmin: float = 3.0, sigma: float | None = None, eval_n: int | None = None,
                  fleet=None, mode: str = "max") -> None:
         super().__init__(mode=mode)
         self._init_noise(sigma, eval_n, fleet)
@@ -95,7 +103,12 @@ class BlockCusum(NoiseAware):
                              f"({lowest}), got {blocks}")
         self.h, self.k, self.clip = float(h), float(k), float(clip)
         self.smooth, self.min_evals, self.trim = smooth, min_evals, trim
-        self.smooth_min, self.blocks = smooth_min, blocks
+        if not 1 <= wblocks <= blocks // 2:
+            raise ValueError(f"wblocks must be in 1..blocks // 2, got wblocks={wblocks}, "
+                             f"blocks={blocks}")
+        if hn < 1:
+            raise ValueError(f"hn must be >= 1 (evals), got {hn}")
+        self.smooth_min, self.blocks, self.wblocks, self.hn = smooth_min, blocks, wblocks, hn
         self.rel, self.hg, self.lags, self.gmin = float(rel), float(hg), lags, float(gmin)
         self._b = 1  # evals per block
         self._means: list[float] = []  # completed block means, at most 2 * blocks
@@ -120,6 +133,8 @@ class BlockCusum(NoiseAware):
         return min(max(sum(kept) / len(kept), kept[0]), kept[-1])
 
     def _want_width(self) -> int:
+        if self._b > 1:
+            return self.wblocks
         if self.smooth_min is None:
             return self.smooth
         return min(self.smooth, max(self.smooth_min, (len(self._means) + 1) // 2))
@@ -227,7 +242,7 @@ class BlockCusum(NoiseAware):
                 run_from = i
             w = max(0.0, w + z - self.k)
         self.last_w = w
-        threshold = self.h + self.hg * math.log2(self._b)
+        threshold = self.h + self.hg * math.log2(max(1.0, self._n_evals / self.hn))
         if w < threshold:
             return None
         recent = since[run_from:]
@@ -236,7 +251,7 @@ class BlockCusum(NoiseAware):
         fall = level - now
         if self.rel > 0.0 and fall < self.rel * gain:
             return None
-        if self._b > 1 and gain < self.gmin * sigma:
+        if self._n_evals > self.hn and gain < self.gmin * sigma:
             return None  # a long run that has not gained yet: no scale to judge a fall on
         share = f"{fall / gain:.0%} of its gain" if gain > 0.0 else "it never gained"
         noise = f"{fall / sigma:.1f} noise sigmas" if sigma > 0.0 else "noise-free scores"
