@@ -206,7 +206,7 @@ def test_reproduce_replaces_the_old_folder_whole(tmp_path, capsys):
     assert "k_runs.csv" not in names and "main_runs.csv" in names and "INCOMPLETE" not in names
     assert json.loads((out / "results.json").read_text())["experiments"].keys() == {"main"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["res"]
-    assert f"report: {out / 'report.md'}" in capsys.readouterr().out
+    assert f"report: {out / 'report.html'} (self-contained;" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("setup, message", [

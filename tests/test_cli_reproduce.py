@@ -21,7 +21,7 @@ def test_quick_reproduce_writes_the_report(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert (out / "report.md").is_file() and (out / "report.html").is_file()
     assert (out / "results.json").is_file() and (out / "main_summary.csv").is_file()
-    assert str(out / "report.md") in proc.stdout  # says where the report is
+    assert str(out / "report.html") in proc.stdout  # says where the report is
     # the detector benchmark runs by default, into its own folder, with a report section
     assert (out / "detectors" / "detectors.json").is_file()
     md = (out / "report.md").read_text()

@@ -13,6 +13,7 @@ import sys
 import time
 
 from evalstop.fileio import prepare_out_dir
+from evalstop.progress import stage
 
 MAX_SEEDS = 10_000
 
@@ -169,10 +170,11 @@ def _run_corpus(args) -> int:
     t0 = time.perf_counter()
     done = generate(configs, out, workers=args.workers, progress=not args.no_progress)
     wall = time.perf_counter() - t0
-    summary = pack(configs, out, pack_dir, command=command,
-                   grid_info={"pairs": pairs, "betas": betas, "seeds": args.seeds,
-                              "overrides": _overrides(args),
-                              "generate_wall_s": round(wall, 1), "workers": args.workers})
+    with stage("lab corpus: packing the runs", enabled=not args.no_progress):
+        summary = pack(configs, out, pack_dir, command=command,
+                       grid_info={"pairs": pairs, "betas": betas, "seeds": args.seeds,
+                                  "overrides": _overrides(args),
+                                  "generate_wall_s": round(wall, 1), "workers": args.workers})
     print(f"{done['ran']} run(s) done, {done['skipped']} already complete; {wall:.0f} s wall. "
           f"{summary['n_runs']} runs, {summary['n_hacking']} hacking "
           f"({100 * summary['hacking_rate']:.0f}%). Packed into {pack_dir}.")

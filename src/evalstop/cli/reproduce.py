@@ -26,6 +26,7 @@ from evalstop.experiments.runner import default_workers, plan
 from evalstop.parallel import stop_pool
 from evalstop.parent_death import die_with_parent
 from evalstop.progress import is_terminal, note
+from evalstop.progress import stage as stage_of
 from evalstop.ray_engine import add_ray_option, check_ray_option, engine_for
 from evalstop.staging import MARKER, check_replaceable, staged_folder
 
@@ -129,14 +130,14 @@ def run(args) -> int:
         sim_wall, bench_s, ray_summary = _run_into(stage, args, experiments, settings,
                                                    workers, progress)
     total = time.perf_counter() - t0
-    print(f"ran {n_tasks} tasks in {sim_wall:.1f} s on {workers} worker(s)"
-          + (f"; detector benchmark {bench_s:.1f} s" if bench_s is not None else "")
-          + f"; total {total:.1f} s")
     if ray_summary is not None:
         print(ray_summary)
-    print(f"report: {out / 'report.md'}")
-    print(f"        {out / 'report.html'} (self-contained)")
-    print(f"results: {out / 'results.json'} and per-experiment CSVs in {out}")
+    # One line that says where everything is (the run's times ride along).
+    print(f"report: {out / 'report.html'} (self-contained; report.md, results.json, "
+          f"per-study CSVs and figures/ beside it); {n_tasks} tasks in {sim_wall:.1f} s on "
+          f"{workers} worker(s)"
+          + (f", detector benchmark {bench_s:.1f} s" if bench_s is not None else "")
+          + f", total {total:.1f} s")
     return 0
 
 
@@ -172,12 +173,12 @@ def _run_into(stage: Path, args, experiments, settings, workers: int,
                     bench = future.result
                 else:
                     done = _benchmark(stage / DIR, args.seed, args.quick, progress)
-                    bench = lambda: done  # noqa: E731 (the same shape as future.result)
+                    bench = lambda: done  # the same shape as future.result
             ray_summary = None if ray_engine is None else ray_engine.summary()
         info = RunInfo(wall_s=sim_wall, workers=workers, quick=args.quick,
                        command=_command(args))
-        note("report: writing tables and figures", enabled=progress)
-        write_report(runs, stage, info, detectors=bench, executor=pool)
+        with stage_of("writing the report", enabled=progress) as shown:
+            write_report(runs, stage, info, detectors=bench, executor=pool, step=shown.step)
         bench_s = None if bench is None else bench()[1]
     except BaseException:
         # Queued work cancelled and running work killed: a Ctrl-C ends the run at once.

@@ -18,6 +18,7 @@ from evalstop.detbench.families import END_RATIO, FAMILIES, MIN_DROP
 from evalstop.detbench.scoring import Tally, run_detector, tally
 from evalstop.detectors import DEFAULT_SPEC, canonical
 from evalstop.parallel import parallel_map
+from evalstop.progress import stage
 
 PARTS = ("tuning", "held_out", "fresh", "workload")
 HELD_OUT_PARTS = ("held_out", "fresh")
@@ -74,12 +75,16 @@ def evaluate(cfg: BenchConfig, *, progress: bool = True) -> tuple[dict, dict, di
     specs = cfg.specs()
     snr = snr_specs(cfg, specs)
     by_snr = {(part, spec): detectability.empty() for part in PARTS for spec in snr}
-    sets = {part: runs_mod.build(cfg.seed, cfg.runs, held_out=part != "tuning",
-                                 fresh=part == "fresh", sigmas=cfg.sigmas, noises=cfg.noises,
-                                 evals=cfg.evals)
-            for part in ("tuning", "held_out", "fresh")}
-    sets["workload"] = workload_part.build(cfg.seed, cfg.runs, sigmas=cfg.sigmas,
-                                           evals=cfg.evals)
+    with stage("bench-detectors: building the run sets", enabled=progress) as shown:
+        sets = {}
+        for part in ("tuning", "held_out", "fresh"):
+            shown.step(part)
+            sets[part] = runs_mod.build(cfg.seed, cfg.runs, held_out=part != "tuning",
+                                        fresh=part == "fresh", sigmas=cfg.sigmas,
+                                        noises=cfg.noises, evals=cfg.evals)
+        shown.step("workload")
+        sets["workload"] = workload_part.build(cfg.seed, cfg.runs, sigmas=cfg.sigmas,
+                                               evals=cfg.evals)
     known = calibration.known_candidate(cfg.lineup)
     todo = [_Cell(cfg, tuple(specs), snr, known, part, pi, ci, rs)
             for pi, (part, rsets) in enumerate(sets.items()) for ci, rs in enumerate(rsets)]
@@ -279,5 +284,6 @@ def run_detector_benchmark(
     cfg = BenchConfig.make(seed, quick, runs)
     cells, by_snr, measured = evaluate(cfg, progress=progress)
     summary = summarise(cfg, cells, by_snr, measured)
-    report.write_all(Path(out_dir), cfg, summary, start)
+    with stage("bench-detectors: writing tables and plots", enabled=progress):
+        report.write_all(Path(out_dir), cfg, summary, start)
     return summary

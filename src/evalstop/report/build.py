@@ -93,19 +93,23 @@ def _section(name: str, ctx: SectionContext) -> list[Block]:
 
 def write_report(runs: dict[str, ExperimentRun], out_dir: str | Path, info: RunInfo, *,
                  detectors: dict | Callable[[], tuple[dict, float]] | None = None,
-                 executor: Executor | None = None) -> ReportFiles:
+                 executor: Executor | None = None,
+                 step: Callable[[str], None] | None = None) -> ReportFiles:
     """``detectors``: the summary ``run_detector_benchmark`` returned, run into
     ``<out_dir>/detectors``; it adds the benchmark's section (None: no section). It may
     also be a zero-argument callable returning (summary, seconds): it is called only after
     the studies' tables and figures are written, so the benchmark can run in another
     process meanwhile. ``executor`` (e.g. a one-process pool): the ``HEAVY_SECTIONS`` are
-    drawn there, beside the rest; the report is the same either way."""
+    drawn there, beside the rest; the report is the same either way. ``step`` (optional)
+    is called with what is being done next, for progress (``evalstop.progress.stage``)."""
+    step = step or (lambda text: None)
     if not runs:
         raise ValueError("no experiments to report")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     summaries, others, results = {}, [], {}
     for name, run in runs.items():
+        step(f"summarising {name}")
         rows = summarize(run.experiment, run.rows)
         summaries[name] = Summary(rows)
         others += write_experiment(out, name, run.rows, rows)
@@ -117,11 +121,19 @@ def write_report(runs: dict[str, ExperimentRun], out_dir: str | Path, info: RunI
                 for name, run in runs.items()}
     elsewhere = {name: executor.submit(_section, name, contexts[name])
                  for name in HEAVY_SECTIONS if name in runs and executor is not None}
-    drawn = {name: _section(name, ctx) for name, ctx in contexts.items()
-             if name not in elsewhere}
+    drawn = {}
+    here = [name for name in contexts if name not in elsewhere]
+    for i, name in enumerate(here, 1):
+        step(f"drawing {name} ({i}/{len(here)})"
+             + (f"; {', '.join(elsewhere)} in another process" if elsewhere else ""))
+        drawn[name] = _section(name, contexts[name])
+    for name, future in elsewhere.items():
+        step(f"drawing {name} (in another process)")
+        elsewhere[name] = future.result()
     studies = [block for name in runs
-               for block in (elsewhere[name].result() if name in elsewhere else drawn[name])]
+               for block in (elsewhere[name] if name in elsewhere else drawn[name])]
     if callable(detectors):
+        step("waiting for the detector benchmark")
         detectors, seconds = detectors()
         info = replace(info, detectors_s=seconds)
     st = next(iter(runs.values())).settings
@@ -132,6 +144,7 @@ def write_report(runs: dict[str, ExperimentRun], out_dir: str | Path, info: RunI
     blocks = (_intro(runs, info) + claim_map.first_page(summaries, preset)
               + _at_a_glance(summaries) + studies)
     if detectors is not None:
+        step("drawing the detector benchmark's section")
         blocks += detbench.render(detectors, out, quick=info.quick, seconds=info.detectors_s)
     bench_files = ((f"`{detbench.DIR}/`: the detector benchmark's detectors.json, .csv, "
                     ".md and precision-recall plots"),) if detectors is not None else ()
@@ -141,6 +154,7 @@ def write_report(runs: dict[str, ExperimentRun], out_dir: str | Path, info: RunI
         ("`<experiment>_summary.csv`: one row per (point, method, metric): mean, 95% CI, "
          "change vs baseline, Wilcoxon p"),
         "`figures/*.png`: the plots; `report.html` embeds them", *bench_files))]
+    step("writing report.md and report.html")
     md = write_text(out / "report.md", to_markdown(blocks))
     html = write_text(out / "report.html", to_html(blocks, out, TITLE))
     others += sorted((out / "figures").glob("*.png")) if (out / "figures").is_dir() else []
