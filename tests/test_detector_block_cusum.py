@@ -217,3 +217,11 @@ def test_a_fall_by_30_percent_of_the_gain_is_stopped_at_any_frequency(freq, seed
     obs = _binomial_run(np.random.default_rng([seed, freq]), _curve(p, "fall"), 1319)
     stop = _stop(make_detector(f"{RULE}:eval_n=1319"), obs)
     assert stop is not None and 0.5 * m < stop <= 0.6 * m
+
+
+def test_a_cold_fleet_is_waited_for_up_to_hn_evals():
+    """A drop before the fleet is ready: no stop on the job's own few-eval estimate, which
+    the same rule without a fleet uses."""
+    values = [0.0] * 3 + [1.0, 1.02, 0.98, 1.01, 0.99] + [0.5] * 4
+    assert _stop(BlockCusum(), values) is not None
+    assert _stop(BlockCusum(fleet=FleetNoise(name="cold")), values) is None
