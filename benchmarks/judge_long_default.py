@@ -19,8 +19,10 @@ anything). Writes ``judge.json``, ``judge.md`` and plots (``freq.png``, ``loss.p
 * ``lab (world 1)`` and ``lab (held-out world 2)``: the shipped lab corpora (as
   ``judge_default.py``: smoothed gold as the true curve, the corpus' median gold standard
   error as the stated sigma), with the tenant-view loss beside the true-quality harm;
-* ``lab (dense)``: the dense-eval lab corpus, when the installed package ships one
-  (``evalstop.lab`` worlds with a ``dense`` corpus); skipped otherwise.
+* ``lab dense (...)``: the dense-eval lab corpora (151-501 evals a run on a fixed eval
+  set, ``evalstop.lab.dense``), where this checkout ships them; neither was used to choose
+  the options. Runs of different lengths are NaN-padded (a NaN eval is ignored by every
+  rule).
 
 Rules: the default (noise stated, fleet prior, own estimate), the default before it
 (``CUSUM_DEFAULT_SPEC``, the same three) and the paper's ``evalstop:k=2``.
@@ -40,6 +42,7 @@ from evalstop.detbench import realshape
 from evalstop.detbench import runs as runs_mod
 from evalstop.detbench.longshape import long_cells
 from evalstop.detbench.longshape_score import cell_outcome, pool
+from evalstop.detbench.realshape import Cell
 from evalstop.detbench.realshape_score import run_cell
 from evalstop.detbench.realshape_score import score as score_cells
 from evalstop.detbench.scoring import Tally, run_detector, tally
@@ -114,19 +117,33 @@ def cell_rows(cells, rules, tenant: bool = False) -> list[dict]:
     return rows
 
 
-def dense_lab_cells():
-    """The dense-eval lab corpus as one cell per world, or [] when none is shipped."""
+def dense_lab_cells() -> list[tuple[str, Cell]]:
+    """The dense-eval lab corpora (``evalstop.lab.dense``) as one cell per world, built as
+    ``lab_cell`` builds the shipped ones; [] where this checkout ships none."""
     try:
-        from evalstop.lab import worlds
-        names = [w for w in getattr(worlds, "DENSE_WORLDS", ())]
+        from evalstop.lab.dense import DENSE, load_dense_corpus, load_dense_metadata
+
+        from evalstop.lab.labels import smooth
     except ImportError:
         return []
     out = []
-    for world in names:
+    for world, spec in DENSE.items():
         try:
-            out.append(lab_cell(world))
-        except (FileNotFoundError, KeyError, ValueError):
+            curves, labels = load_dense_corpus(world=world)
+            meta = load_dense_metadata(world=world)["runs"]
+        except (FileNotFoundError, OSError, KeyError, ValueError):
             continue
+        ids = sorted(curves)
+        width = max(len(curves[i].eval) for i in ids)
+        ev = np.full((len(ids), width), np.nan)
+        true = np.full_like(ev, np.nan)
+        for r, i in enumerate(ids):
+            ev[r, : len(curves[i].eval)] = curves[i].eval
+            true[r, : len(curves[i].eval)] = smooth(curves[i].eval)
+        se = float(np.median([e["gold_se"] for i in ids for e in meta[i]["evals"]]))
+        out.append((f"lab dense ({world}, {spec.role} part)",
+                    Cell("lab", f"lab-dense-{world}", "lab", se, None, true, ev,
+                         np.array([labels[i].hacking for i in ids]))))
     return out
 
 
@@ -195,9 +212,7 @@ def main(argv=None):
     print(f"synthetic: {time.perf_counter() - t0:.0f}s", flush=True)
     labs = [("lab (world 1)", [lab_cell("bigram")]),
             ("lab (held-out world 2)", [lab_cell("trigram")])]
-    dense = dense_lab_cells()
-    if dense:
-        labs.append(("lab (dense)", dense))
+    labs += [(name, [cell]) for name, cell in dense_lab_cells()]
     for part, cells in labs:
         lab_rules = [r for r in RULES if r[2] in ("stated", "own")]
         result["parts"][part] = {"runs": sum(c.runs for c in cells),
