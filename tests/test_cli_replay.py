@@ -58,6 +58,11 @@ def test_min_mode_and_default_detector(tmp_path, capsys):
     (['{"job": "a", "step": 1, "eval": 0.1}', '{"job": "a", "step": 1, "eval": 0.2}'],
      "job 'a' has step 1 twice"),
     (['{"job": "a", "step": 1, "eval": 0.1, "progress": 2}'], "'progress' must be in"),
+    # Steps outside a non-negative int64 (they overflowed numpy/SQLite further on).
+    (['{"job": "a", "step": -1, "eval": 0.1}'],
+     "log.jsonl:1: 'step' must be in 0..2**63-1 (a non-negative int64), got -1"),
+    (['{"job": "a", "step": 9223372036854775808, "eval": 0.1}'], "must be in 0..2**63-1"),
+    (['{"job": "a", "step": 1e308, "eval": 0.1}'], "must be in 0..2**63-1"),
 ])
 def test_bad_logs_give_one_line_errors(tmp_path, capsys, lines, message):
     rc, out, err = replay(capsys, write(tmp_path, lines), "--detector", "evalstop:k=2")
@@ -71,6 +76,15 @@ def test_unknown_detector_and_missing_file(tmp_path, capsys):
     assert rc == 2 and "unknown detector 'magic'" in err
     rc, _, err = replay(capsys, tmp_path / "nope.jsonl")
     assert rc == 2 and "cannot read" in err
+
+
+@pytest.mark.parametrize("lines", [[], [""], ["   ", ""]])
+def test_an_empty_log_is_an_error_not_silence(tmp_path, capsys, lines):
+    """No output and exit 0 would read as "no job needed stopping"."""
+    rc, out, err = replay(capsys, write(tmp_path, lines), "--detector", "default")
+    assert rc == 2 and out == []
+    assert err.startswith("evalstop: error: ") and err.count("\n") == 1
+    assert "no eval records in the log" in err
 
 
 def test_nan_eval_is_ignored(tmp_path, capsys):
