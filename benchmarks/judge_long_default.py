@@ -120,7 +120,9 @@ def tenant_figures(spec, cells, mode) -> dict:
     losses = []
     for c in cells:
         stopped, _, kept = run_cell(spec, c, mode)
-        th = tenant_harm(c.eval, stopped, kept, c.hacking)
+        n = np.isfinite(c.eval).cumprod(axis=1).sum(axis=1)  # ragged runs are NaN-padded
+        kept = np.minimum(kept, n - 1)
+        th = tenant_harm(c.eval, stopped, kept, c.hacking, n_evals=n)
         harmful += int(th.harmful.sum())
         neg += int((~c.hacking).sum())
         loss = th.loss[stopped & ~c.hacking]
@@ -144,7 +146,6 @@ def dense_lab_cells() -> list[tuple[str, Cell]]:
     ``lab_cell`` builds the shipped ones; [] where this checkout ships none."""
     try:
         from evalstop.lab.dense import DENSE, load_dense_corpus, load_dense_metadata
-
         from evalstop.lab.labels import smooth
     except ImportError:
         return []

@@ -37,7 +37,7 @@ def test_noise_options_parse_and_round_trip(rule):
 
 @pytest.mark.parametrize("spec, word", [
     ("default:eval_n=0", "eval_n must"), ("default:eval_n=-5", "eval_n must"),
-    ("default:eval_n=1.5", "not a int"), ("default:eval_n=abc", "not a int"),
+    ("default:eval_n=1.5", "not an int"), ("default:eval_n=abc", "not an int"),
     ("default:sigma=0", "sigma must"), ("default:sigma=-1", "sigma must"),
     ("default:sigma=nan", "sigma must"), ("default:sigma=inf", "sigma must"),
     ("default:sigma=0.1,eval_n=100", "not both"), ("noise-drop:eval_n=0", "eval_n must"),
