@@ -292,7 +292,7 @@ def markdown(result) -> str:
             lines.append(
                 f"| {r['rule']} | {r['noise']} | {_f(r.get('precision'))} "
                 f"| {_f(r.get('recall'))} | {_f(r.get('fpr'))} | {_f(r.get('harmful_rate'))} "
-                f"| {_f(r.get('tenant_harmful'))} "
+                f"| {_f(r.get('tenant_harmful_rate', r.get('tenant_harmful')))} "
                 f"| {_f(r.get('median_delay', r.get('delay')), 1)} "
                 f"| {_f(r.get('recall_within3'))} | {_f(r.get('flat_stopped'))} |")
         lines.append("")
