@@ -258,13 +258,18 @@ class BlockCusum(NoiseAware):
         if self._n_evals > self.hn and gain < self.gmin * sigma:
             return None  # a long run that has not gained yet: no scale to judge a fall on
         share = f"{fall / gain:.0%} of its gain" if gain > 0.0 else "it never gained"
-        noise = f"{fall / sigma:.1f} noise sigmas" if sigma > 0.0 else "noise-free scores"
+        if sigma <= 0.0:
+            noise = "noise-free scores"
+        elif self._b > 1:
+            noise = f"{fall / sigma:.1f} noise sigmas of a mean of {self._b} evals"
+        else:
+            noise = f"{fall / sigma:.1f} noise sigmas"
         span = len(recent) * self._b
         first = self._n_evals - span + 1
         return (f"the level is {self._sign * fall:.4g} below its best "
                 f"({self._sign * level:.4g}): {share}, {noise}, over the last {span} evals "
                 f"(from the {_ordinal(first)} finite eval on, {span / self._n_evals:.0%} of "
-                f"the run); CUSUM {w:.2f} >= {threshold:.2f}")
+                f"the run so far); CUSUM {w:.2f} >= {threshold:.2f}")
 
     def _rule_state(self) -> dict[str, Any]:
         return {"b": self._b, "means": list(self._means), "open_sum": self._open_sum,
