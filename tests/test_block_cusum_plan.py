@@ -6,6 +6,7 @@ noise, both modes, rows long enough to pass the block-doubling points."""
 
 import math
 import os
+from typing import ClassVar
 from unittest import mock
 
 import numpy as np
@@ -209,7 +210,7 @@ def test_what_it_leaves_to_the_objects():
 
     class WithOption(BlockCusum):
         name = "block-cusum-more"
-        PARAMS = {**BlockCusum.PARAMS, "extra": (float, None)}
+        PARAMS: ClassVar = {**BlockCusum.PARAMS, "extra": (float, None)}
 
         def __init__(self, *, extra=None, **kw):
             super().__init__(**kw)
@@ -222,3 +223,19 @@ def test_what_it_leaves_to_the_objects():
     assert WithOption().stop_index(obs) is not None
     assert BlockCusum(blocks=101, wblocks=8).stop_index(obs) is None
     assert BlockCusum(blocks=100, wblocks=8).stop_index(obs) is not None
+
+
+@pytest.mark.parametrize("twin", [True, False], ids=["twin", "numpy"])
+@pytest.mark.parametrize("blocks", [4, 16])
+def test_the_gain_gate_starts_after_hn_evals(twin, blocks):
+    """A run that never gained, then falls: stopped at the eval where W reaches h when that
+    is hn evals or fewer, not after (the gate's first eval is hn + 1)."""
+    flat = [[1.0] * 14 + [0.5] * 6, [0.0] * 3 + [1.0] * 11 + [0.5] * 6]
+    obs = np.array(flat * 3) + np.repeat([0.0, 1e-3, -1e-3], 2)[:, None]
+    stops = set()
+    for hn in range(12, 22):
+        kw = {"sigma": 0.1, "hn": hn, "blocks": blocks, "wblocks": blocks // 2, "smooth_min": 3,
+              "smooth": min(15, blocks), "trim": 3 if blocks >= 15 else 1}
+        stops.update(_check(kw, "max", obs, twin).tolist())
+    if twin or blocks > 9:  # (without the twin, rows past the merge are the objects')
+        assert -1 in stops and len(stops) > 1  # hn decides whether the run stops
