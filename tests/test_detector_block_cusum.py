@@ -13,7 +13,7 @@ from evalstop.detectors import BlockCusum, CusumDrop, FleetNoise, make_detector
 
 NAN = math.nan
 run = run_detector
-RULE = "block-cusum"
+RULE = "default"  # the frequency tests are about the default
 
 
 def _binomial_run(rng, rate, n_items=1319):
@@ -217,3 +217,37 @@ def test_a_fall_by_30_percent_of_the_gain_is_stopped_at_any_frequency(freq, seed
     obs = _binomial_run(np.random.default_rng([seed, freq]), _curve(p, "fall"), 1319)
     stop = _stop(make_detector(f"{RULE}:eval_n=1319"), obs)
     assert stop is not None and 0.5 * m < stop <= 0.6 * m
+
+
+def test_a_cold_fleet_is_waited_for_up_to_hn_evals():
+    """A drop before the fleet is ready: no stop on the job's own few-eval estimate, which
+    the same rule without a fleet uses."""
+    values = [0.0] * 3 + [1.0, 1.02, 0.98, 1.01, 0.99] + [0.5] * 4
+    assert _stop(BlockCusum(), values) is not None
+    assert _stop(BlockCusum(fleet=FleetNoise(name="cold")), values) is None
+
+
+def test_noise_precedence_and_the_block_floor():
+    """b = 1: stated > fleet > own, as cusum-drop. b >= 2: the stated noise / sqrt(b) is a
+    floor the job's own block estimate can raise (a wandering level), never lower."""
+    fleet = FleetNoise()
+    for d in [0.5, -0.5] * 30:
+        fleet.add(d)
+    own, with_fleet = BlockCusum(), BlockCusum(fleet=fleet)
+    stated = BlockCusum(sigma=0.01, fleet=fleet)
+    for i, v in enumerate([0.5, 0.52, 0.49, 0.51, 0.5, 0.48]):
+        for det in (own, with_fleet, stated):
+            det.update(i + 1, v)
+    assert stated._block_sigma() == 0.01
+    assert with_fleet._block_sigma() == pytest.approx(fleet.sigma())
+    assert own._block_sigma() not in (0.01, pytest.approx(fleet.sigma()))
+    rng = np.random.default_rng(4)
+    quiet, wander = BlockCusum(sigma=0.01), BlockCusum(sigma=0.01)
+    steps = np.cumsum(0.02 * rng.standard_normal(256))  # a random-walk level
+    for i in range(256):
+        quiet.update(i + 1, 0.5 + 0.01 * rng.standard_normal())
+        wander.update(i + 1, 0.5 + steps[i])
+    assert quiet._b == 8
+    assert quiet._block_sigma() == pytest.approx(0.01 / math.sqrt(8), rel=0.5)
+    assert quiet._block_sigma() >= 0.01 / math.sqrt(8)
+    assert wander._block_sigma() > 3 * 0.01 / math.sqrt(8)

@@ -192,9 +192,10 @@ def test_precedence_stated_over_fleet_over_own():
     fleet = FleetNoise()
     for d in [0.5, -0.5] * 30:
         fleet.add(d)
-    own = make_detector("default")
-    with_fleet = make_detector("default", fleet=fleet)
-    stated = make_detector("default:sigma=0.01", fleet=fleet)
+    # cusum-drop's own parts (block-cusum's: tests/test_detector_block_cusum.py)
+    own = make_detector("cusum-default")
+    with_fleet = make_detector("cusum-default", fleet=fleet)
+    stated = make_detector("cusum-default:sigma=0.01", fleet=fleet)
     vals = [0.5, 0.52, 0.49, 0.51, 0.5, 0.48]
     for i, v in enumerate(vals):
         for det in (own, with_fleet, stated):

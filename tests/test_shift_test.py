@@ -110,7 +110,7 @@ def test_the_array_version_is_left_out_with_the_shift_test():
 
 
 # ---- properties, with the noise stated or from a fleet ---------------------------------
-SHIFTED = ("default:shift=2.25", "default:shift=3,shift_m=3", "cusum-drop:shift=0.5")
+SHIFTED = ("cusum-default:shift=2.25", "cusum-default:shift=3,shift_m=3", "cusum-drop:shift=0.5")
 rises = st.lists(st.floats(0.0, 1.0, allow_nan=False), min_size=2, max_size=40).map(sorted)
 
 

@@ -33,7 +33,8 @@ for _cls in (KDecline, StopAt, LossPlateau, Patience, NoiseDrop, SlopeTest, Cusu
 # trim=2 (PREVIOUS_DEFAULT_SPEC), which replaced noise-drop:m=1.4,n=2,smooth=9; all are still
 # spellable unchanged.
 CUSUM_DEFAULT_SPEC = "cusum-drop:h=2.5,k=1.5,clip=3.0,smooth=15,min_evals=4,trim=3,smooth_min=3"
-DEFAULT_SPEC = CUSUM_DEFAULT_SPEC
+DEFAULT_SPEC = ("block-cusum:h=2.5,k=1.5,clip=3.0,smooth=15,min_evals=4,trim=3,smooth_min=3,"
+                "blocks=16,wblocks=8,rel=0.1,hg=0.0,hn=12,lags=4,gmin=3.0")
 ROUND1_DEFAULT_SPEC = "cusum-drop:h=3.0,k=1.5,clip=2.5,smooth=15,min_evals=4,trim=3,smooth_min=3"
 PREVIOUS_DEFAULT_SPEC = "cusum-drop:h=2.0,k=0.75,clip=2.0,smooth=9,min_evals=6,trim=2"
 alias("default", DEFAULT_SPEC)

@@ -20,7 +20,8 @@ set the level also wanders slowly, which eval-to-eval noise does not show.
   CUSUM fires when C >= h + hg * log2(max(1, n / hn)) after n evals (a threshold that
   grows with the number of looks beyond ``hn`` evals; hg = 0: fixed).
 * **Noise of a block mean, s.** With ``b = 1``: as ``cusum-drop`` (stated > fleet > the
-  job's own estimate). With ``b >= 2`` the stated or fleet noise of one eval divided by
+  job's own estimate), except that a rule given a fleet that is not ready yet waits for it
+  (no stop) up to ``hn`` evals rather than trust its own estimate from a few evals. With ``b >= 2`` the stated or fleet noise of one eval divided by
   sqrt(b) is a floor that the job's own estimate over its block means can raise: the
   largest robust scale of their second differences at lags 1, 2, 4, ..., ``lags``
   (m[i - l] - 2 m[i] + m[i + l] cancels level and slope at any lag l, and holds the
@@ -36,8 +37,8 @@ set the level also wanders slowly, which eval-to-eval noise does not show.
   its flat start, would lose all of its gain).
 
 With ``rel=0``, up to ``hn`` evals (or up to ``2 * blocks`` evals with ``gmin=0`` and
-``hg=0``), the rule is ``cusum-drop`` with the same options, stop for stop: a short run is
-judged as before.
+``hg=0``), the rule is ``cusum-drop`` with the same options, stop for stop (with a fleet:
+once the fleet is ready): a short run is judged as before.
 
 State: at most ``2 * blocks`` block means, the open block's sum and count, the last three
 evals (for the fleet) and a few numbers: O(blocks), whatever the run's length. Each eval
@@ -170,6 +171,8 @@ class BlockCusum(NoiseAware):
 
     def _block_sigma(self) -> float | None:
         one = self._eval_sigma()
+        if one is None and self.fleet is not None and self._n_evals <= self.hn:
+            return None  # wait for the fleet: an own estimate from a few evals stops too much
         if self._b == 1:
             return one if one is not None else sigma_hat(self._means)
         own = self._own_block_sigma()
