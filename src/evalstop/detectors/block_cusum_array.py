@@ -42,7 +42,7 @@ import numpy as np
 
 from evalstop import jit
 from evalstop.detectors.block_cusum import BlockCusum
-from evalstop.detectors.cusum_drop_array import plan_rows
+from evalstop.detectors.cusum_drop_array import _min_drops, plan_rows
 from evalstop.detectors.noise import (
     CLIP,
     CLIPPED_MEAN_ABS,
@@ -112,5 +112,6 @@ def _long_rows(twin, det, raw, rows, thr, stop_at, kept) -> None:
     w0 = det.smooth if det.smooth_min is None else det.smooth_min
     twin.long_rows(np.ascontiguousarray(raw), rows, float(det._sign), thr, det.k, det.clip,
                    det.smooth, det.min_evals, det.trim, w0, det.blocks, det.wblocks, det.rel,
-                   det.gmin, det.hn, det.lags, noise, sigma, eval_n, MIN_DIFFS, CLIP,
+                   det.gmin, det.hn, det.lags, noise, sigma, eval_n,
+                   _min_drops(det, raw.shape[1]), MIN_DIFFS, CLIP,
                    CLIPPED_MEAN_ABS, MEAN_ABS, MAD_N01, stop_at, kept)

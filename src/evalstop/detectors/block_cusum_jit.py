@@ -81,16 +81,23 @@ def _refind(means, nm, width, smooth, trim, buf):
 
 @njit(cache=True)
 def _judge(means, nm, b, n, have, level, since, start, thr, k, clip, min_evals, rel, gmin,
-           hn, lags, sign, noise, sigma, eval_n, min_diffs, clip_n, clipped_mean_abs,
+           hn, lags, sign, noise, sigma, eval_n, need, min_diffs, clip_n, clipped_mean_abs,
            mean_abs, mad_n01, d, srt, dv):
-    """Whether ``BlockCusum._judge`` stops after n evals (b >= 2 evals per block)."""
+    """Whether ``BlockCusum._judge`` stops after n evals (b >= 2 evals per block).
+
+    Two exact gates first, as in ``cusum_drop_jit``: fewer than ``need`` blocks below the
+    level cannot bring W to h <= thr[n] (``cusum_drop_array._min_drops``), and with a
+    stated noise, whose floor s_0 the rule's s never undercuts, the CUSUM of
+    min((L - m) / s_0, clip) over the blocks below L (0 for the others) is at least W
+    (division, w + z - k and max(0, .) round monotonically), so below thr[n] it stops
+    nothing; both skip the noise estimate over the blocks."""
     if not have or since == 0 or n < min_evals:
         return False
     s0 = nm - min(since, nm)
-    below = False
+    below = 0
     for i in range(s0, nm):
-        below |= means[i] < level
-    if not below:
+        below += means[i] < level
+    if below == 0 or below < need:  # none: the object returns before its noise estimate
         return False
     # _block_sigma: the stated (or binomial) noise of one eval over sqrt(b) is a floor that
     # the job's own estimate over the block means may raise
@@ -103,6 +110,13 @@ def _judge(means, nm, b, n, have, level, since, start, thr, k, clip, min_evals, 
         p = min(p, 1.0)
         q = (p * eval_n + 2.0) / (eval_n + 4.0)
         floor = math.sqrt(q * (1.0 - q) / eval_n) / math.sqrt(b)
+    if floor > 0.0:
+        w = 0.0
+        for i in range(s0, nm):
+            z = min((level - means[i]) / floor, clip) if means[i] < level else 0.0
+            w = max(0.0, w + z - k)
+        if w < thr[n]:
+            return False
     s = _own_block_sigma(means, nm, lags, min_diffs, clip_n, clipped_mean_abs, mean_abs,
                          mad_n01, d, srt, dv)
     if s < 0.0 or floor >= 0.0 and floor > s:
@@ -140,7 +154,7 @@ def _judge(means, nm, b, n, have, level, since, start, thr, k, clip, min_evals, 
 
 @njit(cache=True)
 def long_rows(raw, rows, sign, thr, k, clip, smooth, min_evals, trim, w0, blocks, wblocks,
-              rel, gmin, hn, lags, noise, sigma, eval_n, min_diffs, clip_n, clipped_mean_abs,
+              rel, gmin, hn, lags, noise, sigma, eval_n, need, min_diffs, clip_n, clipped_mean_abs,
               mean_abs, mad_n01, stop_at, kept):
     """Fill ``stop_at[j]`` and ``kept[j]`` for the rows j in ``rows`` of ``raw`` (job,
     eval; finite; at least ``2 * blocks`` evals) that a fresh ``BlockCusum`` has not
@@ -189,7 +203,7 @@ def long_rows(raw, rows, sign, thr, k, clip, smooth, min_evals, trim, w0, blocks
                         if not have or lv > level:
                             have, level, since = True, lv, 0
             if _judge(means, nm, b, n, have, level, since, start, thr, k, clip, min_evals,
-                      rel, gmin, hn, lags, sign, noise, sigma, eval_n, min_diffs, clip_n,
+                      rel, gmin, hn, lags, sign, noise, sigma, eval_n, need, min_diffs, clip_n,
                       clipped_mean_abs, mean_abs, mad_n01, d, srt, dv):
                 stop = n - 1
                 break
