@@ -58,6 +58,11 @@ def test_min_mode_and_default_detector(tmp_path, capsys):
     (['{"job": "a", "step": 1, "eval": 0.1}', '{"job": "a", "step": 1, "eval": 0.2}'],
      "job 'a' has step 1 twice"),
     (['{"job": "a", "step": 1, "eval": 0.1, "progress": 2}'], "'progress' must be in"),
+    # Steps outside a non-negative int64 (they overflowed numpy/SQLite further on).
+    (['{"job": "a", "step": -1, "eval": 0.1}'],
+     "log.jsonl:1: 'step' must be in 0..2**63-1 (a non-negative int64), got -1"),
+    (['{"job": "a", "step": 9223372036854775808, "eval": 0.1}'], "must be in 0..2**63-1"),
+    (['{"job": "a", "step": 1e308, "eval": 0.1}'], "must be in 0..2**63-1"),
 ])
 def test_bad_logs_give_one_line_errors(tmp_path, capsys, lines, message):
     rc, out, err = replay(capsys, write(tmp_path, lines), "--detector", "evalstop:k=2")

@@ -66,6 +66,12 @@ def test_detector_stops_and_same_seed_same_file(tmp_path):
      "unknown detector 'nope'"),
     ("job_id,arrival_s,duration_s,gpus\na,0,10,1\n", 0, [], "--gpus must be >= 1"),
     ("", 4, [], "jobs.csv"),
+    # A control character copied raw into the output CSV would corrupt it for its readers.
+    ("job_id,arrival_s,duration_s,gpus\nok,0,10,1\na\x00b,0,10,1\n", 4, [],
+     "jobs.csv:3: job_id 'a\\x00b' holds a control or non-printing character (U+0000)"),
+    ("job_id,arrival_s,duration_s,gpus\na\x1b[2Jb,0,10,1\n", 4, [], "jobs.csv:2: job_id"),
+    ("job_id,arrival_s,duration_s,gpus,tenant\na,0,10,1,t\x07\n", 4, [],
+     "jobs.csv:2: tenant 't\\x07' holds a control"),
 ])
 def test_bad_input_one_line_error(tmp_path, capsys, text, gpus, extra, message):
     jobs = trace(tmp_path, text)

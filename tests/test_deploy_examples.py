@@ -42,6 +42,8 @@ def _command(text: str, start: str) -> list[str]:
 
 def test_systemd_and_slurm_command_lines_parse():
     unit = (DEPLOY / "systemd" / "evalstop-watch.service").read_text()
+    (nofile,) = re.findall(r"^LimitNOFILE=(\d+)$", unit, re.MULTILINE)
+    assert int(nofile) >= 4096  # systemd's default 1024 ran out under idle connections
     argv = _command(unit, "ExecStart=")
     assert argv[0] == "ExecStart=/usr/local/bin/evalstop" and argv[1] == "watch"
     parse_watch(argv[1:])
@@ -72,3 +74,26 @@ def test_kubernetes_rbac_is_exactly_the_stop_action():
     assert {r.tenant for r in pol.rules} == {b["metadata"]["namespace"] for b in bindings}
     assert all(re.search(r"kubectl-suspend\.sh --tenant \{tenant\} -- \{job\}", r.action)
                for r in pol.rules)
+
+
+def test_kubernetes_page_server_is_guarded():
+    yaml = pytest.importorskip("yaml")
+    docs = list(yaml.safe_load_all((DEPLOY / "kubernetes" / "evalstop-watch.yaml").read_text()))
+    (dep,) = [d for d in docs if d["kind"] == "Deployment"]
+    pod = dep["spec"]["template"]["spec"]
+    (box,) = pod["containers"]
+    args = parse_watch(box["args"])
+    # Off loopback, so a token (from a Secret volume) guards all but /healthz.
+    assert args.serve.startswith("0.0.0.0:") and args.serve_token_file
+    mounts = {m["mountPath"]: m["name"] for m in box["volumeMounts"]}
+    token_vol = mounts[str(Path(args.serve_token_file).parent)]
+    (vol,) = [v for v in pod["volumes"] if v["name"] == token_vol]
+    assert "secret" in vol
+    limits = box["resources"]["limits"]
+    assert {"cpu", "memory"} <= set(limits)
+    assert 'ulimit -n "$(ulimit -Hn)"' in " ".join(box["command"])
+    (net,) = [d for d in docs if d["kind"] == "NetworkPolicy"]
+    assert net["spec"]["podSelector"]["matchLabels"] == dep["spec"]["selector"]["matchLabels"]
+    assert "Ingress" in net["spec"]["policyTypes"]
+    (rule,) = net["spec"]["ingress"]
+    assert rule["ports"] == [{"protocol": "TCP", "port": 9100}] and rule["from"]

@@ -105,6 +105,21 @@ def test_fifo_overlay_stops_decliners_and_frees_slots(local_ray, tmp_path):
         assert sum(1 for a, b in spans if a <= t < b) <= 2
 
 
+def test_stop_reason_in_trial_result_and_console(local_ray, tmp_path, caplog):
+    sched = EvalStopScheduler(FIFOScheduler(), detector="evalstop:k=2")
+    with caplog.at_level("WARNING", logger="evalstop.integrations.ray_tune"):
+        peak, up = _fit(tmp_path, [{"curve": PEAK}, {"curve": UP}], scheduler=sched)
+    reason = sched.decisions()[peak.metrics["trial_id"]]["reason"]
+    assert reason  # the rule's own words
+    assert peak.metrics["evalstop_stopped"] is True
+    assert peak.metrics["evalstop_reason"] == reason
+    assert (peak.metrics["evalstop_stop_step"], peak.metrics["evalstop_best_step"]) == (5, 3)
+    assert not any(k.startswith("evalstop_") for k in up.metrics)
+    said = [r.getMessage() for r in caplog.records if "stopping trial" in r.getMessage()]
+    assert len(said) == 1 and peak.metrics["trial_id"] in said[0] and reason in said[0]
+    assert f"{peak.metrics['trial_id']} at 5 (best 3): {reason}" in sched.debug_string()
+
+
 def test_asha_overlay_forwards_to_base(local_ray, tmp_path):
     asha = ASHAScheduler(time_attr="training_iteration", max_t=10, grace_period=8,
                          reduction_factor=4)

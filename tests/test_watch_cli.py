@@ -34,23 +34,55 @@ def test_once_then_status(tmp_path, capsys):
     rc = main(["watch", "--jsonl", str(logs), "--db", str(db), "--once", *K2,
                "--action", f"echo {{job}} {{best_step}} >> {marker}"])
     out = capsys.readouterr()
-    assert rc == 0 and out.err == ""
     src = os.path.realpath(logs / "evals.jsonl")
-    assert out.out.splitlines() == [
-        f"stop peak at step 5: 2 consecutive declines; best step 3 (score 0.5); tenant evals, "
-        f"source {src}",
-        f"stop other at step 5: 2 consecutive declines; best step 3 (score 0.5); tenant evals, "
-        f"source {src}",
+    err = out.err.splitlines()
+    assert rc == 0 and len(err) == 1
+    assert err[0] == (f"evalstop watch: following jsonl:{os.path.realpath(logs)}; rules: every "
+                      f"tenant: evalstop:k=2, mode max, action 'echo {{job}} {{best_step}} >> "
+                      f"{marker}'; no page (give --serve HOST:PORT for one); state {db}")
+    said = out.out.splitlines()
+    assert sorted(said[2:]) == [f"job {j} [{src}]: action exited 0 (no output)"
+                                for j in ("other", "peak")]
+    assert said[:2] == [
+        (f"stop peak at step 5: 2 consecutive declines; best step 3 (score 0.5); tenant evals, "
+         f"source {src}"),
+        (f"stop other at step 5: 2 consecutive declines; best step 3 (score 0.5); tenant evals, "
+         f"source {src}"),
     ]
     # actions run in a pool, so their order in the file is not fixed
     assert sorted(marker.read_text().splitlines()) == ["other 3", "peak 3"]
     assert main(["watch", "--status", "--db", str(db)]) == 0
     table = capsys.readouterr().out.splitlines()
-    assert table[0].split()[:2] == ["tenant", "job"] and table[-1] == "2 jobs, 2 stopped"
+    assert table[0].split()[:2] == ["tenant", "job"] and table[3] == "2 jobs, 2 stopped"
+    assert sorted(table[5:]) == ["  evals/other: done, exit 0: (no output)",
+                                 "  evals/peak: done, exit 0: (no output)"]
     assert main(["watch", "--status", "--db", str(db), "--json"]) == 0
     rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert {r["job"]: (r["stop_step"], r["best_step"], r["streak"], r["action"])
             for r in rows} == {"peak": (5, 3, 2, "done"), "other": (5, 3, 2, "done")}
+
+
+def test_action_output_in_status_json_page_and_log(tmp_path, capsys):
+    from evalstop.integrations.watch.status import page_html
+
+    logs = _log(tmp_path, jobs=("peak",))
+    db = tmp_path / "s.db"
+    rc = main(["watch", "--jsonl", str(logs), "--db", str(db), "--once", *K2, "--action",
+               "echo suspended {job}; echo 'second <line>' >&2; exit 3"])
+    err = capsys.readouterr().err
+    assert rc == 0
+    src = os.path.realpath(logs / "evals.jsonl")
+    assert f"job peak [{src}]: action exited 3: second <line>" in err
+    assert main(["watch", "--status", "--db", str(db), "--json"]) == 0
+    (row,) = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert (row["action"], row["action_rc"]) == ("failed", 3)
+    assert row["action_output"].splitlines() == ["suspended peak", "second <line>"]
+    assert row["rule"] == "evalstop:k=2 (mode max)"
+    assert main(["watch", "--status", "--db", str(db)]) == 0
+    assert "  evals/peak: failed, exit 3: second <line>" in capsys.readouterr().out
+    page = page_html(str(db))
+    assert "suspended peak\nsecond &lt;line&gt;</pre>" in page
+    assert "rule evalstop:k=2 (mode max)" in page
 
 
 def test_dry_run_leaves_no_state(tmp_path, capsys):
@@ -66,7 +98,7 @@ def test_dry_run_leaves_no_state(tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--once"], "give at least one --jsonl DIR or --tensorboard DIR"),
+        (["--once"], "give at least one --jsonl DIR, --tensorboard DIR or --mlflow URI"),
         (["--once", "--jsonl", "NOPE"], "--jsonl 'NOPE' is not a directory"),
         (["--once", "--jsonl", "LOGS", "--detector", "nope"], "unknown detector 'nope'"),
         (["--once", "--jsonl", "LOGS", "--action", "x {jobid}"], "unknown placeholder"),
@@ -137,7 +169,9 @@ def test_polling_loop_stops_cleanly_on_signals(tmp_path, sig):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert time.monotonic() - started < 30
-    assert err.strip() == "evalstop watch: stopped"
+    lines = err.strip().splitlines()
+    assert lines[0].startswith("evalstop watch: following jsonl:")
+    assert lines[1:] == ["evalstop watch: stopped"]
     # It released the state: another controller can take it.
     assert main(["watch", "--jsonl", str(logs), "--db", str(db), "--once"]) == 0
 

@@ -3,6 +3,7 @@ served; the page checked in a real headless browser (Debian's chromium via Playw
 
 from __future__ import annotations
 
+import re
 import urllib.error
 import urllib.request
 
@@ -48,7 +49,7 @@ def server():
     metrics = WatchMetrics()
     health = Health(interval=1.0)
     srv = StatusServer("127.0.0.1", 0, metrics=metrics, health=health,
-                       page=lambda: render_page(ROWS, CURVES)).start()
+                       page=lambda n: render_page(ROWS, CURVES)).start()
     yield srv, metrics, health
     srv.close()
 
@@ -79,7 +80,7 @@ def test_port_in_use_is_one_line(server):
     srv, metrics, health = server
     host, port = srv.address
     with pytest.raises(ValueError, match="cannot listen"):
-        StatusServer(host, port, metrics=metrics, health=health, page=lambda: "")
+        StatusServer(host, port, metrics=metrics, health=health, page=lambda n: "")
 
 
 def open_in_browser(url: str, shot: str | None = None):
@@ -120,3 +121,80 @@ def test_page_in_a_real_browser(server, tmp_path):
     assert errors == []
     assert info["rows"] == 2 and info["scripts"] == 0  # the hostile name stayed text
     assert info["points"] == 6 and info["stop"] == 1 and info["width"] > 100
+
+
+def fleet_db(path, n: int, evals: int = 4) -> str:
+    """A state database of ``n`` jobs of two tenants, every third one stopped."""
+    from evalstop.integrations.watch.store import ActionRow, JobRow, StateStore
+
+    store = StateStore(str(path))
+    jobs, acts, pts = [], [], []
+    for i in range(n):
+        src, job = f"/logs/t{i % 2}/run.jsonl", f"job-{i:06d}"
+        stopped = i % 3 == 0
+        jobs.append(JobRow(job, src, f"t{i % 2}", {"rule": {}}, evals, evals, 0.5, 2, 0.7,
+                           stopped, evals if stopped else None, "", 0, 0.0))
+        if stopped:
+            acts.append(ActionRow(src, job, f"t{i % 2}", "true", "done", 0, "", 0.0, 0.0, 0.0))
+        pts += [(src, job, s, 0.5 + 0.01 * s) for s in range(1, evals + 1)]
+    store.save_batch(jobs, {}, [], acts, pts)
+    store.close()
+    return str(path)
+
+
+def test_page_shows_one_page_and_never_reads_the_whole_fleet(tmp_path, monkeypatch):
+    from evalstop.integrations.watch.status import page_html
+    from evalstop.integrations.watch.store import StateStore
+
+    db = fleet_db(tmp_path / "s.db", 250)
+
+    def whole_fleet(self, *a, **k):
+        raise AssertionError("the page read every job")
+
+    for name in ("jobs", "actions", "curves"):
+        monkeypatch.setattr(StateStore, name, whole_fleet)
+    html = page_html(db, page=2, per_page=100)
+    assert html.count('<tr class="job"') == 100
+    assert "250 jobs" in html and "84 stopped" in html
+    assert "Jobs 101-200 of 250, page 2 of 3" in html
+    assert 'href="?page=1"' in html and 'href="?page=3"' in html
+    last = page_html(db, page=3, per_page=100)
+    assert last.count('<tr class="job"') == 50 and 'rel="next"' not in last
+    pages = [page_html(db, page=n, per_page=100) for n in (1, 2, 3)]
+    names = [m for h in pages for m in re.findall(r"<code>(job-\d+)</code>", h)]
+    assert len(names) == len(set(names)) == 250  # every job on exactly one page
+    assert page_html(db, page=9, per_page=100).count('<tr class="job"') == 0
+
+
+def test_paginated_page_in_a_real_browser(tmp_path):
+    from evalstop.integrations.watch.status import page_html
+
+    chromium_or_skip()
+    from playwright.sync_api import sync_playwright
+
+    db = fleet_db(tmp_path / "s.db", 7)
+    srv = StatusServer("127.0.0.1", 0, metrics=None, health=Health(interval=1.0),
+                       page=lambda n: page_html(db, page=n, per_page=3)).start()
+    errors: list[str] = []
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium_or_skip(),
+                                        args=["--no-sandbox"])
+            try:
+                page = browser.new_page()
+                page.on("console", lambda m: errors.append(m.text) if m.type == "error"
+                        else None)
+                page.goto("http://%s:%d/" % srv.address, wait_until="load")  # noqa: UP031
+                seen = [page.locator("tr.job").count()]
+                for _ in range(2):
+                    page.click('a[rel="next"]')
+                    page.wait_for_load_state("load")
+                    seen.append(page.locator("tr.job").count())
+                url = page.url
+                curves = page.locator("tr.job svg.job-curve").count()
+            finally:
+                browser.close()
+    finally:
+        srv.close()
+    assert errors == []
+    assert seen == [3, 3, 1] and url.endswith("?page=3") and curves == 1

@@ -95,7 +95,13 @@ def test_check_policy_prints_each_tenants_rule(tmp_path, capsys):
     (["--policy", "P", "--detector", "evalstop:k=2", "--db", "x.db", "--jsonl", "."],
      "--policy replaces --detector"),
     (["--check-policy"], "--check-policy needs --policy"),
-    (["--jsonl", ".", "--db", "x.db", "--serve", "localhost"], "--serve must be HOST:PORT"),
+    (["--jsonl", ".", "--db", "x.db", "--serve", "localhost"], "--serve must be [HOST:]PORT"),
+    (["--jsonl", ".", "--db", "x.db", "--serve", "0.0.0.0:9100"],
+     "serving beyond loopback needs --serve-token-file"),
+    (["--jsonl", ".", "--db", "x.db", "--serve", "9100", "--page-size", "0"],
+     "--page-size must be in 1..1000"),
+    (["--jsonl", ".", "--db", "x.db", "--serve", "0.0.0.0:9100", "--serve-token-file", "P"],
+     "must hold one token of at least 16"),
 ])
 def test_policy_and_serve_errors_are_one_line(tmp_path, capsys, argv, message):
     pol = tmp_path / "p.toml"
@@ -105,3 +111,25 @@ def test_policy_and_serve_errors_are_one_line(tmp_path, capsys, argv, message):
     assert main(["watch", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err, err
+
+
+@pytest.mark.parametrize("value, address", [
+    ("9100", ("127.0.0.1", 9100)),  # loopback unless a host is named
+    ("0.0.0.0:9100", ("0.0.0.0", 9100)),
+    ("[::1]:0", ("::1", 0)),
+])
+def test_serve_address(value, address):
+    from evalstop.cli.watch import _parse_serve
+
+    assert _parse_serve(value) == address
+
+
+def test_a_token_file_opens_the_server_beyond_loopback(tmp_path, capsys):
+    token = tmp_path / "token"
+    token.write_text("0123456789abcdef-secret\n")
+    (tmp_path / "logs").mkdir()
+    rc = main(["watch", "--once", "--jsonl", str(tmp_path / "logs"), "--db",
+               str(tmp_path / "s.db"), "--serve", "0.0.0.0:0", "--serve-token-file",
+               str(token)])
+    assert rc == 0, capsys.readouterr().err
+    assert "serving http://0.0.0.0:" in capsys.readouterr().err

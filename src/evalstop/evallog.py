@@ -18,6 +18,9 @@ from evalstop.errors import InputError
 from evalstop.lines import bounded_lines
 
 OPTIONAL = ("loss", "proxy", "progress", "time")
+# Steps a finished log may hold: a non-negative int64 (what a trainer's global step is,
+# and what fits an SQLite or numpy integer).
+MAX_LOG_STEP = 2**63 - 1
 
 
 class RecordError(InputError):
@@ -107,18 +110,20 @@ def read_log(path: str | Path) -> dict[str, list[EvalRecord]]:
 
     A step logged twice for one job is an error (which score counts would be a guess).
     """
+    from evalstop.fileio import open_regular
+
     path = Path(path)
     jobs: dict[str, list[EvalRecord]] = {}
-    try:
-        fh = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror}") from None
-    with fh:
+    # A FIFO or device is refused before it is opened (a FIFO would block for ever).
+    with open_regular(path, "log", mode="r", encoding="utf-8") as fh:
         try:
             for n, line in enumerate(bounded_lines(fh, str(path)), 1):
                 if not line.strip():
                     continue
                 rec = parse_record(line, f"{path}:{n}")
+                if not 0 <= rec.step <= MAX_LOG_STEP:
+                    raise InputError(f"{path}:{n}: 'step' must be in 0..2**63-1 (a "
+                                     f"non-negative int64), got {_show(rec.step)}")
                 jobs.setdefault(rec.job, []).append(rec)
         except UnicodeDecodeError as exc:  # name the file; the codec's message does not
             raise InputError(f"{path}: not UTF-8 text ({exc.reason})") from None

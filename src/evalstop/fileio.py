@@ -28,6 +28,10 @@ def special_kind(path: str | Path) -> str | None:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
         return None
+    return _kind(mode)
+
+
+def _kind(mode: int) -> str | None:
     if stat.S_ISREG(mode):
         return None
     if stat.S_ISLNK(mode):
@@ -41,6 +45,47 @@ def special_kind(path: str | Path) -> str | None:
     if stat.S_ISSOCK(mode):
         return "a socket"
     return "not a regular file"
+
+
+def open_regular(path: str | Path, option: str, **kwargs):
+    """``path`` opened for reading (``open``'s ``mode`` and ``kwargs``, binary by default)
+    only if it is a regular file (a symbolic link to one is fine). A FIFO, device node,
+    socket or folder is refused with InputError before it is opened: opening a FIFO for
+    reading waits for a writer, for ever."""
+    what = f"{option} {str(path)!r}"
+    try:
+        kind = _kind(os.stat(path).st_mode)
+    except OSError as exc:
+        raise InputError(f"cannot read {what}: {exc.strerror or exc}") from None
+    if kind is not None:
+        raise InputError(f"{what} is {kind}, not a regular file")
+    # O_NONBLOCK: should it have been swapped for a FIFO since the stat, the open still
+    # returns at once, and the fstat refuses it.
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise InputError(f"cannot read {what}: {exc.strerror or exc}") from None
+    kind = _kind(os.fstat(fd).st_mode)
+    if kind is not None:
+        os.close(fd)
+        raise InputError(f"{what} is {kind}, not a regular file")
+    os.set_blocking(fd, True)
+    kwargs.setdefault("mode", "rb")
+    return os.fdopen(fd, **kwargs)
+
+
+def read_regular(path: str | Path, option: str, max_bytes: int) -> bytes:
+    """The bytes of the regular file ``path`` (see ``open_regular``), at most
+    ``max_bytes`` of them, else InputError."""
+    with open_regular(path, option) as fh:
+        try:
+            raw = fh.read(max_bytes + 1)
+        except OSError as exc:
+            raise InputError(f"cannot read {option} {str(path)!r}: "
+                             f"{exc.strerror or exc}") from None
+    if len(raw) > max_bytes:
+        raise InputError(f"{option} {str(path)!r} is larger than {max_bytes} bytes")
+    return raw
 
 
 def check_out_file(path: str | Path, option: str = "--out") -> Path:

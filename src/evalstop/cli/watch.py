@@ -15,6 +15,8 @@ import sys
 import threading
 
 from evalstop.detectors import DEFAULT_SPEC
+from evalstop.integrations.watch.http_guard import MAX_CONNECTIONS, ServeLimits
+from evalstop.integrations.watch.page import MAX_PAGE_SIZE, PAGE_SIZE
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -42,15 +44,32 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "--tenant-pattern/--tb-tag")
     p.add_argument("--check-policy", action="store_true",
                    help="with --policy: check it, print each tenant's effective rule, exit")
-    p.add_argument("--serve", default=None, metavar="HOST:PORT",
+    p.add_argument("--serve", default=None, metavar="[HOST:]PORT",
                    help="serve /metrics (Prometheus), /healthz and a read-only status page "
-                        "at http://HOST:PORT/ (e.g. 127.0.0.1:9100; needs evalstop[watch])")
+                        "at http://HOST:PORT/ (HOST is 127.0.0.1 unless given; needs "
+                        "evalstop[watch]); any other host needs --serve-token-file")
+    p.add_argument("--serve-token-file", default=None, metavar="FILE",
+                   help="a file holding a secret token: every path but /healthz then "
+                        "needs 'Authorization: Bearer TOKEN'")
+    p.add_argument("--serve-connections", type=int, default=MAX_CONNECTIONS,
+                   metavar="N",
+                   help="most connections open at once; at the cap the oldest one that has "
+                        f"sent no request is closed (default: {MAX_CONNECTIONS})")
+    p.add_argument("--page-size", type=int, default=PAGE_SIZE, metavar="N",
+                   help=f"jobs per status page, 1..{MAX_PAGE_SIZE} (default: {PAGE_SIZE})")
     p.add_argument("--jsonl", action="append", default=[], metavar="DIR",
                    help="directory of *.jsonl eval logs, followed recursively (repeatable); "
                         "symbolic links in it are not followed; a rotated log "
                         "(a.jsonl -> a.jsonl.1) is drained first")
     p.add_argument("--tensorboard", action="append", default=[], metavar="DIR",
                    help="directory of TensorBoard runs; each run dir is a job (repeatable)")
+    p.add_argument("--mlflow", action="append", default=[], metavar="URI",
+                   help="MLflow tracking URI to follow (http://HOST:PORT, "
+                        "sqlite:////path/mlruns.db, file:///path/mlruns; repeatable): each "
+                        "run is a job, its experiment's name its tenant; decisions are "
+                        "written back to the run as evalstop.* tags (needs evalstop[mlflow])")
+    p.add_argument("--mlflow-metric", default=None, metavar="NAME",
+                   help="MLflow metric key that holds the eval score (default: eval)")
     p.add_argument("--tenant-pattern", default=None, metavar="REGEX",
                    help="regex with a named group (?P<tenant>...) matched against each log's "
                         "path under the watched root (default: its first path component; "
@@ -58,7 +77,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "logs that do not match are refused")
     p.add_argument("--job-prefix", default=None, metavar="TEMPLATE",
                    help="require every job name to start with this, e.g. '{tenant}-'; "
-                        "records with other names are refused")
+                        "records with other names are refused; the character after "
+                        "{tenant} is a separator that no tenant name may hold (a tenant "
+                        "whose name holds it is refused)")
     p.add_argument("--tb-tag", default=None,
                    help="TensorBoard scalar tag that holds the eval score (default: eval)")
     p.add_argument("--tb-loss-tag", default=None,
@@ -77,7 +98,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "'/ckpt/{tenant}/{job}/checkpoint-{best_step}'")
     p.add_argument("--checkpoint-root", default=None, metavar="DIR",
                    help="every {best_checkpoint} must normalise to a path under DIR, else "
-                        "the action is refused (default: the template's leading folder)")
+                        "the action is refused; DIR may hold {tenant} (default: the "
+                        "template's leading folder); a template whose leading folders name "
+                        "{tenant} also confines each tenant to its own folder")
     p.add_argument("--action-workers", type=int, default=8,
                    help="actions run at once, off the poll loop (default: 8)")
     p.add_argument("--action-timeout", type=float, default=120.0,
@@ -102,6 +125,7 @@ def _status(args) -> int:
 
     from evalstop.integrations.watch.status import (
         fleet_rows,
+        format_actions,
         format_fleet,
         format_table,
         status_rows,
@@ -124,6 +148,7 @@ def _status(args) -> int:
             sys.stdout.write(json.dumps({"fleet": f}) + "\n")
     else:
         sys.stdout.write(format_table(rows))
+        sys.stdout.write(format_actions(rows))
         sys.stdout.write(format_fleet(fleet))
     return 0
 
@@ -146,11 +171,21 @@ def _sources(args, policy=None) -> list:
                         for d in args.tensorboard]
         except ImportError as exc:  # the extra is missing: one line, not a traceback
             raise ValueError(str(exc).split(" (")[0]) from None
+    if args.mlflow:
+        from evalstop.integrations.watch.mlflow_source import MlflowSource, check_uri
+
+        for uri in args.mlflow:
+            check_uri(uri)  # before the slow import: a typo costs no wait
+        try:
+            sources += [MlflowSource(uri, metric=args.mlflow_metric or "eval",
+                                     tenancy=tenancy) for uri in args.mlflow]
+        except ImportError as exc:
+            raise ValueError(str(exc).split(" (")[0]) from None
     return sources
 
 
 _POLICY_REPLACES = ("detector", "mode", "action", "checkpoint_template", "checkpoint_root",
-                    "tenant_pattern", "tb_tag")
+                    "tenant_pattern", "tb_tag", "mlflow_metric")
 
 
 def _policy(args):
@@ -169,11 +204,45 @@ def _policy(args):
     return load_policy(args.policy)
 
 
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+MAX_TOKEN_BYTES = 4096
+
+
 def _parse_serve(value: str) -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"--serve must be HOST:PORT (e.g. 127.0.0.1:9100), got {value!r}")
-    return host.strip("[]"), int(port)
+    host = host.strip("[]") if sep else "127.0.0.1"
+    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"--serve must be [HOST:]PORT (e.g. 127.0.0.1:9100), got {value!r}")
+    return host, int(port)
+
+
+def _serve_token(args, host: str) -> str | None:
+    """The bearer token, read from --serve-token-file; required off loopback."""
+    if args.serve_token_file is None:
+        if host not in LOOPBACK:
+            raise ValueError(f"--serve {args.serve}: serving beyond loopback needs "
+                             "--serve-token-file FILE (or a proxy with authentication "
+                             "in front, on loopback)")
+        return None
+    from evalstop.fileio import read_regular
+
+    raw = read_regular(args.serve_token_file, "--serve-token-file", MAX_TOKEN_BYTES)
+    token = raw.decode("utf-8", "replace").strip()
+    if len(token) < 16 or not token.isprintable() or " " in token:
+        raise ValueError("--serve-token-file must hold one token of at least 16 printable "
+                         "characters, without spaces")
+    return token
+
+
+def _check_serve(args) -> tuple[str, int, str | None, ServeLimits]:
+    host, port = _parse_serve(args.serve)
+    if not 1 <= args.page_size <= MAX_PAGE_SIZE:
+        raise ValueError(f"--page-size must be in 1..{MAX_PAGE_SIZE}, got {args.page_size}")
+    if not 1 <= args.serve_connections <= 4096:
+        raise ValueError(f"--serve-connections must be in 1..4096, got "
+                         f"{args.serve_connections}")
+    token = _serve_token(args, host)
+    return host, port, token, ServeLimits(max_connections=args.serve_connections)
 
 
 def _serve(args, controller_interval: float):
@@ -181,22 +250,30 @@ def _serve(args, controller_interval: float):
     from evalstop.integrations.watch.observe import Health, StatusServer, WatchMetrics
     from evalstop.integrations.watch.status import page_html
 
-    host, port = _parse_serve(args.serve)
+    host, port, token, limits = _check_serve(args)
     try:
         metrics = WatchMetrics()
     except ImportError as exc:
         raise ValueError(str(exc).split(" (")[0]) from None
     health = Health(controller_interval)
-    db = args.db
+    db, per_page = args.db, args.page_size
 
-    def page() -> str:
+    def page(number: int) -> str:
         ok, msg = health.check()
-        return page_html(db, health=("Healthy." if ok else f"Unhealthy: {msg}."))
+        return page_html(db, health=("Healthy." if ok else f"Unhealthy: {msg}."),
+                         page=number, per_page=per_page)
 
-    server = StatusServer(host, port, metrics=metrics, health=health, page=page).start()
+    server = StatusServer(host, port, metrics=metrics, health=health, page=page, token=token,
+                          limits=limits).start()
     h, p = server.address
     sys.stderr.write(f"evalstop watch: serving http://{h}:{p}/ (/metrics, /healthz)\n")
     return server, metrics, health
+
+
+def _say_wait(message: str) -> None:
+    """One line when the state database is locked by another process (then waited for)."""
+    sys.stderr.write(f"evalstop watch: {message}\n")
+    sys.stderr.flush()
 
 
 def run(args) -> int:
@@ -224,9 +301,9 @@ def run(args) -> int:
         check_seconds("--interval", args.interval)
     check_seconds("--action-timeout", args.action_timeout)
     if args.serve is not None:
-        _parse_serve(args.serve)
-    if not args.jsonl and not args.tensorboard:
-        raise ValueError("give at least one --jsonl DIR or --tensorboard DIR")
+        _check_serve(args)
+    if not args.jsonl and not args.tensorboard and not args.mlflow:
+        raise ValueError("give at least one --jsonl DIR, --tensorboard DIR or --mlflow URI")
     action = None
     if args.action is not None:
         action = ShellAction(args.action, checkpoint_template=args.checkpoint_template,
@@ -236,7 +313,7 @@ def run(args) -> int:
         raise ValueError(f"--action-workers must be in 1..256, got {args.action_workers}")
     sources = _sources(args, policy)
     try:
-        store = StateStore(args.db, dry_run=args.dry_run)
+        store = StateStore(args.db, dry_run=args.dry_run, on_wait=_say_wait)
     except sqlite3.Error as exc:
         raise ValueError(f"cannot open --db {args.db!r}: {exc}") from None
     stop = threading.Event()
@@ -254,6 +331,15 @@ def run(args) -> int:
                                 retry_running=args.retry_pending,
                                 action_workers=args.action_workers,
                                 metrics=metrics, health=health)
+        page = None
+        if server is not None:
+            h, p = server.address
+            page = f"http://{h}:{p}/"
+        from evalstop.integrations.watch.startup import startup_line
+
+        sys.stderr.write(startup_line(sources, controller.policy, action=action, page=page,
+                                      dry_run=args.dry_run, db=args.db) + "\n")
+        sys.stderr.flush()
         if args.once:
             controller.run_until_idle()
             return 0

@@ -24,6 +24,12 @@ at ``on_train_begin`` from the state the Trainer loaded out of the checkpoint gi
 ``evalstop_callback.json`` into every checkpoint in ``output_dir`` (the fallback for a
 ``trainer_state.json`` without callback states).
 
+World feedback (``world_eval=HOOK``): the score the rule sees comes from a hook the
+callback calls with the model and tokenizer (``evalstop.integrations.world_eval``), at each
+evaluation or every ``world_eval_every`` steps, not from the Trainer's eval metrics. Each
+call's score, cost in seconds and the proxy beside it (``proxy_metric``, GRPO's
+``eval_reward`` by default) go to ``world_history``, ``state.log_history`` and the log.
+
 Strictness (``strict=True``, default): a loss-like metric under ``mode="max"`` raises at
 construction, and a metric that the first evaluation round does not report raises before
 training goes on; ``strict=False`` turns both off (a missing metric is logged once).
@@ -41,6 +47,7 @@ from typing import Any
 from evalstop.detectors import DEFAULT_SPEC, Decision, make_detector
 from evalstop.integrations._extras import require
 from evalstop.integrations._strict import check_direction, missing_metric_error
+from evalstop.integrations.world_eval import WorldScore, call_hook, hook_name
 
 _tc = require("transformers.trainer_callback", what="EvalStopCallback", extra="hf")
 TrainerCallback = _tc.TrainerCallback
@@ -63,7 +70,8 @@ def _strategy(value: Any) -> str:
     return str(getattr(value, "value", value))
 
 
-def config_warnings(args: Any, metric: str, mode: str, save_best: bool) -> list[str]:
+def config_warnings(args: Any, metric: str, mode: str, save_best: bool,
+                    scheduled: bool = False) -> list[str]:
     """Reasons why this ``TrainingArguments`` could lose EvalStop's stop or best checkpoint.
 
     Pure (reads ``args`` only) so that it can be tested without a Trainer.
@@ -83,7 +91,7 @@ def config_warnings(args: Any, metric: str, mode: str, save_best: bool) -> list[
         f"set metric_for_best_model={key!r} and greater_is_better={mode == 'max'} "
         "in TrainingArguments"
     )
-    if eval_strategy == "no":
+    if eval_strategy == "no" and not scheduled:  # a world eval on its own schedule needs none
         out.append(
             "eval_strategy='no': the Trainer never evaluates, so EvalStop can never stop it; "
             "set eval_strategy='steps' (with eval_steps) or 'epoch'"
@@ -141,6 +149,13 @@ class EvalStopCallback(TrainerCallback, ExportableState):
             (its pooled noise is used until a stated ``sigma=``/``eval_n=`` in the spec).
         strict: raise on a loss-like metric under ``mode="max"`` and on a metric missing
             from the first evaluation round (default); False turns both checks off.
+        world_eval: a hook ``hook(model=, processing_class=, step=) -> float`` giving the
+            downstream score (e.g. ``ExactMatchEval``); the rule then sees its score, logged
+            as ``eval_<metric>`` (``metric`` defaults to the hook's ``name``).
+        world_eval_every: call the hook every N training steps instead of at each
+            evaluation (``None``: at each evaluation).
+        proxy_metric: the Trainer's eval metric logged beside the world score for
+            comparison (GRPO's ``eval_reward`` by default); never fed to the rule.
 
     After training: ``stopped``, ``stop_step``, ``best_step``, ``best_score``,
     ``best_checkpoint`` (a directory, or None if the best step was never saved) and
@@ -149,13 +164,29 @@ class EvalStopCallback(TrainerCallback, ExportableState):
 
     def __init__(
         self,
-        metric: str,
+        metric: str | None = None,
         mode: str = "max",
         detector: str = DEFAULT_SPEC,
         save_best: bool = True,
         fleet: Any = None,
         strict: bool = True,
+        world_eval: Any = None,
+        world_eval_every: int | None = None,
+        proxy_metric: str | None = "eval_reward",
     ) -> None:
+        if world_eval is not None and not callable(world_eval):
+            raise ValueError(f"world_eval must be a callable hook, got {world_eval!r}")
+        if world_eval_every is not None and (
+                world_eval is None or isinstance(world_eval_every, bool)
+                or not isinstance(world_eval_every, int) or world_eval_every < 1):
+            raise ValueError(f"world_eval_every must be an integer >= 1 with a world_eval "
+                             f"hook, got {world_eval_every!r}")
+        if metric is None and world_eval is not None:
+            metric = hook_name(world_eval)
+        if (world_eval is not None and proxy_metric is not None and isinstance(metric, str)
+                and _eval_key(metric.strip()) == _eval_key(proxy_metric)):
+            raise ValueError(f"metric {metric!r} is the proxy {proxy_metric!r}: name the "
+                             "world-eval score otherwise (the hook's score would overwrite it)")
         # Bad arguments are ValueErrors naming the value, project-wide (not TypeError).
         if not isinstance(metric, str) or not metric.strip():
             raise ValueError(f"metric must be a metric name such as 'eval_loss', got {metric!r}")
@@ -169,6 +200,10 @@ class EvalStopCallback(TrainerCallback, ExportableState):
         self.save_best = save_best
         self.strict = strict
         self.fleet = fleet
+        self.world_eval = world_eval
+        self.world_eval_every = world_eval_every
+        self.proxy_metric = proxy_metric
+        self.world_history: list[WorldScore] = []
         self.detector = make_detector(detector, mode=mode, fleet=fleet)  # ValueError if bad
         check_direction("EvalStopCallback", self.metric, mode, strict)
         self.decision: Decision | None = None
@@ -242,7 +277,20 @@ class EvalStopCallback(TrainerCallback, ExportableState):
     def on_step_begin(self, args, state, control, **kwargs):
         self._check_round_had_metric()
 
+    def on_step_end(self, args, state, control, **kwargs):
+        every = self.world_eval_every
+        if self.world_eval is None or every is None or state.global_step % every:
+            return
+        proxy = _last_logged(state, self.proxy_metric)
+        self._world(state, control, kwargs, proxy, metrics=None)
+
     def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+        if self.world_eval is not None:
+            if self.world_eval_every is None and metrics is not None:
+                proxy = _number(metrics.get(_eval_key(self.proxy_metric))) \
+                    if self.proxy_metric else None
+                self._world(state, control, kwargs, proxy, metrics=metrics)
+            return  # the Trainer's own metrics never reach the rule
         if not metrics:
             return
         self._check_round_had_metric(int(state.global_step))
@@ -266,7 +314,29 @@ class EvalStopCallback(TrainerCallback, ExportableState):
             return
         self._seen_metric = True
         self._unseen_round = None
+        self._feed(int(state.global_step), metrics[key], state, control, key)
+
+    def _world(self, state, control, kwargs: dict, proxy: float | None,
+               metrics: dict | None) -> None:
+        """Call the world-eval hook once for this step and feed its score to the rule."""
         step = int(state.global_step)
+        if self.world_history and self.world_history[-1].step == step:
+            return  # several eval datasets: one world eval per step
+        score, seconds = call_hook(self.world_eval, model=kwargs.get("model"),
+                                   processing_class=kwargs.get("processing_class"), step=step)
+        self.world_history.append(WorldScore(step, score, seconds, proxy))
+        key = _eval_key(self.metric)
+        entry = {key: score, f"{key}_seconds": round(seconds, 4)}
+        if proxy is not None and self.proxy_metric:
+            entry[_eval_key(self.proxy_metric)] = proxy
+        if metrics is not None:
+            metrics.update(entry)  # what trainer.evaluate() returns
+        state.log_history.append({**entry, "step": step})
+        logger.info("EvalStop world eval at step %d: %s=%.6g (%.2f s); proxy %s=%s",
+                    step, key, score, seconds, self.proxy_metric, proxy)
+        self._feed(step, score, state, control, key)
+
+    def _feed(self, step: int, value: Any, state, control, key: str) -> None:
         last = self.detector.state_dict()["last_step"]
         if last is not None and step <= last:
             logger.warning(
@@ -275,9 +345,8 @@ class EvalStopCallback(TrainerCallback, ExportableState):
                 last,
             )
             return
-        try:
-            score = float(metrics[key])
-        except (TypeError, ValueError):
+        score = _number(value)
+        if score is None:
             score = math.nan  # the detector ignores non-finite scores (stated policy)
         progress = step / state.max_steps if state.max_steps else None
         decision = self.detector.update(
@@ -324,7 +393,8 @@ class EvalStopCallback(TrainerCallback, ExportableState):
         if self._checked:
             return
         self._checked = True
-        for msg in config_warnings(args, self.metric, self.mode, self.save_best):
+        for msg in config_warnings(args, self.metric, self.mode, self.save_best,
+                                   scheduled=self.world_eval_every is not None):
             warnings.warn(f"EvalStopCallback: {msg}", stacklevel=3)
             logger.warning("EvalStopCallback: %s", msg)
 
@@ -462,6 +532,26 @@ def expected_checkpoints(args: Any, state: Any) -> tuple[int, int] | None:
 
 def _run_dir(args) -> str:
     return str(args.output_dir)
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _last_logged(state, name: str | None) -> float | None:
+    """The latest logged value of ``name`` (either spelling), for the proxy beside a
+    world score on the step schedule."""
+    if not name:
+        return None
+    keys = (name, _eval_key(name), name.removeprefix("eval_"))
+    for entry in reversed(state.log_history):
+        for k in keys:
+            if k in entry:
+                return _number(entry[k])
+    return None
 
 
 def _last_train_loss(state) -> float | None:

@@ -65,7 +65,7 @@ class TrialDetectors:
         if metric is not None and (not isinstance(metric, str) or not metric):
             raise ValueError(f"metric must be a result key, got {metric!r}")
         if not isinstance(strict, bool):
-            raise ValueError(f"strict must be True or False, got {strict!r}")
+            raise ValueError(f"strict must be True or False, got {strict!r}")  # noqa: TRY004
         self.spec, self.metric, self.mode, self.time_attr = spec, metric, mode, time_attr
         self.strict, self.who = strict, who
         self.detectors: dict[str, Detector] = {}
@@ -115,10 +115,20 @@ class TrialDetectors:
         decision = det.update(step, score)
         if decision.stop and trial_id not in self.stop_reasons:
             self.stop_reasons[trial_id] = decision.reason
-            logger.info("EvalStop: stopping trial %s at %s=%d (%s); best %s=%s",
+            # A warning, so that it reaches Tune's console without any logging setup.
+            logger.warning("EvalStop: stopping trial %s at %s=%d (%s); best %s=%s",
                         trial_id, self.time_attr, step, decision.reason, self.time_attr,
                         decision.best_step)
         return decision
+
+    def result_fields(self, trial_id: str) -> dict[str, Any] | None:
+        """What a stopped trial's last result carries (``evalstop_*`` keys), or None."""
+        det = self.detectors.get(trial_id)
+        if det is None or not det.stopped:
+            return None
+        return {"evalstop_stopped": True, "evalstop_stop_step": det.stop_step,
+                "evalstop_best_step": det.best_step, "evalstop_best_score": det.best_score,
+                "evalstop_reason": self.stop_reasons.get(trial_id, "")}
 
     def decisions(self) -> dict[str, dict[str, Any]]:
         return {
@@ -279,6 +289,15 @@ class EvalStopScheduler(TrialScheduler):
         return base_decision
 
     def on_trial_complete(self, tune_controller, trial, result, **kwargs):
+        fields = self._trials.result_fields(trial.trial_id)
+        if fields is not None:
+            # Tune hands schedulers a flattened copy of each result; the trial's own
+            # last_result is what ResultGrid, the console table and callbacks read.
+            last = getattr(trial, "last_result", None)
+            if isinstance(last, dict):
+                last.update(fields)
+            if isinstance(result, dict):
+                result.update(fields)
         return self._base.on_trial_complete(tune_controller, trial, result, **kwargs)
 
     def on_trial_remove(self, tune_controller, trial, **kwargs):
@@ -288,7 +307,12 @@ class EvalStopScheduler(TrialScheduler):
         return self._base.choose_trial_to_run(tune_controller, **kwargs)
 
     def debug_string(self) -> str:
-        return f"(EvalStopScheduler {self._trials.spec}) {self._base.debug_string()}"
+        stops = [f"{tid} at {d['stop_step']} (best {d['best_step']}): {d['reason']}"
+                 for tid, d in self._trials.decisions().items() if d["stopped"]]
+        said = f"; stopped by EvalStop: {'; '.join(stops[-5:])}" if stops else ""
+        if len(stops) > 5:
+            said += f" (+{len(stops) - 5} more)"
+        return f"(EvalStopScheduler {self._trials.spec}{said}) {self._base.debug_string()}"
 
     # ---- resume: state kept beside Tune's experiment state --------------------------------
     def _attach(self, trial) -> None:

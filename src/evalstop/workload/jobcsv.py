@@ -55,9 +55,19 @@ def _gpus(text: str, where: str) -> int:
     return int(value)
 
 
+def _printable(text: str, column: str, where: str) -> str:
+    """``text`` if it holds no control or other non-printing character (a NUL copied into
+    an output CSV would corrupt it for every reader), else InputError naming the row."""
+    if not text.isprintable():
+        bad = next(c for c in text if not c.isprintable())
+        raise InputError(f"{where}: {column} {text!r} holds a control or non-printing "
+                         f"character (U+{ord(bad):04X})")
+    return text
+
+
 def _parse_row(fields: dict[str, str], where: str, cols: dict) -> None:
     """Append one row's values to ``cols`` (lists keyed by column), or raise."""
-    job_id = fields["job_id"]
+    job_id = _printable(fields["job_id"], "job_id", where)
     if job_id == "":
         raise InputError(f"{where}: job_id is empty")
     arrival = _finite(fields["arrival_s"], "arrival_s", where)
@@ -77,7 +87,7 @@ def _parse_row(fields: dict[str, str], where: str, cols: dict) -> None:
                              f"known: {', '.join(JOB_TYPES)}")
         cols["type"].append(name)
     if "tenant" in cols:
-        cols["tenant"].append(fields["tenant"] or DEFAULT_TENANT)
+        cols["tenant"].append(_printable(fields["tenant"], "tenant", where) or DEFAULT_TENANT)
     if "est_duration_s" in cols:
         est = _finite(fields["est_duration_s"], "est_duration_s", where)
         if est <= 0.0:
@@ -300,7 +310,7 @@ def _fast_columns(header, columns) -> dict[str, list] | None:
     cols: dict[str, list] = {}
     try:
         ids = cells("job_id")
-        if "" in ids or len(set(ids)) != len(ids):
+        if "" in ids or len(set(ids)) != len(ids) or not all(map(str.isprintable, ids)):
             return None
         arrival = np.array(list(map(float, cells("arrival_s"))))
         duration = np.array(list(map(float, cells("duration_s"))))
@@ -319,6 +329,8 @@ def _fast_columns(header, columns) -> dict[str, list] | None:
             cols["type"] = types
         if "tenant" in raw:
             tenants = cells("tenant")
+            if not all(map(str.isprintable, tenants)):
+                return None
             cols["tenant"] = [t or DEFAULT_TENANT for t in tenants] if "" in tenants else tenants
         if "est_duration_s" in raw:
             est = np.array(list(map(float, cells("est_duration_s"))))

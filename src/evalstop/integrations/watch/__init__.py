@@ -2,7 +2,7 @@
 (JSONL eval logs, TensorBoard runs), runs the EvalStop detector per job, and acts on
 stops, with its state in SQLite so that it can be killed and restarted at any moment.
 
-Parts: ``jsonl`` and ``tensorboard`` (sources), ``records`` (what is accepted from a
+Parts: ``jsonl``, ``tensorboard`` and ``mlflow_source`` (sources), ``records`` (what is accepted from a
 tenant's log, and how tenant text is shown), ``tenants`` (job identity and tenant
 resolution), ``store`` (SQLite state), ``actions`` (the stop command), ``controller``
 (the loop), ``status`` (the status view).
@@ -11,10 +11,11 @@ resolution), ``store`` (SQLite state), ``actions`` (the stop command), ``control
 from evalstop.integrations.watch.actions import ShellAction
 from evalstop.integrations.watch.controller import Controller, PollResult
 from evalstop.integrations.watch.jsonl import JsonlDirSource
+from evalstop.integrations.watch.mlflow_source import MlflowSource
 from evalstop.integrations.watch.records import Refusal
 from evalstop.integrations.watch.store import StateStore
 from evalstop.integrations.watch.tenants import JobKey, Tenancy
 from evalstop.integrations.watch.tensorboard import TensorBoardSource
 
-__all__ = ["Controller", "JobKey", "JsonlDirSource", "PollResult", "Refusal", "ShellAction",
+__all__ = ["Controller", "JobKey", "JsonlDirSource", "MlflowSource", "PollResult", "Refusal", "ShellAction",
            "StateStore", "Tenancy", "TensorBoardSource"]

@@ -13,8 +13,8 @@ are written ``{{`` and ``}}`` (``str.format`` rules).
 to stay under the checkpoint root (``--checkpoint-root``; by default the template's
 fixed leading folder, ``/ckpt`` here): a job name with ``../`` cannot point it elsewhere.
 
-Each command runs in its own process group (its own session); a timeout kills the whole
-group, not just ``/bin/sh``. A command that cannot be started at all (an embedded NUL,
+Each command runs in its own session, marked in its environment; a timeout kills every
+process it started, in its group, its session or not (``setsid``): see ``proctree``. A command that cannot be started at all (an embedded NUL,
 no shell) is an exit status 127 result, never an exception.
 
 Shipped examples: ``examples/actions/`` (scancel, kubectl suspend of a Job or a Kueue
@@ -23,12 +23,12 @@ workload, Ray Jobs stop_job); each scopes its stop to ``--tenant``.
 
 from __future__ import annotations
 
-import os
 import shlex
-import signal
 import string
 import subprocess
 from dataclasses import dataclass
+
+from evalstop.integrations.watch.proctree import kill_tree, marked_env, new_token
 
 PLACEHOLDERS = ("job", "tenant", "source", "best_step", "best_checkpoint", "best_score",
                 "stop_step", "reason")
@@ -69,13 +69,19 @@ def _fields(template: str, allowed: tuple[str, ...], what: str) -> set[str]:
 
 
 def _check_unquoted(template: str, what: str) -> None:
-    """Refuse a placeholder inside the template's own shell quotes: ``'{job}'`` would
-    wrap the already-quoted value in a second layer that undoes the first."""
+    """Refuse a placeholder inside the template's own shell quotes (``'{job}'`` would
+    wrap the already-quoted value in a second layer that undoes the first) or right after
+    a backslash (``\\{job}`` escapes the value's opening quote)."""
     quote = None  # the open quote character, if any
     for text, name, _spec, _conv in string.Formatter().parse(template):
         i = 0
         while i < len(text):
             c = text[i]
+            if c == "\\" and i == len(text) - 1 and name is not None and quote != "'":
+                # \{job}: the backslash would escape the value's opening quote, and the
+                # value would then be read as shell syntax.
+                raise ValueError(f"bad {what} {template!r}: a backslash before {{{name}}} "
+                                 "escapes its quoting; remove the backslash")
             if quote is None:
                 if c == "\\":
                     i += 1
@@ -125,6 +131,48 @@ def _default_root(template: str) -> str | None:
     return fixed[:cut]
 
 
+def _tenant_root(template: str) -> str | None:
+    """The template's leading folders up to the last one that names only ``{tenant}`` and
+    fixed text (``/ckpt/{tenant}`` of ``/ckpt/{tenant}/{job}/checkpoint-{best_step}``):
+    the tenant's own checkpoint folder; None when no leading folder names the tenant."""
+    scheme, sep, rest = template.partition("://")
+    if not sep:
+        scheme, rest = "", template
+    lead = []
+    for comp in rest.split("/")[:-1]:  # the last component is never a folder here
+        used = {name for _t, name, _s, _c in string.Formatter().parse(comp) if name}
+        if used - {"tenant"}:
+            break
+        lead.append(comp)
+    if not any("{tenant}" in comp for comp in lead):
+        return None
+    while "{tenant}" not in lead[-1]:  # stop at the tenant's own folder
+        lead.pop()
+    return (scheme + sep) + "/".join(lead)
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _checked_root(template: str, given: str | None) -> str:
+    """The checkpoint root (``{tenant}`` allowed in it), normalised, or ValueError."""
+    root = given if given is not None else _default_root(template)
+    if root is None:
+        raise ValueError(
+            f"--checkpoint-template {template!r} starts with a placeholder;"
+            " give --checkpoint-root, the folder every checkpoint must be under")
+    _fields(root, ("tenant",), "--checkpoint-root")
+    try:
+        fixed = normalise_path(root.format(tenant="t"))
+        root = normalise_path(root)
+    except ValueError as exc:
+        raise ValueError(f"bad --checkpoint-root: {exc}") from None
+    if fixed in ("", "/") or fixed.endswith("://"):
+        raise ValueError(f"--checkpoint-root {root!r} is not a folder to confine to")
+    return root
+
+
 class CheckpointEscape(ValueError):
     """A rendered ``{best_checkpoint}`` outside the checkpoint root."""
 
@@ -143,21 +191,11 @@ class ShellAction:
         check_seconds("--action-timeout", timeout)
         used = _fields(template, PLACEHOLDERS, "--action")
         _check_unquoted(template, "--action")
-        self.checkpoint_root = None
+        self.checkpoint_root = self.tenant_root = None
         if checkpoint_template is not None:
             _fields(checkpoint_template, CHECKPOINT_PLACEHOLDERS, "--checkpoint-template")
-            root = checkpoint_root if checkpoint_root is not None else \
-                _default_root(checkpoint_template)
-            if root is None:
-                raise ValueError(
-                    f"--checkpoint-template {checkpoint_template!r} starts with a placeholder;"
-                    " give --checkpoint-root, the folder every checkpoint must be under")
-            try:
-                self.checkpoint_root = normalise_path(root)
-            except ValueError as exc:
-                raise ValueError(f"bad --checkpoint-root: {exc}") from None
-            if self.checkpoint_root in ("", "/") or self.checkpoint_root.endswith("://"):
-                raise ValueError(f"--checkpoint-root {root!r} is not a folder to confine to")
+            self.checkpoint_root = _checked_root(checkpoint_template, checkpoint_root)
+            self.tenant_root = _tenant_root(checkpoint_template)
         elif "best_checkpoint" in used:
             raise ValueError(
                 "--action uses {best_checkpoint} but no --checkpoint-template says where "
@@ -168,18 +206,23 @@ class ShellAction:
         self.timeout = timeout
 
     def checkpoint(self, job: str, best_step: int | None, tenant: str = "") -> str:
-        """The normalised best checkpoint; CheckpointEscape if outside the root."""
+        """The normalised best checkpoint; CheckpointEscape if outside the checkpoint root
+        or, when the template has a folder of the tenant's own, outside that folder."""
         if self.checkpoint_template is None or best_step is None:
             return ""
         raw = self.checkpoint_template.format(job=job, best_step=best_step, tenant=tenant)
-        root = self.checkpoint_root
+        if "/" in tenant or tenant in (".", ".."):  # a tenant value may not move the root
+            raise CheckpointEscape(f"tenant {tenant!r} cannot name a checkpoint folder")
+        roots = [normalise_path(r.format(tenant=tenant))
+                 for r in (self.checkpoint_root, self.tenant_root) if r is not None]
         try:
             path = normalise_path(raw)
         except ValueError:
             path = None
-        if path is None or not (path == root or path.startswith(root.rstrip("/") + "/")):
-            raise CheckpointEscape(f"best checkpoint {raw!r} is not under the checkpoint "
-                                   f"root {root!r}")
+        for root in roots:
+            if path is None or not _under(path, root):
+                raise CheckpointEscape(f"best checkpoint {raw!r} is not under the checkpoint "
+                                       f"root {root!r}")
         return path
 
     def render(self, *, job: str, best_step: int | None, best_score: float | None,
@@ -199,30 +242,27 @@ class ShellAction:
         return self.template.format(**{k: shlex.quote(str(v)) for k, v in values.items()})
 
     def run(self, command: str) -> ActionResult:
+        token = new_token()
         try:
             proc = subprocess.Popen(
                 command, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, start_new_session=True,  # its own process group
+                stderr=subprocess.STDOUT, start_new_session=True,  # its own session
+                env=marked_env(token),  # inherited by every descendant: see proctree
             )
         except (OSError, ValueError, subprocess.SubprocessError) as exc:  # NUL byte, no /bin/sh
             return ActionResult(127, f"could not run: {exc}")
         try:
             out, _ = proc.communicate(timeout=self.timeout)
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
+            # The group, the session and every process with the action's marker: a child
+            # started with setsid has left the first two, not the third.
+            kill_tree(proc.pid, token)
             try:
                 proc.communicate(timeout=5)
-            except subprocess.TimeoutExpired:  # a child left the group and holds the pipe
+            except subprocess.TimeoutExpired:  # a child cleared its environment and left
                 proc.kill()
                 proc.wait()
-            return ActionResult(124, f"timed out after {self.timeout:g}s; its process group "
-                                     "was killed")
+            return ActionResult(124, f"timed out after {self.timeout:g}s; every process it "
+                                     "started was killed")
         text = out.decode("utf-8", "replace")  # a command's output may be any bytes
         return ActionResult(proc.returncode, text[-OUTPUT_TAIL:])
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass

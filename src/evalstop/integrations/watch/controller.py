@@ -161,6 +161,8 @@ class Controller:
             src.load(offsets)
             if hasattr(src, "last_step"):
                 src.last_step = self._last_step
+            if hasattr(src, "decision_of"):  # sources that write decisions back (MLflow)
+                src.decision_of = self._decision_of
         self._resume_actions(retry_running)
 
     # ---- helpers ------------------------------------------------------------------------
@@ -203,6 +205,28 @@ class Controller:
     def _last_step(self, key: JobKey) -> int | None:
         j = self.jobs.get(key)
         return None if j is None else j.last_step
+
+    def _decision_of(self, key: JobKey) -> dict[str, Any] | None:
+        """A stopped job's decision (what a source writes back to the run), else None."""
+        j = self.jobs.get(key)
+        if j is None or not j.detector.stopped:
+            return None
+        d = j.detector
+        return {"stop_step": d.stop_step, "best_step": d.best_step,
+                "best_score": d.best_score, "reason": d.state_dict()["stop_reason"]}
+
+    def _write_back(self, key: JobKey) -> None:
+        """Tell the sources that can record a decision (e.g. MLflow run tags)."""
+        for src in self.sources:
+            tell = getattr(src, "on_stop", None)
+            if tell is None:
+                continue
+            try:
+                problem = tell(key, self._decision_of(key))
+            except Exception as exc:  # noqa: BLE001 - a write-back never stops the controller
+                problem = f"job {label(key)}: cannot write the decision back ({exc!r})"
+            if problem:
+                self._say(problem)
 
     def _resume_actions(self, retry_running: bool) -> None:
         for row in self.store.actions("running"):
@@ -270,6 +294,8 @@ class Controller:
                 f"(score {d.best_score}); tenant {show(job.tenant)}, source {show(key.source)}\n"
             )
         self.out.flush()
+        for key in res.stops:
+            self._write_back(key)
         for a in new_actions:
             if a.status == "dry-run":  # a tenant's dry run: said once, here, never run
                 self._announce(a)
@@ -443,9 +469,16 @@ class Controller:
                     self.metrics.action_seconds.observe(seconds)
             self.store.set_action(key.source, key.name, status, expect="running", rc=rc,
                                   output=output)
+            # Every outcome is logged with the last line the command printed: a failure
+            # as a problem (stderr), a success beside the stop it acted on (stdout).
+            tail = output.strip().splitlines()[-1:]
+            said = f"job {label(key)}: action exited {rc}" + (
+                f": {show(tail[0], 300)}" if tail else " (no output)")
             if rc != 0:
-                tail = output.strip().splitlines()[-1:] or [""]
-                self._say(f"job {label(key)}: action exited {rc}: {show(tail[0], 300)}")
+                self._say(said)
+            else:
+                self.out.write(said + "\n")
+                self.out.flush()
             n += 1
         return n
 

@@ -7,18 +7,20 @@ status page, served by one small HTTP server thread in the controller's own proc
 
 The server only reads: the page is built from a read-only view of the state database
 (opened per request, so it never shares the controller's SQLite connection), the metrics
-from counters the controller updates. It binds to 127.0.0.1 unless told otherwise.
+from counters the controller updates. It binds to 127.0.0.1 unless told otherwise, and
+holds to the limits of ``http_guard`` (connection cap, read timeout, request sizes).
 """
 
 from __future__ import annotations
 
+import hmac
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 from evalstop.integrations._extras import require
+from evalstop.integrations.watch.http_guard import GuardedHandler, GuardedHTTPServer, ServeLimits
 
 # Buckets for action latency: stop commands take from milliseconds to minutes.
 _ACTION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
@@ -85,20 +87,26 @@ class Health:
 
 
 class StatusServer:
-    """Serve ``/metrics``, ``/healthz`` and the page on ``host:port`` in a daemon thread.
+    """Serve ``/metrics``, ``/healthz`` and the page on ``host:port`` in a daemon thread,
+    within ``limits`` (``http_guard.ServeLimits``: connection cap, read timeout, request
+    sizes).
 
-    ``page`` is a zero-argument callable returning the page's HTML (read per request).
+    ``page`` is a callable taking the 1-based page number (``/?page=N``) and returning the
+    page's HTML (read per request). With ``token`` set, every path but ``/healthz`` needs
+    ``Authorization: Bearer TOKEN`` (``/healthz`` stays open for liveness probes).
     """
 
     def __init__(self, host: str, port: int, *, metrics: WatchMetrics | None,
-                 health: Health, page: Callable[[], str]) -> None:
-        handler = _handler(metrics, health, page)
+                 health: Health, page: Callable[[int], str], token: str | None = None,
+                 limits: ServeLimits | None = None,
+                 log: Callable[[str], None] | None = None) -> None:
+        handler = _handler(metrics, health, page, token)
         try:
-            self.httpd = ThreadingHTTPServer((host, port), handler)
+            self.httpd = GuardedHTTPServer((host, port), handler, limits or ServeLimits(),
+                                           log)
         except OSError as exc:
             raise ValueError(f"--serve {host}:{port}: cannot listen: "
                              f"{exc.strerror or exc}") from None
-        self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="evalstop-http",
                                        daemon=True)
 
@@ -116,11 +124,33 @@ class StatusServer:
         self.httpd.server_close()
 
 
-def _handler(metrics: WatchMetrics | None, health: Health, page: Callable[[], str]):
-    class Handler(BaseHTTPRequestHandler):
+MAX_PAGE = 10**6  # page numbers beyond any real fleet's (a bound on OFFSET)
+
+
+def page_number(query: str) -> int | None:
+    """``page=N`` of a query string (1 without one), or None when it is not 1..MAX_PAGE."""
+    values = urllib.parse.parse_qs(query, max_num_fields=8).get("page", ["1"])
+    v = values[-1]
+    if not (v.isascii() and v.isdigit() and len(v) <= 7) or not 1 <= int(v) <= MAX_PAGE:
+        return None
+    return int(v)
+
+
+def _authorised(header: str | None, token: bytes | None) -> bool:
+    if token is None:
+        return True
+    scheme, _, given = (header or "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token)
+
+
+def _handler(metrics: WatchMetrics | None, health: Health, page: Callable[[int], str],
+             token: str | None):
+    secret = None if token is None else token.encode()
+
+    class Handler(GuardedHandler):
         server_version = "evalstop-watch"
 
-        def _send(self, code: int, body: bytes, ctype: str) -> None:
+        def _send(self, code: int, body: bytes, ctype: str, **headers: str) -> None:
             self.send_response(code)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))
@@ -129,29 +159,37 @@ def _handler(metrics: WatchMetrics | None, health: Health, page: Callable[[], st
             # The page has no scripts; forbid any, should a name ever slip past escaping.
             self.send_header("Content-Security-Policy",
                              "default-src 'none'; style-src 'unsafe-inline'")
+            for key, value in headers.items():
+                self.send_header(key.replace("_", "-"), value)
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(body)
 
+        def _answer(self) -> tuple[int, bytes, str, dict[str, str]]:
+            path, _, query = self.path.partition("?")
+            if path == "/healthz":
+                ok, msg = health.check()
+                return (200 if ok else 503), (msg + "\n").encode(), "text/plain", {}
+            if not _authorised(self.headers.get("Authorization"), secret):
+                return 401, b"unauthorised\n", "text/plain", {"WWW_Authenticate": "Bearer"}
+            if path == "/metrics" and metrics is not None:
+                body, ctype = metrics.exposition()
+                return 200, body, ctype, {}
+            if path in ("/", "/index.html"):
+                n = page_number(query)
+                if n is None:
+                    return 400, f"page must be 1..{MAX_PAGE}\n".encode(), "text/plain", {}
+                return 200, page(n).encode(), "text/html; charset=utf-8", {}
+            return 404, b"not found\n", "text/plain", {}
+
         def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-            path = self.path.split("?", 1)[0]
             try:
-                if path == "/metrics" and metrics is not None:
-                    body, ctype = metrics.exposition()
-                    self._send(200, body, ctype)
-                elif path == "/healthz":
-                    ok, msg = health.check()
-                    self._send(200 if ok else 503, (msg + "\n").encode(), "text/plain")
-                elif path in ("/", "/index.html"):
-                    self._send(200, page().encode(), "text/html; charset=utf-8")
-                else:
-                    self._send(404, b"not found\n", "text/plain")
+                code, body, ctype, headers = self._answer()
             except Exception as exc:  # a page error must not take the controller down
-                self._send(500, f"error: {type(exc).__name__}\n".encode(), "text/plain")
+                code, body, ctype, headers = (500, f"error: {type(exc).__name__}\n".encode(),
+                                              "text/plain", {})
+            self._send(code, body, ctype, **headers)  # a hang-up here: one line, no trace
 
         do_HEAD = do_GET
-
-        def log_message(self, *args: Any) -> None:  # quiet: the controller logs, not this
-            pass
 
     return Handler

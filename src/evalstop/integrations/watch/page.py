@@ -10,10 +10,44 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from html import escape
 from typing import Any
 
 _W, _H, _PAD = 320, 90, 6
+PAGE_SIZE = 100  # jobs per page by default: what one page load costs is bounded by it
+MAX_PAGE_SIZE = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Paging:
+    """Which slice of the fleet a page shows: ``page`` (1-based) of ``per_page`` jobs, out
+    of ``total`` jobs of which ``stopped`` are stopped."""
+
+    page: int
+    per_page: int
+    total: int
+    stopped: int
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.total // self.per_page))
+
+    @property
+    def offset(self) -> int:
+        return (self.page - 1) * self.per_page
+
+
+def _nav(p: Paging) -> str:
+    first = min(p.offset + 1, p.total)
+    last = min(p.offset + p.per_page, p.total)
+    links = []
+    if p.page > 1:
+        links.append(f'<a rel="prev" href="?page={p.page - 1}">previous</a>')
+    if p.page < p.pages:
+        links.append(f'<a rel="next" href="?page={p.page + 1}">next</a>')
+    return (f'<p class="pages">Jobs {first}-{last} of {p.total}, page {p.page} of {p.pages} '
+            f"({p.per_page} per page). {' '.join(links)}</p>")
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
@@ -81,17 +115,20 @@ def curve_svg(points: Sequence[tuple[int, float]], *, best_step: int | None,
 
 def render_page(rows: list[dict[str, Any]], curves: dict[str, list[tuple[int, float]]], *,
                 fleet: list[dict[str, Any]] | None = None, health: str = "",
-                now: float | None = None) -> str:
+                now: float | None = None, paging: Paging | None = None) -> str:
     """The whole page. ``rows`` are ``status.status_rows`` dicts; ``curves`` maps a row's
-    ``key`` (or ``job``) to its ``(step, eval)`` history."""
+    ``key`` (or ``job``) to its ``(step, eval)`` history. With ``paging``, ``rows`` are
+    one page of the fleet and the page links to its neighbours."""
     now = time.time() if now is None else now
-    stopped = sum(1 for r in rows if r.get("stopped"))
+    total = len(rows) if paging is None else paging.total
+    stopped = (sum(1 for r in rows if r.get("stopped")) if paging is None
+               else paging.stopped)
     out = ["<!doctype html><html lang=en><head><meta charset=utf-8>",
            "<title>evalstop watch</title>",
            '<meta name="viewport" content="width=device-width,initial-scale=1">',
            f"<style>{_CSS}</style></head><body>",
            "<h1>evalstop watch</h1>",
-           f'<p>{len(rows)} jobs, <span class="stopped">{stopped} stopped</span>. '
+           f'<p>{total} jobs, <span class="stopped">{stopped} stopped</span>. '
            f'{_text(health)} <span class="muted">Rendered '
            f'{escape(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(now)))}; '
            "reload to refresh.</span></p>"]
@@ -102,7 +139,10 @@ def render_page(rows: list[dict[str, Any]], curves: dict[str, list[tuple[int, fl
             out.append(f"<tr><td>{_fmt(g.get('group'))}</td><td>{_fmt(g.get('sigma'))}</td>"
                        f"<td>{_fmt(g.get('jobs'))}</td><td>{_fmt(g.get('n'))}</td></tr>")
         out.append("</table>")
-    out.append("<h2>Jobs</h2><table><tr><th>job</th><th>tenant</th><th>state</th>"
+    out.append("<h2>Jobs</h2>")
+    if paging is not None:
+        out.append(_nav(paging))
+    out.append("<table><tr><th>job</th><th>tenant</th><th>state</th>"
                "<th>evals</th><th>best</th><th>detector</th><th>action</th>"
                "<th>curve</th></tr>")
     for r in rows:
@@ -113,9 +153,15 @@ def render_page(rows: list[dict[str, Any]], curves: dict[str, list[tuple[int, fl
             detector.append(f"streak {_fmt(r['streak'])}")
         if r.get("reason"):
             detector.append(_fmt(r["reason"]))
+        if r.get("rule"):
+            detector.append(f'<span class="muted rule">rule {_fmt(r["rule"])}</span>')
         action = _fmt(r.get("action"))
         if r.get("action_rc") is not None:
             action += f" (rc {_fmt(r['action_rc'])})"
+        if r.get("action_output"):
+            tail = "\n".join(_text(x[-200:])
+                             for x in str(r["action_output"]).strip().splitlines()[-5:])
+            action += f'<pre class="muted action-output">{tail}</pre>'
         svg = curve_svg(curves.get(key, []), best_step=r.get("best_step"),
                         stop_step=r.get("stop_step") if r.get("stopped") else None,
                         label=f"eval curve of {key}")

@@ -148,13 +148,12 @@ def single_rule(**values: Any) -> Policy:
 
 def load_policy(path: str) -> Policy:
     """Read and validate a policy file; :class:`PolicyError` on any problem."""
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_POLICY_BYTES + 1)
-    except OSError as exc:
-        raise PolicyError(f"{path}: cannot read policy: {exc.strerror or exc}") from None
-    if len(raw) > MAX_POLICY_BYTES:
-        raise PolicyError(f"{path}: policy larger than {MAX_POLICY_BYTES} bytes")
+    from evalstop.fileio import read_regular
+
+    try:  # a FIFO or device is refused before it is opened (a FIFO would block for ever)
+        raw = read_regular(path, "--policy", MAX_POLICY_BYTES)
+    except ValueError as exc:
+        raise PolicyError(f"{path}: {exc}") from None
     try:
         doc = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -269,6 +268,10 @@ class PolicyTenancy(Tenancy):
     def __init__(self, policy: Policy, job_prefix: str | None = None) -> None:
         super().__init__(None, job_prefix)
         self.policy = policy
+        for rule in policy.rules:  # known now: refused at start, not per log
+            problem = self.separator_problem(rule.tenant)
+            if problem is not None:
+                raise PolicyError(f"{policy.path}: tenants.{rule.tenant}: {problem}")
 
     def tenant(self, root: str, source: str, *, suffix: str = "") -> str:
         rel = os.path.relpath(source, root).replace(os.sep, "/")

@@ -11,10 +11,18 @@ COLUMNS = ("tenant", "job", "evals", "last_step", "last_score", "streak", "best_
            "state", "action")
 
 
-def status_rows(store: StateStore) -> list[dict[str, Any]]:
-    actions = {(a.source, a.job): a for a in store.actions()}
+def status_rows(store: StateStore, *, offset: int = 0,
+                limit: int | None = None) -> list[dict[str, Any]]:
+    """Every job's row, or with ``limit`` only that many from the ``offset``-th (the page
+    reads one page's jobs and actions, never the whole fleet's)."""
+    if limit is None:
+        jobs = store.jobs()
+        actions = {(a.source, a.job): a for a in store.actions()}
+    else:
+        jobs = store.jobs_page(offset, limit)
+        actions = {(a.source, a.job): a for a in store.actions_of(jobs)}
     rows = []
-    for job in store.jobs().values():
+    for job in jobs.values():
         rule = job.detector.get("rule", {})
         act = actions.get((job.source, job.job))
         rows.append({
@@ -36,8 +44,28 @@ def status_rows(store: StateStore) -> list[dict[str, Any]]:
             "action": None if act is None else act.status,
             "action_rc": None if act is None else act.rc,
             "command": None if act is None else act.command,
+            "action_output": None if act is None else act.output,
+            # The rule this job runs (its detector keeps the spec it started with).
+            "rule": _rule(job.detector),
         })
     return rows
+
+
+def _rule(state: dict[str, Any]) -> str | None:
+    spec, mode = state.get("spec"), state.get("mode")
+    return None if spec is None else f"{spec} (mode {mode})"
+
+
+def format_actions(rows: list[dict[str, Any]]) -> str:
+    """One line per finished action: its exit code and the last line it printed."""
+    lines = []
+    for r in rows:
+        if r.get("action_rc") is None and not r.get("action_output"):
+            continue
+        tail = (r.get("action_output") or "").strip().splitlines()[-1:] or [""]
+        lines.append(f"  {_cell(r['tenant'])}/{_cell(r['job'])}: {_cell(r['action'])}, exit "
+                     f"{_cell(r['action_rc'])}: {show(tail[0], 200) or '(no output)'}")
+    return "actions:\n" + "\n".join(lines) + "\n" if lines else ""
 
 
 def _cell(v: Any) -> str:
@@ -82,21 +110,25 @@ def format_fleet(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def page_html(db: str, health: str = "") -> str:
-    """The status page from the state database at ``db`` (read-only, per call)."""
-    from evalstop.integrations.watch.page import render_page
+def page_html(db: str, health: str = "", page: int = 1, per_page: int | None = None) -> str:
+    """Page ``page`` (1-based, ``per_page`` jobs: ``page.PAGE_SIZE`` by default) of the
+    status page from the state database at ``db`` (read-only, per call). Its cost is
+    bounded by ``per_page``, whatever the fleet's size."""
+    from evalstop.integrations.watch.page import PAGE_SIZE, Paging, render_page
 
     try:
         store = StateStore(db, readonly=True)
     except ValueError:
         return render_page([], {}, health=health + " No state yet.")
     try:
-        rows = status_rows(store)
-        curves = store.curves()
+        total, stopped = store.job_counts()
+        paging = Paging(page, per_page or PAGE_SIZE, total, stopped)
+        rows = status_rows(store, offset=paging.offset, limit=paging.per_page)
+        curves = store.curves_of((r["source"], r["job"]) for r in rows)
         fleet = fleet_rows(store)
     finally:
         store.close()
     for r in rows:
         r["key"] = f"{r['source']}\0{r['job']}"
     keyed = {f"{s}\0{j}": pts for (s, j), pts in curves.items()}
-    return render_page(rows, keyed, fleet=fleet, health=health)
+    return render_page(rows, keyed, fleet=fleet, health=health, paging=paging)

@@ -31,6 +31,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from evalstop.fileio import special_kind
+
+# How long a controller waits at start for a state database another process holds locked
+# (SQLite's EXCLUSIVE locking mode, a long backup), before it gives up with one line.
+START_WAIT = 60.0
 SCHEMA_VERSION = "2"  # 2: jobs are (source, job), with a tenant
 
 _SCHEMA = """
@@ -153,12 +158,14 @@ class StateStore:
 
     def __init__(self, path: str, *, dry_run: bool = False, readonly: bool = False,
                  busy_ms: int = 5000, max_backoff: float = 5.0,
-                 on_wait: Callable[[str], None] | None = None) -> None:
+                 on_wait: Callable[[str], None] | None = None,
+                 start_wait: float = START_WAIT) -> None:
         self.path = str(path)
         self._lock_fh = None
         self.max_backoff = max_backoff
         self.on_wait = on_wait
         self.waits = 0  # how many times a write found the database locked
+        self.start_wait = start_wait
         # sqlite3 takes "" as a private temporary database: the run would "succeed" and
         # lose its state. A folder gave a traceback (--status) or a stray .lock file.
         if not self.path.strip():
@@ -166,6 +173,9 @@ class StateStore:
         if os.path.isdir(self.path):
             raise ValueError(f"--db {self.path!r} is a folder, not a file")
         self.real = os.path.realpath(self.path)
+        kind = special_kind(self.real)  # the link resolved: what SQLite would open
+        if kind is not None:  # a FIFO would block SQLite's open for ever
+            raise ValueError(f"--db {self.path!r} is {kind}, not a regular file")
         uri = "file:" + urllib.parse.quote(self.real) + "?mode=ro"
         if readonly:
             if not os.path.exists(self.path):
@@ -185,10 +195,14 @@ class StateStore:
                 raise ValueError(f"directory of --db {self.path!r} does not exist")
             self._lock()
             self.db = sqlite3.connect(self.real, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=FULL")
         self.db.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
-        self._retry(lambda: self.db.executescript(_SCHEMA))
+        # Another process may hold the file (a backup, or a connection in SQLite's
+        # EXCLUSIVE locking mode): wait for it, a bounded time, then say so in one line.
+        deadline = time.monotonic() + start_wait
+        if not dry_run:
+            self._retry(lambda: self.db.execute("PRAGMA journal_mode=WAL"), deadline)
+            self.db.execute("PRAGMA synchronous=FULL")
+        self._retry(lambda: self.db.executescript(_SCHEMA), deadline)
         self._check_schema()
 
     def _lock(self) -> None:
@@ -220,8 +234,9 @@ class StateStore:
             self._lock_fh.close()
             self._lock_fh = None
 
-    def _retry(self, fn: Callable[[], Any]) -> Any:
-        """Run a write, waiting out another connection's lock with backoff."""
+    def _retry(self, fn: Callable[[], Any], deadline: float | None = None) -> Any:
+        """Run a write, waiting out another connection's lock with backoff (until the
+        monotonic ``deadline`` if given, then ValueError)."""
         delay, announced = 0.05, False
         while True:
             try:
@@ -231,9 +246,15 @@ class StateStore:
                     raise
                 if self.db.in_transaction:
                     self.db.execute("ROLLBACK")
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise ValueError(
+                        f"state database {self.path!r} stayed locked by another process "
+                        f"({exc}); gave up after {self.start_wait:g} s") from None
                 self.waits += 1
                 if not announced and self.on_wait is not None:
-                    self.on_wait(f"state database is locked ({exc}); retrying")
+                    self.on_wait(f"state database is locked ({exc}); " + (
+                        "retrying" if deadline is None else
+                        f"waiting up to {self.start_wait:g} s for it"))
                 announced = True
                 time.sleep(delay)
                 delay = min(delay * 2, self.max_backoff)
@@ -262,36 +283,74 @@ class StateStore:
             )
 
     # ---- reads ------------------------------------------------------------------------
+    # Every row is type-checked as it is read: a state file whose tables hold other types
+    # (made by hand, or by another tool) is one clear error, not a traceback later.
+    def _rows(self, table: str, types: tuple, sql: str, args: tuple = ()):
+        cur = self.db.execute(sql, args)
+        names = [d[0] for d in cur.description]
+        for row in cur:
+            yield _typed(row, types, names, f"state database {self.path!r}: table {table}")
+
     def curves(self, limit: int = 2000) -> dict[tuple[str, str], list[tuple[int, float]]]:
         """Each job's (step, score) history, the last ``limit`` evals of each."""
         out: dict[tuple[str, str], list[tuple[int, float]]] = {}
-        for s, j, step, score in self.db.execute(
+        for s, j, step, score in self._rows(
+                "evals", _EVAL_TYPES,
                 "SELECT source, job, step, score FROM evals ORDER BY source, job, step"):
             if score is not None:
                 out.setdefault((s, j), []).append((step, score))
         return {k: v[-limit:] for k, v in out.items()}
 
+    def curves_of(self, keys: Iterable[tuple[str, str]], limit: int = 2000
+                  ) -> dict[tuple[str, str], list[tuple[int, float]]]:
+        """The last ``limit`` scored evals of each (source, job) in ``keys`` only."""
+        out = {}
+        for source, job in keys:
+            rows = self._rows("evals", _EVAL_TYPES,
+                              "SELECT source, job, step, score FROM evals WHERE source=? AND "
+                              "job=? AND score IS NOT NULL ORDER BY step DESC LIMIT ?",
+                              (source, job, int(limit)))
+            pts = [(step, score) for _s, _j, step, score in rows]
+            out[(source, job)] = pts[::-1]
+        return out
+
     def fleet(self) -> dict[str, tuple[dict[str, Any], int]]:
         """Each eval group's FleetNoise state and how many jobs fed it."""
-        return {g: (json.loads(st), n)
-                for g, st, n in self.db.execute("SELECT grp, state, jobs FROM fleet")}
+        return {g: (_json(st, self.path, "fleet"), n) for g, st, n in self._rows(
+            "fleet", (str, str, int), "SELECT grp, state, jobs FROM fleet")}
 
     def jobs(self) -> dict[tuple[str, str], JobRow]:
         """Every job, keyed by (source, job)."""
+        return self._jobs("")
+
+    def jobs_page(self, offset: int, limit: int) -> dict[tuple[str, str], JobRow]:
+        """At most ``limit`` jobs, in (source, job) order from the ``offset``-th."""
+        return self._jobs(" LIMIT ? OFFSET ?", (int(limit), int(offset)))
+
+    def job_counts(self) -> tuple[int, int]:
+        """(jobs known, jobs stopped), without reading the jobs."""
+        n, stopped = self.db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(stopped != 0), 0) FROM jobs").fetchone()
+        return int(n), int(stopped)
+
+    def _jobs(self, tail: str, args: tuple = ()) -> dict[tuple[str, str], JobRow]:
         out = {}
-        for r in self.db.execute(
+        for r in self._rows(
+            "jobs", _JOB_TYPES,
             "SELECT job, source, tenant, detector, n_evals, last_step, last_score, "
             "best_step, best_score, stopped, stop_step, reason, skipped, updated FROM jobs "
-            "ORDER BY source, job"
+            "ORDER BY source, job" + tail, args,
         ):
-            out[(r[1], r[0])] = JobRow(r[0], r[1], r[2], json.loads(r[3]), r[4], r[5], r[6],
-                                       r[7], r[8], bool(r[9]), r[10], r[11], r[12], r[13])
+            out[(r[1], r[0])] = JobRow(r[0], r[1], r[2], _json(r[3], self.path, "jobs"),
+                                       r[4], r[5], r[6], r[7], r[8], bool(r[9]), r[10],
+                                       r[11], r[12], r[13])
         return out
 
     def offsets(self) -> dict[str, Offset]:
         return {
             r[0]: Offset(r[1], r[2], r[3], r[4], r[5], bytes(r[6]), bool(r[7]))
-            for r in self.db.execute(
+            for r in self._rows(
+                "offsets", _OFFSET_TYPES,
                 "SELECT path, dev, ino, pos, line, source, tail, skipping FROM offsets")
         }
 
@@ -302,7 +361,15 @@ class StateStore:
         if status is not None:
             sql += " WHERE status=?"
             args = (status,)
-        return [ActionRow(*r) for r in self.db.execute(sql + " ORDER BY decided, rowid", args)]
+        return [ActionRow(*r) for r in self._rows("actions", _ACTION_TYPES,
+                                                  sql + " ORDER BY decided, rowid", args)]
+
+    def actions_of(self, keys: Iterable[tuple[str, str]]) -> list[ActionRow]:
+        """The actions of the (source, job) pairs in ``keys`` only."""
+        sql = ("SELECT source, job, tenant, command, status, rc, output, decided, started, "
+               "finished FROM actions WHERE source=? AND job=?")
+        return [ActionRow(*r) for key in keys
+                for r in self._rows("actions", _ACTION_TYPES, sql, tuple(key))]
 
     # ---- writes -----------------------------------------------------------------------
     def transaction(self):
@@ -392,6 +459,44 @@ class StateStore:
                         (status, rc, output, now, source, job, expect))
                 return cur.rowcount
         return self._retry(write) == 1
+
+
+_OPT_INT = (int, type(None))
+_OPT_NUM = (float, int, type(None))
+_JOB_TYPES = (str, str, str, str, int, _OPT_INT, _OPT_NUM, _OPT_INT, _OPT_NUM, int, _OPT_INT,
+              str, int, (float, int))
+_OFFSET_TYPES = (str, int, int, int, int, str, bytes, int)
+_ACTION_TYPES = (str, str, str, str, str, _OPT_INT, str, (float, int), _OPT_NUM, _OPT_NUM)
+_EVAL_TYPES = (str, str, int, _OPT_NUM)
+
+
+_SQL_TYPE = {str: "TEXT", int: "INTEGER", float: "REAL", bytes: "BLOB"}
+
+
+class StateError(ValueError):
+    """A state database whose contents evalstop watch did not write (one line)."""
+
+
+def _typed(row: tuple, types: tuple, names: list[str], where: str) -> tuple:
+    """``row`` if each value has its column's type, else ValueError in one line."""
+    for value, want, name in zip(row, types, names, strict=True):
+        if not isinstance(value, want):
+            first = want[0] if isinstance(want, tuple) else want
+            raise StateError(f"{where}: column {name} holds {_SQL_TYPE.get(type(value), 'NULL')}"
+                             f", not {_SQL_TYPE[first]}: not an evalstop watch state "
+                             "(use a new --db)")
+    return row
+
+
+def _json(text: str, path: str, table: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise StateError(f"state database {path!r}: table {table}: a saved state that is not "
+                         "a JSON object: not an evalstop watch state (use a new --db)")
+    return value
 
 
 def _finite_or_none(x: float | None) -> float | None:

@@ -11,7 +11,10 @@ separators; a source that does not match belongs to no tenant and is refused.
 
 ``--job-prefix TEMPLATE`` (e.g. ``'{tenant}-'``) additionally requires every job name
 to start with its tenant's prefix: names are what a scheduler-side action acts on, so a
-tenant then cannot even write another tenant's job name.
+tenant then cannot even write another tenant's job name. The character right after
+``{tenant}`` (here ``-``) is the prefix's separator, and no tenant name may hold it (a
+log of such a tenant is refused): else tenant ``team``'s prefix ``team-`` would also
+begin tenant ``team-a``'s names.
 """
 
 from __future__ import annotations
@@ -32,6 +35,29 @@ class JobKey:
     name: str
 
 
+def prefix_separator(job_prefix: str) -> str:
+    """The character right after ``{tenant}`` in a ``--job-prefix`` template, or
+    ValueError. A tenant's prefix ends there, so no tenant name may hold it: then no
+    tenant's prefix is the start of another's."""
+    import string
+
+    try:
+        parsed = list(string.Formatter().parse(job_prefix))
+        job_prefix.format(tenant="t")
+    except (ValueError, KeyError, IndexError) as exc:
+        raise ValueError(f"bad --job-prefix {job_prefix!r}: {exc}") from None
+    names = [name for _text, name, _spec, _conv in parsed]
+    if "tenant" not in names:
+        raise ValueError(f"--job-prefix {job_prefix!r} must contain {{tenant}}")
+    after = parsed[names.index("tenant") + 1][0] if names.index("tenant") + 1 < len(parsed) \
+        else ""
+    if not after or after[0].isalnum():
+        raise ValueError(f"--job-prefix {job_prefix!r} needs a separator right after "
+                         "{tenant}, a character that is not a letter or digit (e.g. "
+                         "'{tenant}-'); tenant names may not hold it")
+    return after[0]
+
+
 class Tenancy:
     """Maps a source to its tenant and admits (or refuses) a job name for it."""
 
@@ -45,14 +71,8 @@ class Tenancy:
             if "tenant" not in self.pattern.groupindex:
                 raise ValueError(f"--tenant-pattern {pattern!r} needs a named group "
                                  "(?P<tenant>...)")
-        if job_prefix is not None:
-            if "{tenant}" not in job_prefix:
-                raise ValueError(f"--job-prefix {job_prefix!r} must contain {{tenant}}")
-            try:
-                job_prefix.format(tenant="t")
-            except (ValueError, KeyError, IndexError) as exc:
-                raise ValueError(f"bad --job-prefix {job_prefix!r}: {exc}") from None
         self.job_prefix = job_prefix
+        self.separator = None if job_prefix is None else prefix_separator(job_prefix)
 
     def tenant(self, root: str, source: str, *, suffix: str = "") -> str:
         """The tenant of ``source`` (an absolute path under ``root``), or Refused."""
@@ -69,10 +89,19 @@ class Tenancy:
                 tenant = os.path.basename(root)
             if "/" not in rel and suffix and tenant.endswith(suffix):
                 tenant = tenant[: -len(suffix)]
-        problem = name_problem(tenant, "tenant")
+        problem = name_problem(tenant, "tenant") or self.separator_problem(tenant)
         if problem is not None:
             raise Refused("tenant", f"{show(source)}: {problem}; not read")
         return tenant
+
+    def separator_problem(self, tenant: str) -> str | None:
+        """Why ``tenant`` cannot have a job prefix: its name holds the separator (then
+        tenant ``team``'s prefix ``team-`` would also start tenant ``team-a``'s names)."""
+        if self.separator is None or self.separator not in tenant:
+            return None
+        return (f"tenant {show(tenant)!r} holds {self.separator!r}, the character after "
+                f"{{tenant}} in --job-prefix {self.job_prefix!r}, which no tenant name may "
+                "hold")
 
     def metric(self, tenant: str, default: str = "eval") -> str:
         """The record field (JSONL) or scalar tag (TensorBoard) holding ``tenant``'s eval:
