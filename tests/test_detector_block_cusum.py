@@ -32,13 +32,13 @@ def _stop(det, values):
         # a collapse to half the gain stops (clip - k = 1.5 per eval, h = 2.5: two evals)
         ([0.0] * 3 + [1.0] * 12 + [0.5] * 3, {"sigma": 0.1}, 17),
         # the same fall is 5% of the gain: no reason to stop with rel = 0.1 ...
-        ([0.0] * 3 + [1.0] * 12 + [0.95] * 10, {"sigma": 0.01}, None),
+        ([0.0] * 3 + [1.0] * 12 + [0.95] * 10, {"sigma": 0.01, "rel": 0.1}, None),
         # ... but with rel = 0.04 it is
         ([0.0] * 3 + [1.0] * 12 + [0.95] * 10, {"sigma": 0.01, "rel": 0.04}, 17),
         ([1.0] * 10 + [0.5] + [1.0] * 5, {"sigma": 0.1}, None),  # one bad eval never stops
         # after hn evals a run that has not gained (here: flat) is not stopped ...
-        ([1.0] * 14 + [0.5] * 4, {"sigma": 0.1}, None),
-        ([1.0] * 14 + [0.5] * 4, {"sigma": 0.1, "gmin": 0.0}, 16),
+        ([1.0] * 14 + [0.5] * 4, {"sigma": 0.1, "hn": 12}, None),
+        ([1.0] * 14 + [0.5] * 4, {"sigma": 0.1, "hn": 12, "gmin": 0.0}, 16),
         ([1.0] * 14 + [0.5] * 4, {"sigma": 0.1, "hn": 16}, 16),  # ... nor before hn evals
         # the threshold grows by hg per doubling of the evals beyond hn
         ([0.0] * 3 + [1.0] * 12 + [0.5] * 4, {"sigma": 0.1, "hn": 4, "hg": 1.0}, 19),
@@ -242,12 +242,12 @@ def test_noise_precedence_and_the_block_floor():
     assert with_fleet._block_sigma() == pytest.approx(fleet.sigma())
     assert own._block_sigma() not in (0.01, pytest.approx(fleet.sigma()))
     rng = np.random.default_rng(4)
-    quiet, wander = BlockCusum(sigma=0.01), BlockCusum(sigma=0.01)
-    steps = np.cumsum(0.02 * rng.standard_normal(256))  # a random-walk level
-    for i in range(256):
+    quiet, wander = BlockCusum(sigma=0.01), BlockCusum(sigma=0.01, h=1e9)  # never stops
+    steps = np.cumsum(0.02 * rng.standard_normal(200))  # a random-walk level
+    for i in range(200):
         quiet.update(i + 1, 0.5 + 0.01 * rng.standard_normal())
         wander.update(i + 1, 0.5 + steps[i])
-    assert quiet._b == 8
+    assert quiet._b == 8 and wander._b == 8 and not quiet.stopped
     assert quiet._block_sigma() == pytest.approx(0.01 / math.sqrt(8), rel=0.5)
     assert quiet._block_sigma() >= 0.01 / math.sqrt(8)
     assert wander._block_sigma() > 3 * 0.01 / math.sqrt(8)

@@ -65,14 +65,15 @@ class BlockCusum(NoiseAware):
     PARAMS: ClassVar[dict[str, tuple[type, Any]]] = {
         "h": (float, 2.5), "k": (float, 1.5), "clip": (float, 3.0), "smooth": (int, 15),
         "min_evals": (int, 4), "trim": (int, 3), "smooth_min": (int, 3),
-        "blocks": (int, 16), "wblocks": (int, 8), "rel": (float, 0.1), "hg": (float, 0.0),
-        "hn": (int, 12), "lags": (int, 4), "gmin": (float, 3.0), **NOISE_PARAMS,
+        "blocks": (int, 16), "wblocks": (int, 4), "rel": (float, 0.05), "hg": (float, 0.0),
+        "hn": (int, 20), "lags": (int, 4), "gmin": (float, 5.0), **NOISE_PARAMS,
     }
 
     def __init__(self, *, h: float = 2.5, k: float = 1.5, clip: float = 3.0,
                  smooth: int = 15, min_evals: int = 4, trim: int = 3,
-                 smooth_min: int | None = 3, blocks: int = 16, wblocks: int = 8,
-                 rel: float = 0.1, hg: float = 0.0, hn: int = 12, lags: int = 4, gmin: float = 3.0, sigma: float | None = None, eval_n: int | None = None,
+                 smooth_min: int | None = 3, blocks: int = 16, wblocks: int = 4,
+                 rel: float = 0.05, hg: float = 0.0, hn: int = 20, lags: int = 4,
+                 gmin: float = 5.0, sigma: float | None = None, eval_n: int | None = None,
                  fleet=None, mode: str = "max") -> None:
         super().__init__(mode=mode)
         self._init_noise(sigma, eval_n, fleet)
