@@ -171,7 +171,7 @@ def test_it_is_cusum_drop_with_gates_before_the_first_merge():
         with jit_env(twin):
             bare = stop_index(BlockCusum(rel=0.0, gmin=0.0, hg=0.0, **shared), obs)
             cusum = CusumDrop(**shared).stop_index(obs)
-            gated = stop_index(BlockCusum(**shared), obs)
+            gated = stop_index(BlockCusum(rel=0.2, gmin=3.0, hn=8, **shared), obs)
         for a, b in zip(bare, cusum):
             assert a.tolist() == b.tolist()
         assert (bare[0] >= 0).sum() > (gated[0] >= 0).sum() > 0
