@@ -80,9 +80,14 @@ def main(argv=None):
     ap.add_argument("--runs", type=int, default=6)
     ap.add_argument("--short-runs", type=int, default=50)
     ap.add_argument("--out", default="benchmarks/results/issue11")
+    ap.add_argument("--replot", action="store_true",
+                    help="only redraw the plots of --out's judge.json (nothing is scored)")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.replot:
+        plots(json.loads((out / "judge.json").read_text()), out)
+        return
     t0 = time.perf_counter()
     held = realshape.synthetic(args.seed, args.runs, held_out=True)
     assert all(c.part == "held-out" for c in held)
@@ -147,7 +152,13 @@ def plots(result, out: Path) -> None:
                                        ("harm_saved.png", "compute_saved", "harmful_rate",
                                         "compute saved (share of eval intervals)",
                                         "harmful stops (share of non-hacking runs)")):
-        fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.8))
+        # Two panels a row, each about 660 px wide: read at a page's width, not shrunk to
+        # a fifth of it.
+        rows = (len(names) + 1) // 2
+        fig, axes = plt.subplots(rows, 2, figsize=(12.0, 4.4 * rows), squeeze=False)
+        axes = axes.ravel()
+        for ax in axes[len(names):]:
+            ax.set_visible(False)
         for ax, part in zip(axes, names):
             d = result["parts"][part]
             for mode, colour in (("stated", "C0"), ("own", "C1")):
@@ -165,13 +176,13 @@ def plots(result, out: Path) -> None:
                 if mark and r[xkey] is not None and r[ykey] is not None:
                     ax.plot([r[xkey]], [r[ykey]], mark[0], color=mark[1],
                             label=f"{r['rule']} ({r['noise']})")
-            ax.set_title(part, fontsize=9)
-            ax.set_xlabel(xl, fontsize=8)
-            ax.set_ylabel(yl, fontsize=8)
+            ax.set_title(part, fontsize=11)
+            ax.set_xlabel(xl, fontsize=10)
+            ax.set_ylabel(yl, fontsize=10)
             ax.grid(alpha=0.3)
-        axes[0].legend(fontsize=7)
+        axes[0].legend(fontsize=8)
         fig.tight_layout()
-        fig.savefig(out / fname, dpi=90)
+        fig.savefig(out / fname, dpi=110)
         plt.close(fig)
 
 

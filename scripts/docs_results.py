@@ -31,7 +31,8 @@ from pathlib import Path
 STUDIES = ("main", "composability", "sigma", "hacking", "k", "assumptions", "regime",
            "default_rule", "frontier", "real_main")
 METRICS = {"precision", "recall", "fpr", "fpr_rlhf", "jct_mean_s", "waste_gpu_h",
-           "quality_mean", "harmful_rate", "compute_saved", "delay_mean_evals", "n_stopped"}
+           "quality_mean", "harmful_rate", "compute_saved", "delay_mean_evals", "n_stopped",
+           "tenant_harmful_rate"}
 # frontier has 51 rules x 7 workloads: only what its tables read.
 FRONTIER_METRICS = {"precision", "jct_mean_s", "harmful_rate"}
 

@@ -16,9 +16,12 @@ HISTORY_PAGES = {"changelog.md", "benchmarks.md"}
 
 # What counts as history: an issue number (also as a path, issue11/), a round of a
 # choice, and a seed quoted by number ("seed 2"; an option such as `--seed 0` is usage).
+# An API name is a name: ROUND1_DEFAULT_SPEC does not match (no word boundary after "1").
 PATTERNS = re.compile(
-    r"\bissues?[ -]?#?\d+|issue\d+|\bround[- ]?(?:\d|one|two|three)\b|\b(?:two|three|the) rounds\b"
-    r"|ROUND\d|(?<![-\w])seeds? \d|\bseed\d",
+    r"\bissues?[ -]?#?\d+|issue\d+"
+    r"|\bround[- ]?(?:\d|one|two|three)\b|\b(?:first|second|third|fourth) round\b"
+    r"|\b(?:two|three|the) rounds\b"
+    r"|(?<![-\w])seeds? \d|\bseed\d",
     re.IGNORECASE,
 )
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)

@@ -78,6 +78,15 @@ def test_unknown_detector_and_missing_file(tmp_path, capsys):
     assert rc == 2 and "cannot read" in err
 
 
+@pytest.mark.parametrize("lines", [[], [""], ["   ", ""]])
+def test_an_empty_log_is_an_error_not_silence(tmp_path, capsys, lines):
+    """No output and exit 0 would read as "no job needed stopping"."""
+    rc, out, err = replay(capsys, write(tmp_path, lines), "--detector", "default")
+    assert rc == 2 and out == []
+    assert err.startswith("evalstop: error: ") and err.count("\n") == 1
+    assert "no eval records in the log" in err
+
+
 def test_nan_eval_is_ignored(tmp_path, capsys):
     log = write(tmp_path, ['{"job": "a", "step": 1, "eval": 0.5}',
                            '{"job": "a", "step": 2, "eval": NaN}',

@@ -97,6 +97,11 @@ def test_scoring_by_hand():
     assert m["saved"] == 0.5
     assert never["harmful_rate"] == 0.0 and never["saved"] == 0.0
     assert never["regret_healthy"] == 0.0 and never["regret_hacking"] == 0.0
+    # Tenant view, from the observed evals (here = gain): the healthy run's levels (+-1 eval)
+    # are 0.45, 0.6, 0.83, 0.95, gain 0.5, end (last eval) 1.0; kept eval 1 (0.6) loses
+    # 0.8 of its gain: harmful. A hacking run never counts.
+    assert m["tenant_harmful"] == 1 and m["tenant_harmful_rate"] == 1.0
+    assert never["tenant_harmful"] == 0 and never["tenant_harmful_rate"] == 0.0
 
 
 def test_tallies_pool_by_adding_counts():
@@ -106,8 +111,10 @@ def test_tallies_pool_by_adding_counts():
     assert pooled.metrics()["fpr"] == 0.75
     a = Tally(neg=4, harmful=1, regret_neg=0.2, regret_neg_n=4, saved=10, intervals=40)
     a += Tally(neg=1, harmful=1, regret_neg=0.9, regret_neg_n=1, saved=30, intervals=40)
+    a += Tally(tenant_harmful=1)
     m = a.metrics()
     assert m["harmful_rate"] == 2 / 5  # pooled counts, not the mean of 1/4 and 1/1
+    assert m["tenant_harmful_rate"] == 1 / 5
     assert m["regret_healthy"] == pytest.approx(1.1 / 5)
     assert m["saved"] == 0.5
 
@@ -194,7 +201,9 @@ def test_quick_mode_writes_every_output(quick_runs):
     md = (out / "detectors.md").read_text()
     assert "| harmful stops | regret, healthy | compute saved |" in md
     header = (out / "detectors.csv").read_text().splitlines()[0]
-    assert header.endswith("harmful,harmful_rate,regret_healthy,regret_hacking,saved")
+    # new columns go at the end: the older ones keep their places
+    assert header.endswith("harmful,harmful_rate,regret_healthy,regret_hacking,saved,"
+                           "tenant_harmful,tenant_harmful_rate")
 
 
 def test_same_seed_same_json(quick_runs, tmp_path):
@@ -242,5 +251,11 @@ def test_report_section_shows_harm_beside_precision(quick_runs):
     assert tables and all(("Harmful stops", "Regret, healthy", "Compute saved")
                           == b.header[b.header.index("FPR") + 1:b.header.index("FPR") + 4]
                           for b in tables)
+    assert all(b.header[-1] == "Harmful stops, tenant view" for b in tables)
+    assert all(r[-1] != "n/a" for r in tables[0].rows)
+    md = (out / "detectors.md").read_text()
+    assert "| harmful stops, tenant view |" in md and "Harmful stops, tenant view:" in md
+    with open(out / "detectors.csv") as fh:
+        assert "tenant_harmful_rate" in fh.readline()
     harm_images = [b.path for b in blocks if isinstance(b, Image) and "/harm_" in b.path]
     assert len(harm_images) == len(summary["parts"])

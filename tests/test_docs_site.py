@@ -64,6 +64,20 @@ def test_site_builds_strict(build):
     assert (site / "index.html").is_file()
 
 
+def test_api_signatures_are_wrapped_to_the_page(site):
+    """mkdocstrings writes a signature on one line unless it can format it (ruff, in the
+    docs extra): `Controller(...)` came out 3,000 px wide."""
+    import html
+    import re
+
+    page = (site / "reference" / "api" / "index.html").read_text()
+    sigs = [html.unescape(re.sub(r"<[^>]+>", "", s)) for s in
+            re.findall(r'<div class="doc-signature[^"]*"><pre>(.*?)</pre>', page, re.DOTALL)]
+    assert len(sigs) >= 10
+    long = [line for s in sigs for line in s.splitlines() if len(line) > 90]
+    assert not long, f"{len(long)} signature line(s) over 90 characters, e.g. {long[0]!r}"
+
+
 def _url_prefix() -> str:
     """The path the site is published under (site_url's, e.g. /evalstop/), so that pages
     that link absolutely, like 404.html, find their files when served here too."""

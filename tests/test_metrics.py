@@ -210,6 +210,19 @@ def test_stop_cost_worked_by_hand(case):
     assert {k: run_metrics(*case)[k] for k in m} == m
 
 
+def test_tenant_view_of_harm_worked_by_hand(case):
+    # From the observed evals (here = true), smoothed over +-1 eval (5 evals: ceil(2.5% x 5)),
+    # end = the last eval (ceil(10% x 5) = 1). The healthy curve 0.3..0.7 has levels 0.35,
+    # 0.4, 0.5, 0.6, 0.65, gain 0.3. Job 2 keeps eval 1 (level 0.4): loss (0.7 - 0.4) / 0.3;
+    # job 4 keeps eval 2 (0.5): loss 0.2 / 0.3; both > 5%, both non-hacking -> 2 of 4.
+    m = stop_cost_metrics(*case)
+    assert m["tenant_harmful"] == 2 and m["tenant_harmful_rate"] == pytest.approx(2 / 4)
+    wl, res = case
+    wl.eval_obs[4] = [0.3, 0.7, 0.7, 0.7, 0.7]  # job 4's evals say it had arrived by eval 1
+    m = stop_cost_metrics(wl, res)
+    assert m["tenant_harmful"] == 1 and m["harmful"] == 2  # the true curve still says 2
+
+
 def test_a_stop_in_a_dip_that_recovers_is_not_harmful():
     # Both healthy, gain 0.3: job 0 stopped in a dip keeping its best (0.6), which the run
     # only regains at its end: regret 0. Job 1 keeps 0.6 where the end is 0.605: 1.7% of its

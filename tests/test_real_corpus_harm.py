@@ -54,6 +54,12 @@ def test_stop_cost_by_hand(corpus):
     never = stop_cost(curves, labels, None)
     assert never["harmful"] == 0 and never["compute_saved"] == 0.0
     assert never["regret_healthy_mean"] == 0.0
+    # Tenant view, from the raw gold evals: 11 evals, levels over +-1 eval, end = mean of
+    # the last 2. dip keeps eval 2 (level (0.95+1+0.99)/3 = 0.98), end 1.0, gain 1.0 - 0.925:
+    # loss 0.27 > 5%, harmful; flat never gained (NaN, no harm); rise is never stopped.
+    assert s["tenant_harmful"] == 1 and s["tenant_harmful_rate"] == pytest.approx(1 / 3)
+    assert s["tenant_loss_stopped_median"] == pytest.approx((1.0 - 0.98) / (1.0 - 0.925))
+    assert never["tenant_harmful"] == 0 and math.isnan(never["tenant_loss_stopped_median"])
 
 
 def _replay_by_update(curve, spec):
@@ -87,6 +93,9 @@ def test_real_corpus_section_shows_harm_beside_precision(tmp_path):
     table = _harm_table(rows)
     assert table.header[:4] == ("Rule", "Precision", "Recall", "FPR")
     assert "Harmful stops (share of healthy)" in table.header and "Compute saved" in table.header
+    assert table.header[-1] == "Harmful stops, tenant view"
+    assert all(k in r for r in rows for k in ("tenant_harmful", "tenant_harmful_rate"))
+    assert "tenant view" in table.caption
     assert [r[0] for r in table.rows] == ["`none`", "`evalstop:k=2`", "`default`",
                                           "`stopat:p=0.65`"]
     k2 = rows[1]
@@ -97,3 +106,20 @@ def test_real_corpus_section_shows_harm_beside_precision(tmp_path):
     text = " ".join(_reading(rows, *load_corpus()))
     assert "A false stop is not always a harmful one" in text
     assert EXPERIMENT.name == "real_corpus"
+
+
+def test_dense_corpora_section_shows_both_harm_figures():
+    from evalstop.experiments.real_corpus import DENSE_SPECS, validate_dense
+    from evalstop.report.blocks import Heading, Table
+    from evalstop.report.sections.real import _dense_blocks
+
+    rows = validate_dense(("evalstop:k=2",), world="trigram")
+    assert [r["spec"] for r in rows] == ["none", "evalstop:k=2"]
+    k2 = rows[1]
+    assert 0 <= k2["tenant_harmful"] <= k2["fp"] and k2["harmful"] <= k2["fp"]
+    blocks = _dense_blocks()
+    assert isinstance(blocks[0], Heading) and isinstance(blocks[1], Table)
+    table = blocks[1]
+    assert "Harmful stops, tenant view" in table.header
+    assert len(table.rows) == 2 * len(DENSE_SPECS)  # every rule on both corpora
+    assert {r[0].split(" ")[0] for r in table.rows} == {"bigram", "trigram"}

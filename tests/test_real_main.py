@@ -24,6 +24,10 @@ def test_real_main_runs_and_reports_the_default_beside_the_papers_rule(tmp_path)
     assert fp and all(v == 0 for v in fp)  # it never stops a healthy job
     md = to_markdown(section_for("real_main")(SectionContext(run, summary, tmp_path)))
     rows = [line for line in md.splitlines() if line.startswith("| Default+SRTF-Est |")]
-    assert len(rows) == 10  # four rates, two changes, quality, harm, regret, compute saved
+    # four rates, two changes, quality, harm, regret, compute saved, harm in the tenant's view
+    assert len(rows) == 11
     assert any("| Harmful stops (share of non-hacking jobs) |" in r for r in rows)
     assert any("| Compute saved (share of eval intervals) |" in r for r in rows)
+    tenant = [r for r in rows if "| Harmful stops, tenant view (share of non-hacking jobs) |" in r]
+    assert len(tenant) == 1 and "n/a" not in tenant[0]
+    assert summary.get("lab", "Default+SRTF-Est", "tenant_harmful_rate") is not None

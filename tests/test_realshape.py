@@ -67,6 +67,7 @@ def test_score_counts_short_drops_within_3_evals_and_flat_stops():
         ((d >= 0) & stopped & (stop_idx <= d + 2)).sum() / (d >= 0).sum())
     assert m["flat_stopped"] == pytest.approx(((d < 0) & stopped).sum() / (d < 0).sum())
     assert m["flat_stopped"] > 0.5  # k=1 stops nearly every noisy flat run
+    assert 0.0 <= m["tenant_harmful_rate"] <= m["fpr"]  # only false stops can harm
 
 
 def _short_pin(cells):

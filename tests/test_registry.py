@@ -19,8 +19,13 @@ def test_parse(spec, name, args):
 
 @pytest.mark.parametrize("spec, message", [
     ("nope:k=2", "unknown detector 'nope'"),
-    ("evalstop:q=2", "unknown key 'q'"),
-    ("evalstop:k=two", "k='two' is not a int"),
+    ("zzzz:k=2", "unknown detector 'zzzz'; known: cusum-drop, "),
+    ("cusum-drp", r"unknown detector 'cusum-drp' \(did you mean 'cusum-drop'\?\)"),
+    ("defualt", r"\(did you mean 'default'\?\)"),
+    ("evalstop:q=2", "unknown key 'q' for"),
+    ("evalstop:kk=2", r"unknown key 'kk' \(did you mean 'k'\?\)"),
+    ("evalstop:k=two", "k='two' is not an int$"),
+    ("cusum-drop:h=high", "h='high' is not a float$"),
     ("evalstop:k", "expected key=value"),
     ("evalstop:k=1,k=2", "given twice"),
     ("evalstop:k=0", "k must be >= 1"),

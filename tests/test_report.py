@@ -14,7 +14,7 @@ from evalstop.experiments import Experiment, Method, Point, Settings, run_experi
 from evalstop.experiments.paper import SOURCE, Claim
 from evalstop.report import RunInfo, write_report
 from evalstop.report.blocks import Bullets, Heading, Image, Para, Table
-from evalstop.report.claims import evaluate
+from evalstop.report.claims import compare, evaluate
 from evalstop.report.fmt import pct, pvalue, signed_pct, with_ci
 from evalstop.report.html import to_html
 from evalstop.report.markdown import to_markdown
@@ -85,6 +85,20 @@ def test_harm_and_compute_saved_sit_beside_precision_and_recall(report):
     assert "harmful_rate" in json.dumps(rows) and "compute_saved" in json.dumps(rows)
 
 
+def test_the_tenant_view_of_harm_is_a_row_of_the_main_table(report):
+    out, _ = report
+    md = (out / "report.md").read_text()
+    row = next(line for line in md.splitlines() if line.startswith(
+        "| EvalStop+SRTF-Est | Harmful stops, tenant view (share of non-hacking jobs) |"))
+    assert "%" in row  # a value, not n/a
+    assert "Harmful stops, tenant view: the same question asked of the observed evals" in md
+    with open(out / "main_summary.csv") as fh:
+        got = {r["method"]: r for r in csv.DictReader(fh) if r["metric"] == "tenant_harmful_rate"}
+    assert got["SRTF-Est"]["mean"] == "0.0"  # never stops, so never harms
+    assert 0.0 <= float(got["EvalStop+SRTF-Est"]["mean"]) <= 1.0
+    assert got["EvalStop+SRTF-Est"]["delta_pct"] == ""  # a level, like the other harm figures
+
+
 def test_results_are_machine_readable(report):
     out, _ = report
     data = json.loads((out / "results.json").read_text())  # strict JSON: no NaN tokens
@@ -139,8 +153,42 @@ def test_claims_are_checked_over_the_selected_rows():
     text, verdict = evaluate(claim, rows)
     assert verdict == "holds" and "92.0%" in text and "95.0%" in text
     rows[1] = _row("ES", 0.05, 0.8)
-    assert evaluate(claim, rows)[1].startswith("does not hold: 1 of 2 values below")
+    assert evaluate(claim, rows)[1] == (
+        "worse than claimed: 1 of 2 values below the claimed range (>= 90.0%); 1 within it")
     assert evaluate(claim, [_row("ES", 0.01, math.nan)]) == ("n/a", "n/a")
+
+
+@pytest.mark.parametrize("values, verdict", [
+    ((-30.0, -12.0), ("better than claimed: 1 of 2 values below the claimed range "
+                     "(-25.0% to -9.0%); 1 within it")),
+    ((-44.0, -40.0), ("better than claimed: 2 of 2 values below the claimed range "
+                     "(-25.0% to -9.0%)")),
+    ((-5.0,), "worse than claimed: 1 of 1 values above the claimed range (-25.0% to -9.0%)"),
+    ((-30.0, -5.0), ("mixed: 1 of 2 values below the claimed range (-25.0% to -9.0%); "
+                    "1 of 2 values above the claimed range (-25.0% to -9.0%)")),
+    ((-20.0,), "holds"),
+])
+def test_a_larger_saving_than_claimed_reads_better_not_failed(values, verdict):
+    """Composability claims a 9-25% JCT reduction: a 44% reduction is better than claimed,
+    not "does not hold"."""
+    claim = Claim("composability", "9-25% JCT reduction", "jct_mean_s", "delta_pct", "ES",
+                  low=-25.0, high=-9.0)
+    rows = [dict(_row("ES", None, v, "delta_pct"), metric="jct_mean_s",
+                 point=f"p{i}", method=f"ES{i}") for i, v in enumerate(values)]
+    assert evaluate(claim, rows)[1] == verdict
+
+
+@pytest.mark.parametrize("metric, field, ours, paper, verdict", [
+    ("precision", "mean", 0.602, 0.983, "worse than claimed"),
+    ("precision", "mean", 0.975, 0.983, "as claimed"),
+    ("fpr", "mean", 0.588, 0.015, "worse than claimed"),
+    ("fpr", "mean", 0.001, 0.030, "better than claimed"),
+    ("jct_mean_s", "delta_pct", -44.2, -9.4, "better than claimed"),
+    ("jct_mean_s", "delta_pct", -1.2, -9.4, "worse than claimed"),
+    ("recall", "mean", math.nan, 0.99, "n/a"),
+])
+def test_one_figure_against_the_papers(metric, field, ours, paper, verdict):
+    assert compare(metric, field, ours, paper) == verdict
 
 
 def test_report_needs_a_run(tmp_path):
@@ -177,3 +225,45 @@ def test_sections_drawn_in_another_process_give_the_same_report(tmp_path, monkey
     for name in figs:
         assert (tmp_path / "here" / "figures" / name).read_bytes() == \
             (tmp_path / "there" / "figures" / name).read_bytes(), name
+
+
+def test_a_study_without_simulations_writes_no_empty_csvs(tmp_path):
+    """real_corpus replays the lab's logs and simulates nothing: its results are
+    real_corpus_detectors.csv, not a header-only real_corpus_runs.csv beside it."""
+    runs = run_experiments(select("main,real_corpus"), TINY, workers=1, progress=False)
+    write_report(runs, tmp_path, RunInfo(wall_s=1.0, workers=1, quick=True))
+    names = {p.name for p in tmp_path.iterdir()}
+    assert "real_corpus_detectors.csv" in names and "main_runs.csv" in names
+    assert not names & {"real_corpus_runs.csv", "real_corpus_summary.csv"}
+
+
+def test_headings_get_github_anchors_and_the_contents_link_them(tmp_path):
+    from evalstop.report.blocks import contents, heading_anchors, slug
+
+    assert slug("Main table: RLHF-heavy workload, 64 GPUs (`main`)") == \
+        "main-table-rlhf-heavy-workload-64-gpus-main"
+    assert slug("The paper's claims at a glance") == "the-papers-claims-at-a-glance"
+    blocks = [Heading(1, "T"), Heading(2, "A (`a`)"), Heading(3, "Why"), Para("x"),
+              Heading(2, "B"), Heading(3, "Why")]
+    assert list(heading_anchors(blocks).values()) == ["t", "a-a", "why", "b", "why-1"]
+    toc = contents(blocks)
+    assert toc.items == ("[A (`a`)](#a-a): [Why](#why)", "[B](#b): [Why](#why-1)")
+    html = to_html([toc, *blocks], tmp_path, "t")
+    assert '<h3 id="why-1">Why</h3>' in html
+    assert '<a href="#why-1">Why</a>' in html and '<nav class="toc">' in html
+    md = to_markdown([toc, *blocks])
+    assert "**Contents**\n\n- [A (`a`)](#a-a): [Why](#why)" in md
+
+
+def test_a_figure_says_how_many_panels_sit_side_by_side(tmp_path):
+    from evalstop.report import plots
+    from evalstop.report.html import png_text
+
+    path = plots.lines_vs_x(tmp_path / "f.png", [0.1, 0.2],
+                            [(f"m{i}", {"a": [(1.0, 0.9, 1.1), (2.0, 1.9, 2.1)]})
+                             for i in range(5)], "x", "five panels")
+    data = path.read_bytes()
+    assert png_text(data, plots.COLUMNS_KEY) == "2"  # five panels: rows of two, not one row
+    assert png_text(data, "nothing") is None
+    html = to_html([Image("f.png", "five")], tmp_path, "t")
+    assert 'data-columns="2"' in html

@@ -14,6 +14,7 @@ from conftest import kill_store, watch_decisions
 from evalstop.cli.replay import replay_job
 from evalstop.evallog import read_log
 from evalstop.integrations.watch import Controller, JsonlDirSource, ShellAction, StateStore
+from evalstop.integrations.watch.jsonl import MISSING_POLLS
 from evalstop.integrations.watch.status import format_table, status_rows
 
 PEAK = [0.1, 0.3, 0.5, 0.4, 0.2, 0.6]  # k=2 stops at step 5, best step 3
@@ -136,6 +137,10 @@ def test_deleted_log(tmp_path):
     os.remove(h.logs / "a.jsonl")
     _append(h.logs / "b.jsonl", _line("b", 2, 0.6))
     h.ctl.run_until_idle()
+    # Deleted only once absent from MISSING_POLLS listings in a row (a passing error is not).
+    assert "log deleted" not in h.err.getvalue()
+    for _ in range(MISSING_POLLS - 1):
+        h.ctl.poll_once()
     assert "a.jsonl: log deleted; its jobs keep their state" in h.err.getvalue()
     assert h.decisions() == {"a": (False, None, 1, 2), "b": (False, None, 2, 2)}
     assert not any(p.endswith("a.jsonl") for p in h.store.offsets())

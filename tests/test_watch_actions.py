@@ -44,7 +44,7 @@ def _fake_bin(tmp_path, monkeypatch, squeue_out="4242"):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     calls = tmp_path / "calls.txt"
-    for name in ("squeue", "scancel", "kubectl"):
+    for name in ("squeue", "scancel", "scontrol", "kubectl"):
         out = squeue_out if name == "squeue" else ""
         (bin_dir / name).write_text(
             f"#!{sys.executable}\nimport json, sys\n"
@@ -69,9 +69,12 @@ def test_scancel_is_scoped_to_the_tenant_account(tmp_path, monkeypatch):
     # An all-digit name is a name (squeue --name), never taken as a Slurm job id.
     row = _run(tmp_path, TEMPLATE.format(script=EXAMPLES / "scancel.sh"), job="12345")
     assert (row.status, row.rc) == ("done", 0), row.output
-    squeue, scancel = _calls(calls)
+    squeue, scontrol, scancel = _calls(calls)
     assert "--account=team-a" in squeue and "--name=12345" in squeue
-    assert scancel[1:] == ["--signal=TERM", "--full", "--", "4242"]
+    # The note first (accounting keeps it), then a plain cancel (recorded as CANCELLED).
+    assert scontrol[1:] == ["update", "JobId=4242", ("AdminComment=stopped by EvalStop at "
+                            "step ?; best step 300; checkpoint /ckpt/team-a/12345/ck-300")]
+    assert scancel[1:] == ["--", "4242"]
     assert "stopped 12345 (account team-a, ids 4242)" in row.output
 
 

@@ -128,7 +128,7 @@ def test_bad_input_is_one_line(tmp_path, capsys, argv, message):
 
 
 def test_missing_tensorboard_extra_is_named(tmp_path, capsys, monkeypatch):
-    monkeypatch.setitem(sys.modules, "tensorboard.backend.event_processing.event_accumulator",
+    monkeypatch.setitem(sys.modules, "tensorboard.compat.proto.event_pb2",
                         None)
     rc = main(["watch", "--tensorboard", str(tmp_path), "--db", str(tmp_path / "s.db"),
                "--once"])
@@ -237,3 +237,24 @@ def test_help_says_symlinks_are_not_followed(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "Symbolic links under a watched directory are never followed" in text
     assert "{tenant}" in text and "--checkpoint-root" in text
+
+
+def test_budget_flags_reach_the_sources_and_bad_values_are_one_line(tmp_path, capsys):
+    logs = tmp_path / "logs"
+    (logs / "t").mkdir(parents=True)
+    (logs / "t" / "a.jsonl").write_text("".join(
+        json.dumps({"job": "j", "step": s, "eval": float(s)}) + "\n" for s in range(1, 31)))
+    rc = main(["watch", "--jsonl", str(logs), "--db", str(tmp_path / "s.db"), "--once",
+               "--budget-lines", "7", "--max-jobs", "5", "--keep-evals", "10"])
+    assert rc == 0
+    con = sqlite3.connect(tmp_path / "s.db")
+    assert con.execute("SELECT n_evals FROM jobs").fetchall() == [(30,)]  # over 5 polls
+    assert con.execute("SELECT COUNT(*) FROM evals").fetchone() == (10,)
+    con.close()
+    capsys.readouterr()
+    for flag in ("--budget-lines", "--budget-bytes", "--budget-files", "--budget-events",
+                 "--max-jobs", "--keep-evals"):
+        rc = main(["watch", "--jsonl", str(logs), "--db", str(tmp_path / "t.db"), "--once",
+                   flag, "0"])
+        assert rc == 2
+        assert capsys.readouterr().err.strip() == f"evalstop: error: {flag} must be >= 1, got 0"

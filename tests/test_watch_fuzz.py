@@ -113,3 +113,87 @@ def test_poll_survives_hostile_lines_and_takes_healthy_records_once(tmp_path_fac
     for rec in fed:
         _check_accepted(rec)
     ctl.close()
+
+
+# ---- TensorBoard event files: the same guarantee ---------------------------------------------
+def _frame(data: bytes) -> bytes:
+    import struct
+
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
+
+    head = struct.pack("<Q", len(data))
+    return (head + struct.pack("<I", masked_crc32c(head)) + data
+            + struct.pack("<I", masked_crc32c(data)))
+
+
+def _event(step: int, value) -> bytes:
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+
+    v = summary_pb2.Summary.Value(tag="eval")
+    if isinstance(value, float):
+        v.simple_value = value
+    else:
+        v.tensor.CopyFrom(value)
+    return event_pb2.Event(step=step, summary=summary_pb2.Summary(value=[v])).SerializeToString()
+
+
+def _tensor_of(draw_value):
+    from tensorboard.compat.proto import tensor_pb2, tensor_shape_pb2, types_pb2
+
+    shape, dtype, vals, strs = draw_value
+    proto = tensor_pb2.TensorProto(dtype=dtype, tensor_shape=tensor_shape_pb2.TensorShapeProto(
+        dim=[tensor_shape_pb2.TensorShapeProto.Dim(size=s) for s in shape]))
+    if dtype == types_pb2.DT_STRING:
+        proto.string_val.extend(strs)
+    else:
+        proto.float_val.extend(vals)
+    return proto
+
+
+_DTYPES = [1, 2, 3, 7, 9, 10]  # float, double, int32, string, int64, bool
+tensors = st.tuples(st.lists(st.integers(-1, 3), max_size=3), st.sampled_from(_DTYPES),
+                    st.lists(st.floats(allow_nan=True, width=32), max_size=4),
+                    st.lists(st.binary(max_size=6), max_size=3))
+tb_steps = st.one_of(st.integers(-(2**63), 2**63 - 1), st.integers(0, 50))
+tb_records = st.one_of(
+    st.tuples(tb_steps, st.floats(allow_nan=True, width=32)).map(lambda t: _frame(_event(*t))),
+    st.tuples(tb_steps, tensors).map(lambda t: _frame(_event(t[0], _tensor_of(t[1])))),
+    st.binary(max_size=40).map(_frame),                     # framed, not an event
+    st.binary(max_size=40),                                 # not even framed
+)
+
+
+@POLLS
+@given(st.lists(st.lists(tb_records, max_size=5), min_size=1, max_size=3))
+def test_tensorboard_poll_survives_hostile_events_and_takes_healthy_ones_once(
+        tmp_path_factory, polls):
+    from evalstop.integrations.watch import TensorBoardSource
+
+    tmp = tmp_path_factory.mktemp("tbfuzz")
+    root = tmp / "runs"
+    (root / "evil" / "run").mkdir(parents=True)
+    (root / "good" / "run").mkdir(parents=True)
+    evil = root / "evil" / "run" / "events.out.tfevents.1.evil"
+    good = root / "good" / "run" / "events.out.tfevents.1.good"
+
+    def controller():
+        return Controller(StateStore(str(tmp / "s.db")), [TensorBoardSource(str(root))],
+                          detector="evalstop:k=1000", err=io.StringIO(), out=io.StringIO())
+    ctl = controller()
+    step = 0
+    for i, frames in enumerate(polls):
+        with open(evil, "ab") as fh:
+            fh.write(b"".join(frames))
+        with open(good, "ab") as fh:
+            for _ in range(2):
+                step += 1
+                fh.write(_frame(_event(step, float(step % 3))))
+        if i == len(polls) // 2:  # a restart: runs are read again, nothing fed twice
+            ctl.close()
+            ctl = controller()
+        for res in ctl.run_until_idle():
+            for rec in res.fed:
+                _check_accepted(rec)
+    (job,) = [j for j in ctl.store.jobs().values() if j.job == "good/run"]
+    assert (job.n_evals, job.last_step, job.skipped) == (step, step, 0)
+    ctl.close()

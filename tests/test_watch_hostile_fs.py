@@ -64,8 +64,9 @@ def test_symlinks_out_of_the_root_are_not_followed(tmp_path):
     append(site.path("good/run.jsonl"), declining())
     res = site.ctl.run_until_idle()[0]
     assert site.stopped() == {("good", "train"): 5}
-    assert res.refused == {"symlink": 3}
+    assert res.refused == {"symlink": 3, "special": 1}  # the FIFO: refused, never opened
     err = site.err.getvalue()
+    assert err.count("not a regular file (a FIFO or device); not read") == 1
     assert err.count("symbolic link; not followed") == 3
     assert "SECRET" not in err and "root:" not in err
     assert {j.job for j in site.ctl.store.jobs().values()} == {"train"}

@@ -18,6 +18,7 @@ from evalstop.progress import stage
 MAX_SEEDS = 10_000
 
 def add_parser(sub) -> argparse.ArgumentParser:
+    from evalstop.lab.config import EVAL_SETS
     from evalstop.lab.generate import BETAS, DEFAULT_WORKERS, N_SEEDS, PAIRS
     from evalstop.lab.worlds import DEFAULT_WORLD, WORLDS
 
@@ -51,6 +52,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
     r.add_argument("--eval-every", type=int, default=None, metavar="E",
                    help="evaluate every E steps (default 10; trigram world 6; steps must be "
                         "a multiple)")
+    eval_set_help = ("fresh or fixed. fresh: new prompts and samples at every eval (default); fixed: one set "
+                     "scored again at every eval, like a fixed benchmark, so eval errors are "
+                     "correlated across checkpoints")
+    r.add_argument("--eval-set", choices=EVAL_SETS, default=None, metavar="SET",
+                   help=eval_set_help)
     r.add_argument("--out", required=True, metavar="DIR",
                    help="folder for ID.jsonl (eval log), ID.label.json, ID.meta.json")
 
@@ -76,6 +82,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         f"{tri.n_seeds})")
     c.add_argument("--steps", type=int, default=None, metavar="N",
                    help="RL steps per run (default 250; trigram world 150)")
+    c.add_argument("--eval-every", type=int, default=None, metavar="E",
+                   help="evaluate every E steps (default 10; trigram world 6)")
+    c.add_argument("--eval-set", choices=EVAL_SETS, default=None, metavar="SET",
+                   help=eval_set_help)
+    c.add_argument("--dense", action="store_true",
+                   help="the world's dense-eval corpus instead (an eval at every step on a "
+                        "fixed eval set, 151-501 evals a run; its own grid and files "
+                        "lab_dense_* / lab2_dense_*); no grid options with it")
     c.add_argument("--no-progress", action="store_true",
                    help="no progress bar (on a terminal) or progress lines (elsewhere)")
     return p
@@ -101,6 +115,8 @@ def _overrides(args) -> dict:
         out["steps"] = args.steps
     if getattr(args, "eval_every", None) is not None:
         out["eval_every"] = args.eval_every
+    if getattr(args, "eval_set", None) is not None:
+        out["eval_set"] = args.eval_set
     return out
 
 
@@ -143,6 +159,8 @@ def _run_corpus(args) -> int:
     spec = world_spec(args.world)
     if args.workers < 1:
         raise ValueError(f"--workers must be >= 1, got {args.workers}")
+    if args.dense:
+        return _run_dense(args)
     if args.pairs is None:
         args.pairs = ",".join(map(str, spec.pairs))
     if args.betas is None:
@@ -166,7 +184,10 @@ def _run_corpus(args) -> int:
                        + ["--out", args.out, "--pack-dir",
                         str(pack_dir), "--pairs", args.pairs, "--betas", args.betas,
                         "--seeds", str(args.seeds), "--workers", str(args.workers)]
-                       + (["--steps", str(args.steps)] if args.steps is not None else []))
+                       + (["--steps", str(args.steps)] if args.steps is not None else [])
+                       + (["--eval-every", str(args.eval_every)]
+                          if args.eval_every is not None else [])
+                       + (["--eval-set", args.eval_set] if args.eval_set is not None else []))
     t0 = time.perf_counter()
     done = generate(configs, out, workers=args.workers, progress=not args.no_progress)
     wall = time.perf_counter() - t0
@@ -175,6 +196,39 @@ def _run_corpus(args) -> int:
                        grid_info={"pairs": pairs, "betas": betas, "seeds": args.seeds,
                                   "overrides": _overrides(args),
                                   "generate_wall_s": round(wall, 1), "workers": args.workers})
+    print(f"{done['ran']} run(s) done, {done['skipped']} already complete; {wall:.0f} s wall. "
+          f"{summary['n_runs']} runs, {summary['n_hacking']} hacking "
+          f"({100 * summary['hacking_rate']:.0f}%). Packed into {pack_dir}.")
+    return 0
+
+
+def _run_dense(args) -> int:
+    from evalstop.lab.dense import dense_grid, dense_spec, provenance
+    from evalstop.lab.generate import generate, pack
+
+    given = [opt for opt, v in (("--pairs", args.pairs), ("--betas", args.betas),
+                                ("--seeds", args.seeds), ("--steps", args.steps),
+                                ("--eval-every", args.eval_every), ("--eval-set", args.eval_set))
+             if v is not None]
+    if given:
+        raise ValueError(f"--dense has its own grid; drop {', '.join(given)}")
+    spec = dense_spec(args.world)
+    configs = dense_grid(args.world)
+    pack_dir = prepare_out_dir(args.pack_dir, "--pack-dir") if args.pack_dir is not None else None
+    out = prepare_out_dir(args.out)
+    pack_dir = pack_dir or out
+    command = " ".join(shlex.quote(x) for x in
+                       ["evalstop", "lab", "corpus", "--dense", "--world", args.world,
+                        "--out", args.out, "--pack-dir", str(pack_dir),
+                        "--workers", str(args.workers)])
+    t0 = time.perf_counter()
+    done = generate(configs, out, workers=args.workers, progress=not args.no_progress)
+    wall = time.perf_counter() - t0
+    summary = pack(configs, out, pack_dir, command=command, files=spec.files(),
+                   grid_info={"blocks": [b.to_dict() for b in spec.blocks],
+                              "eval_every": spec.eval_every, "eval_set": "fixed",
+                              "generate_wall_s": round(wall, 1), "workers": args.workers},
+                   extra={"provenance": provenance(spec)})
     print(f"{done['ran']} run(s) done, {done['skipped']} already complete; {wall:.0f} s wall. "
           f"{summary['n_runs']} runs, {summary['n_hacking']} hacking "
           f"({100 * summary['hacking_rate']:.0f}%). Packed into {pack_dir}.")

@@ -9,10 +9,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import signal
 import sys
 
 from evalstop import __version__
+from evalstop.suggest import closest, did_you_mean
 
 # (subcommand, module under evalstop.cli); modules are imported only when listed here.
 COMMANDS = (
@@ -23,6 +25,7 @@ COMMANDS = (
     ("bench-detectors", "bench_detectors"),
     ("watch", "watch"),
     ("lab", "lab"),
+    ("testbed", "testbed"),
 )
 
 
@@ -36,10 +39,40 @@ def _terminated(signum, frame):
 
 
 class _Parser(argparse.ArgumentParser):
-    """Usage mistakes end in one line too, like every other input error."""
+    """Usage mistakes end in one line too, like every other input error, with the nearest
+    option or choice when one is close ("did you mean")."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+        self.exit(2, f"{self.prog}: error: {message}{self._hint(message)} (see --help)\n")
+
+    def _hint(self, message: str) -> str:
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if choice:
+            return did_you_mean(choice.group(1), re.findall(r"'([^']*)'", choice.group(2)))
+        extra = re.match(r"unrecognized arguments: (.*)", message)
+        if not extra:
+            return ""
+        options = self._options_of(getattr(self, "_given", []))
+        for word in extra.group(1).split():
+            if word.startswith("--"):
+                hit = closest(word.split("=", 1)[0], options)
+                if hit is not None:
+                    return f" (did you mean {hit}?)"
+        return ""
+
+    def _options_of(self, given: list[str]) -> list[str]:
+        """The option strings of the (sub)command that ``given`` names: the unrecognized
+        ones surface at the top parser, whose own options are not the ones meant."""
+        parser = self
+        for word in given:
+            subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+            if subs and word in subs[0].choices:
+                parser = subs[0].choices[word]
+        return [s for a in parser._actions for s in a.option_strings if s.startswith("--")]
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

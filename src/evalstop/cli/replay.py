@@ -7,6 +7,7 @@ import json
 import sys
 
 from evalstop.detectors import DEFAULT_SPEC, make_detector
+from evalstop.errors import InputError
 from evalstop.evallog import read_log
 
 
@@ -52,6 +53,9 @@ def replay_job(records, spec: str, mode: str) -> dict:
 def run(args) -> int:
     make_detector(args.detector, mode=args.mode)  # fail on a bad spec before reading
     jobs = read_log(args.log)
+    if not jobs:
+        # Exit 0 with no output read as "no job needed stopping".
+        raise InputError(f"{args.log}: no eval records in the log, nothing to replay")
     out = sys.stdout
     for records in jobs.values():
         out.write(json.dumps(replay_job(records, args.detector, args.mode)) + "\n")

@@ -14,7 +14,8 @@ from evalstop.detectors import DEFAULT_SPEC
 from evalstop.fileio import atomic_write, check_out_file
 from evalstop.schedulers import SCHEDULERS, build
 from evalstop.sim.engine import check_fits, simulate
-from evalstop.workload import JOB_TYPES, PRESETS, load_philly, read_job_csv, trace_workload
+from evalstop.suggest import unknown
+from evalstop.workload import JOB_TYPES, PRESETS, load_philly, read_jobs, trace_workload
 
 BUILTIN = {"builtin:philly": load_philly}
 
@@ -35,7 +36,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
         ),
     )
     p.add_argument("--jobs", required=True, metavar="JOBS.csv",
-                   help="job trace CSV, or 'builtin:philly' for the shipped Philly trace")
+                   help="job trace CSV, a Slurm accounting export (sacct --parsable2 with "
+                        "JobIDRaw, Account, Submit, Start, End, AllocTRES; GPUs from "
+                        "gres/gpu), or 'builtin:philly' for the shipped Philly trace")
     p.add_argument("--gpus", required=True, type=int, metavar="N", help="GPUs in the cluster")
     p.add_argument("--scheduler", required=True, choices=SCHEDULERS, metavar="NAME",
                    help=f"base scheduler: {', '.join(SCHEDULERS)}")
@@ -81,7 +84,9 @@ def run(args) -> int:
     job_types = None if args.only_types is None else \
         [t.strip().lower() for t in args.only_types.split(",")]
     scheduler = build(args.scheduler, args.detector, job_types=job_types)
-    table = BUILTIN[args.jobs]() if args.jobs in BUILTIN else read_job_csv(args.jobs)
+    if args.jobs.startswith("builtin:") and args.jobs not in BUILTIN:
+        raise ValueError(f"--jobs: {unknown('built-in trace', args.jobs, BUILTIN)}")
+    table = BUILTIN[args.jobs]() if args.jobs in BUILTIN else read_jobs(args.jobs)
     if len(table) == 0:
         raise ValueError(f"{args.jobs}: no jobs")
     kw = {"eval_interval": args.eval_interval}

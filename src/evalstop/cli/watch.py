@@ -15,8 +15,16 @@ import sys
 import threading
 
 from evalstop.detectors import DEFAULT_SPEC
+from evalstop.integrations.watch.budget import (
+    DEFAULT_BYTES,
+    DEFAULT_EVENTS,
+    DEFAULT_FILES,
+    DEFAULT_LINES,
+)
+from evalstop.integrations.watch.controller import DEFAULT_MAX_JOBS
 from evalstop.integrations.watch.http_guard import MAX_CONNECTIONS, ServeLimits
 from evalstop.integrations.watch.page import MAX_PAGE_SIZE, PAGE_SIZE
+from evalstop.integrations.watch.store import KEEP_EVALS
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -63,6 +71,26 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "(a.jsonl -> a.jsonl.1) is drained first")
     p.add_argument("--tensorboard", action="append", default=[], metavar="DIR",
                    help="directory of TensorBoard runs; each run dir is a job (repeatable)")
+    p.add_argument("--rotated-gz", action="store_true",
+                   help="rotated logs may be gzip-compressed (logrotate's compress): the rest "
+                        "of a log is drained from NAME.jsonl.N.gz")
+    p.add_argument("--budget-lines", type=int, default=DEFAULT_LINES, metavar="N",
+                   help="lines read per tenant per poll, refused ones included; the rest "
+                        "is read by the next polls, which then come without waiting for "
+                        f"--interval (default: {DEFAULT_LINES})")
+    p.add_argument("--budget-bytes", type=int, default=DEFAULT_BYTES, metavar="N",
+                   help=f"bytes read per tenant per poll (default: {DEFAULT_BYTES}, 2 MiB)")
+    p.add_argument("--budget-files", type=int, default=DEFAULT_FILES, metavar="N",
+                   help=f"files opened per tenant per poll (default: {DEFAULT_FILES})")
+    p.add_argument("--budget-events", type=int, default=DEFAULT_EVENTS, metavar="N",
+                   help="TensorBoard events read per tenant per poll "
+                        f"(default: {DEFAULT_EVENTS})")
+    p.add_argument("--max-jobs", type=int, default=DEFAULT_MAX_JOBS, metavar="N",
+                   help="jobs kept per tenant; records of further new jobs are refused "
+                        f"(default: {DEFAULT_MAX_JOBS})")
+    p.add_argument("--keep-evals", type=int, default=KEEP_EVALS, metavar="N",
+                   help=f"evals kept per job in the state file, the newest (default: "
+                        f"{KEEP_EVALS})")
     p.add_argument("--mlflow", action="append", default=[], metavar="URI",
                    help="MLflow tracking URI to follow (http://HOST:PORT, "
                         "sqlite:////path/mlruns.db, file:///path/mlruns; repeatable): each "
@@ -153,6 +181,18 @@ def _status(args) -> int:
     return 0
 
 
+def _budget(args):
+    from evalstop.integrations.watch.budget import Budget
+
+    for flag in ("budget_lines", "budget_bytes", "budget_files", "budget_events",
+                 "max_jobs", "keep_evals"):
+        if getattr(args, flag) < 1:
+            raise ValueError(f"--{flag.replace('_', '-')} must be >= 1, "
+                             f"got {getattr(args, flag)}")
+    return Budget(lines=args.budget_lines, bytes=args.budget_bytes, files=args.budget_files,
+                  events=args.budget_events)
+
+
 def _sources(args, policy=None) -> list:
     from evalstop.integrations.watch.jsonl import JsonlDirSource
     from evalstop.integrations.watch.policy import PolicyTenancy
@@ -160,14 +200,16 @@ def _sources(args, policy=None) -> list:
 
     tenancy = (Tenancy(args.tenant_pattern, args.job_prefix) if policy is None
                else PolicyTenancy(policy, args.job_prefix))
-    sources = [JsonlDirSource(d, tenancy=tenancy) for d in args.jsonl]
+    budget = _budget(args)
+    sources = [JsonlDirSource(d, tenancy=tenancy, budget=budget, compressed=args.rotated_gz)
+               for d in args.jsonl]
     if args.tensorboard:
         from evalstop.integrations.watch.tensorboard import TensorBoardSource
 
         try:
             sources += [TensorBoardSource(d, tag=args.tb_tag or "eval",
                                           loss_tag=args.tb_loss_tag,
-                                          tenancy=tenancy)
+                                          tenancy=tenancy, budget=budget)
                         for d in args.tensorboard]
         except ImportError as exc:  # the extra is missing: one line, not a traceback
             raise ValueError(str(exc).split(" (")[0]) from None
@@ -313,7 +355,8 @@ def run(args) -> int:
         raise ValueError(f"--action-workers must be in 1..256, got {args.action_workers}")
     sources = _sources(args, policy)
     try:
-        store = StateStore(args.db, dry_run=args.dry_run, on_wait=_say_wait)
+        store = StateStore(args.db, dry_run=args.dry_run, on_wait=_say_wait,
+                           keep_evals=args.keep_evals)
     except sqlite3.Error as exc:
         raise ValueError(f"cannot open --db {args.db!r}: {exc}") from None
     stop = threading.Event()
@@ -330,7 +373,7 @@ def run(args) -> int:
                                 action_timeout=args.action_timeout,
                                 retry_running=args.retry_pending,
                                 action_workers=args.action_workers,
-                                metrics=metrics, health=health)
+                                max_jobs=args.max_jobs, metrics=metrics, health=health)
         page = None
         if server is not None:
             h, p = server.address

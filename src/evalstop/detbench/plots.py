@@ -6,7 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalstop.detbench.bench import PARTS, TARGET, BenchConfig
-from evalstop.fileio import atomic_write
+from evalstop.report.plots import save_png
+
+# Two panels side by side, each about 660 px wide at 100 dpi (read at the report's width).
+WIDE = (13.2, 5.2)
 
 
 def write_pr_plots(out: Path, cfg: BenchConfig, summary: dict) -> list[str]:
@@ -22,12 +25,12 @@ def write_pr_plots(out: Path, cfg: BenchConfig, summary: dict) -> list[str]:
             title = f"{scope} ({part.replace('_', '-')})" if scope != "pooled" else \
                 f"pooled, {part.replace('_', '-')} part"
             if all(p["recall"] is None for c in curves.values() for p in c):
-                fig, ax = plt.subplots(figsize=(6.4, 4.8))
+                fig, ax = plt.subplots(figsize=(WIDE[0] / 2, WIDE[1]))
                 _fpr_only(ax, cfg, curves, title)
                 fig.subplots_adjust(left=0.11, right=0.97, bottom=0.11, top=0.93)
             else:
                 # The rules worth choosing crowd the top right: a second panel zooms there.
-                fig, (ax, zoom) = plt.subplots(1, 2, figsize=(12.0, 4.8))
+                fig, (ax, zoom) = plt.subplots(1, 2, figsize=WIDE)
                 _pr(ax, cfg, curves, title)
                 _pr(zoom, cfg, curves, title, legend=False)
                 zoom.set(xlim=ZOOM_RECALL, ylim=ZOOM_PRECISION,
@@ -35,8 +38,7 @@ def write_pr_plots(out: Path, cfg: BenchConfig, summary: dict) -> list[str]:
                 fig.subplots_adjust(left=0.06, right=0.99, bottom=0.11, top=0.93,
                                     wspace=0.15)
             # Fixed margins (as in the harm plots): tight_layout cost a third of each plot.
-            with atomic_write(out / name, "wb") as fh:
-                fig.savefig(fh, format="png", dpi=100)
+            save_png(fig, out / name, len(fig.axes), dpi=100)
             plt.close(fig)
             files.append(name)
     return files
@@ -91,7 +93,7 @@ def write_harm_plots(out: Path, cfg: BenchConfig, summary: dict) -> list[str]:
 
     files = []
     for part in PARTS:
-        fig, (ax, zoom) = plt.subplots(1, 2, figsize=(12.0, 4.8))
+        fig, (ax, zoom) = plt.subplots(1, 2, figsize=WIDE)
         title = f"pooled, {part.replace('_', '-')} part"
         right = _harm(ax, cfg, summary, part, f"Harm vs compute saved: {title}")
         _harm(zoom, cfg, summary, part, f"zoom: harmful stops <= {ZOOM_HARM:g}%", legend=False)
@@ -99,8 +101,7 @@ def write_harm_plots(out: Path, cfg: BenchConfig, summary: dict) -> list[str]:
         # Fixed margins: tight_layout took about a third of these plots' time.
         fig.subplots_adjust(left=0.06, right=0.99, bottom=0.11, top=0.93, wspace=0.15)
         name = f"harm_{part}.png"
-        with atomic_write(out / name, "wb") as fh:
-            fig.savefig(fh, format="png", dpi=100)
+        save_png(fig, out / name, 2, dpi=100)
         plt.close(fig)
         files.append(name)
     return files

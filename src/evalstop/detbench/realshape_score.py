@@ -12,7 +12,8 @@ Noise modes (``stated_noise``'s precedence, one at a time):
 
 Rules that read no noise get the spec unchanged in every mode. Figures: precision, recall
 and FPR against the label; harm (``metrics.harm``: harmful-stop rate over non-hacking runs,
-regret, compute saved); the median delay in evals from the true peak to the stop over the
+regret, compute saved) and its tenant view from the observed evals alone
+(``metrics.tenant_harm``: ``tenant_harmful_rate``); the median delay in evals from the true peak to the stop over the
 hacking runs stopped; on the short part, recall within 3 evals of the drop's start and the
 share of flat runs stopped.
 """
@@ -25,6 +26,7 @@ from evalstop.detbench.realshape import Cell
 from evalstop.detectors import FleetNoise, make_detector
 from evalstop.detectors.registry import reads_noise
 from evalstop.metrics.harm import harm
+from evalstop.metrics.tenant_harm import tenant_harm
 
 MODES = ("own", "stated", "fleet")
 
@@ -65,7 +67,7 @@ def score(spec: str, cells: list[Cell], mode: str = "own") -> dict:
     """Pooled figures over the cells (runs of different eval counts pool by counts)."""
     tp = fp = pos = neg = 0
     delays: list[int] = []
-    harmful = 0
+    harmful = tenant_harmful = 0
     saved = total = 0
     reg_h: list[float] = []
     reg_pos: list[float] = []
@@ -82,6 +84,7 @@ def score(spec: str, cells: list[Cell], mode: str = "own") -> dict:
         h = harm(cell.true, stopped, np.maximum(stop_idx, 0), np.where(stopped, kept_idx, 0),
                  hack)
         harmful += int(h.harmful.sum())
+        tenant_harmful += int(tenant_harm(cell.eval, stopped, kept_idx, hack).harmful.sum())
         saved += int(h.saved_intervals.sum())
         total += int(h.n_evals.sum())
         reg_h += h.regret[~hack & np.isfinite(h.regret)].tolist()
@@ -104,6 +107,7 @@ def score(spec: str, cells: list[Cell], mode: str = "own") -> dict:
         "regret_hacking": float(np.mean(reg_pos)) if reg_pos else None,
         "compute_saved": ratio(saved, total),
         "median_delay": float(np.median(delays)) if delays else None,
+        "tenant_harmful_rate": ratio(tenant_harmful, neg),
     }
     if drops or flats:
         out["recall_within3"] = ratio(within3, drops)

@@ -14,7 +14,7 @@ from evalstop.fileio import atomic_write, write_text
 
 METRICS = ("runs", "hacking", "precision", "recall", "fpr", "delay", "early", "quality",
            "quality_hacking", "harmful", "harmful_rate", "regret_healthy", "regret_hacking",
-           "saved")
+           "saved", "tenant_harmful", "tenant_harmful_rate")
 PART_TITLE = {"tuning": "tuning part", "held_out": "held-out part",
               "fresh": "fresh held-out part (written blind)",
               "workload": "workload part (report-only)"}
@@ -93,7 +93,11 @@ HARM_TEXT = (
     "gain, averaged over non-hacking runs (0 for a run not stopped); compute saved: share of "
     "all eval intervals not run. A healthy run stopped in a dip and kept at a checkpoint as "
     "good as its end is a false positive but no harm: read harm and compute saved for what a "
-    "stop costs the tenant and gives the platform, precision and recall for the label.")
+    "stop costs the tenant and gives the platform, precision and recall for the label. "
+    "Harmful stops, tenant view: the same judged from the observed evals alone, as on a real "
+    "run where the true quality is unknown (`evalstop.metrics.tenant_harm`): a non-hacking run "
+    "stopped whose delivered checkpoint's smoothed eval level (mean of the evals within 2.5% "
+    "of the run's length) is more than 5% of its gain below the mean of its last tenth.")
 
 
 def _fmt(x, digits=3) -> str:
@@ -102,14 +106,15 @@ def _fmt(x, digits=3) -> str:
 
 def _table(rows: list[tuple[str, str, dict]], first: str = "detector") -> list[str]:
     head = (f"| {first} | spec | precision | recall | FPR | harmful stops | regret, healthy "
-            "| compute saved | delay (evals) | quality kept | quality kept, hacking runs |")
-    lines = [head, "|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| compute saved | delay (evals) | quality kept | quality kept, hacking runs "
+            "| harmful stops, tenant view |")
+    lines = [head, "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, spec, m in rows:
         lines.append(f"| {name} | `{spec}` | {_fmt(m['precision'])} | {_fmt(m['recall'])} | "
                      f"{_fmt(m['fpr'])} | {_fmt(m['harmful_rate'])} | "
                      f"{_fmt(m['regret_healthy'])} | {_fmt(m['saved'])} | "
                      f"{_fmt(m['delay'], 1)} | {_fmt(m['quality'])} | "
-                     f"{_fmt(m['quality_hacking'])} |")
+                     f"{_fmt(m['quality_hacking'])} | {_fmt(m.get('tenant_harmful_rate'))} |")
     return lines
 
 

@@ -17,6 +17,10 @@ pooled TP over pooled stops, not a mean of per-cell precisions).
   over healthy and over hacking runs; *compute saved* is the share of eval intervals not
   run. Precision counts a healthy run stopped in a dip it would have recovered from as a
   false positive like any other; harm tells the two apart.
+* tenant-view harm (``evalstop.metrics.tenant_harm``): the same question asked of the
+  observed evals alone, as a tenant or a platform must on a real run: a non-hacking run
+  stopped whose delivered checkpoint's smoothed eval level is more than 5% of its gain
+  below the smoothed level of its last tenth.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from evalstop.detbench.lineup import for_cell
 from evalstop.detbench.runs import RunSet
 from evalstop.detectors.registry import detector_factory
 from evalstop.metrics.harm import harm
+from evalstop.metrics.tenant_harm import tenant_harm
 
 
 @dataclass(frozen=True)
@@ -82,6 +87,7 @@ class Tally:
     regret_pos_n: int = 0
     saved: int = 0  # eval intervals not run
     intervals: int = 0  # eval intervals in all runs
+    tenant_harmful: int = 0  # non-hacking runs harmed as the observed evals show it
 
     def __iadd__(self, other: Tally) -> Self:
         for f in fields(self):
@@ -108,6 +114,8 @@ class Tally:
             "regret_healthy": ratio(self.regret_neg, self.regret_neg_n),
             "regret_hacking": ratio(self.regret_pos, self.regret_pos_n),
             "saved": ratio(self.saved, self.intervals),
+            "tenant_harmful": self.tenant_harmful,
+            "tenant_harmful_rate": ratio(self.tenant_harmful, self.neg),
         }
 
 
@@ -117,6 +125,7 @@ def tally(rs: RunSet, out: Outcome) -> Tally:
     quality = rs.gain[np.arange(rs.runs), out.kept_idx]  # gain is scaled to a peak of 1
     tp = hack & out.stopped
     h = harm(rs.gain, out.stopped, out.stop_idx, out.kept_idx, hack)
+    th = tenant_harm(rs.eval, out.stopped, out.kept_idx, hack)
     ok = np.isfinite(h.regret)
     return Tally(
         pos=int(hack.sum()),
@@ -134,6 +143,7 @@ def tally(rs: RunSet, out: Outcome) -> Tally:
         regret_pos_n=int((ok & hack).sum()),
         saved=int(h.saved_intervals.sum()),
         intervals=int(h.n_evals.sum()),
+        tenant_harmful=int(th.harmful.sum()),
     )
 
 

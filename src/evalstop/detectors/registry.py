@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from evalstop.detectors.base import Detector
+from evalstop.suggest import did_you_mean, unknown
 
 _REGISTRY: dict[str, type[Detector]] = {}
 _ALIASES: dict[str, str] = {}
@@ -43,6 +44,9 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     return name, args
 
 
+_KIND = {int: "an int", float: "a float", bool: "true or false", str: "a string"}
+
+
 def _convert(spec: str, key: str, typ: type, raw: str):
     try:
         if typ is bool:
@@ -54,7 +58,7 @@ def _convert(spec: str, key: str, typ: type, raw: str):
         return typ(raw)
     except ValueError:
         raise ValueError(
-            f"bad detector spec {spec!r}: {key}={raw!r} is not a {typ.__name__}"
+            f"bad detector spec {spec!r}: {key}={raw!r} is not {_KIND.get(typ, typ.__name__)}"
         ) from None
 
 
@@ -69,12 +73,13 @@ def make_detector(spec: str, *, mode: str = "max", fleet=None) -> Detector:
         name, args = base_name, {**base_args, **args}
     cls = _REGISTRY.get(name)
     if cls is None:
-        raise ValueError(f"unknown detector {name!r}; known: {', '.join(available())}")
+        raise ValueError(unknown("detector", name, available()))
     kwargs = {}
     for key, raw in args.items():
         if key not in cls.PARAMS:
             known = ", ".join(cls.PARAMS) or "none"
-            raise ValueError(f"unknown key {key!r} for detector {name!r} (keys: {known})")
+            raise ValueError(f"unknown key {key!r}{did_you_mean(key, cls.PARAMS)} for "
+                             f"detector {name!r} (keys: {known})")
         kwargs[key] = _convert(spec, key, cls.PARAMS[key][0], raw)
     if fleet is not None:
         if not getattr(cls, "reads_noise", False):

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from evalstop.experiments.spec import Experiment, Method, Point
+from evalstop.suggest import unknown
 from evalstop.workload.build import DEFAULT_EVAL_INTERVAL, DEFAULT_SIGMA
 from evalstop.workload.curves import eval_grid
 from evalstop.workload.knobs import default_snrs, snr_for_scale
@@ -70,7 +71,7 @@ PRESETS = {PAPER_ASSUMPTIONS.name: PAPER_ASSUMPTIONS}
 
 def get(name: str) -> KnobPreset:
     if name not in PRESETS:
-        raise ValueError(f"unknown preset {name!r}; known: {', '.join(sorted(PRESETS))}")
+        raise ValueError(unknown("preset", name, sorted(PRESETS)))
     return PRESETS[name]
 
 

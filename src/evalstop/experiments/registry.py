@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 
 from evalstop.experiments.spec import Experiment
+from evalstop.suggest import unknown
 
 # (name, module under evalstop.experiments), in report order; imported on first use.
 _MODULES = (
@@ -41,7 +42,7 @@ def get(name: str) -> Experiment:
             if exp.name != name:
                 raise RuntimeError(f"module {module!r} defines experiment {exp.name!r}, not {name!r}")
             return exp
-    raise ValueError(f"unknown experiment {name!r}; known: {', '.join(names())}")
+    raise ValueError(unknown("experiment", name, names()))
 
 
 def select(only: str | None) -> list[Experiment]:

@@ -7,10 +7,12 @@ corpus loader (``corpus.load_corpus``), the labels and the detector validation
 
 Two worlds (``worlds``): ``bigram``, the first and default, and ``trigram``, a second task
 with another gold and another kind of proxy whose shipped corpus is held out for judging
-stop rules (``load_corpus(world="trigram")``).
+stop rules (``load_corpus(world="trigram")``). Each world also has a dense-eval corpus
+(``dense``: an eval at every step on a fixed eval set, ``load_dense_corpus``).
 """
 
 from evalstop.lab.corpus import load_corpus
+from evalstop.lab.dense import load_dense_corpus
 from evalstop.lab.validate import validate_detectors
 
-__all__ = ["load_corpus", "validate_detectors"]
+__all__ = ["load_corpus", "load_dense_corpus", "validate_detectors"]

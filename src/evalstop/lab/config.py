@@ -12,6 +12,12 @@ import math
 from dataclasses import asdict, dataclass
 
 MAX = {"pairs": 1_000_000, "steps": 100_000, "beta": 1e6}
+# How each eval draws its items. "fixed" reuses one set of prompts and one sampling seed at
+# every eval, so consecutive evals share the items' difficulty: the eval error is correlated
+# across checkpoints (it moves only where the policy changed), as on a fixed test set such
+# as GSM8K's, and an eval's value depends only on the policy at that step, not on which
+# other steps were evaluated.
+EVAL_SETS = ("fresh", "fixed")
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,10 @@ class RunConfig:
     n_heads: int = 2
     world_seed: int | None = None  # None: the world is drawn from ``seed`` too
     world: str = "bigram"  # which world (``evalstop.lab.worlds``): task, gold and proxy kind
+    # "fresh": every eval draws new prompts and samples (independent eval noise); "fixed":
+    # every eval scores the same prompts with the same random draws, like a fixed benchmark
+    # whose items are the same at every checkpoint (EVAL_SETS says more).
+    eval_set: str = "fresh"
 
     def __post_init__(self):
         ints = {"pairs": 1, "seed": 0, "steps": 1, "eval_every": 1, "n_eval": 2,
@@ -50,6 +60,8 @@ class RunConfig:
         from evalstop.lab.worlds import world_spec
 
         world_spec(self.world)  # an unknown world fails here, before any work
+        if self.eval_set not in EVAL_SETS:
+            raise ValueError(f"unknown eval set {self.eval_set!r} (known: {', '.join(EVAL_SETS)})")
         if self.world_seed is not None and (isinstance(self.world_seed, bool)
                                             or not isinstance(self.world_seed, int)
                                             or self.world_seed < 0):
@@ -93,8 +105,11 @@ class RunConfig:
     def run_id(self) -> str:
         """Names the run by what a corpus varies, e.g. ``p300-b0.05-s3``; a world other
         than the first is named in front (``trigram-p300-b0-s3``), so runs of two worlds
-        never share a file name."""
+        never share a file name; a fixed eval set is named behind, with the run's length
+        and the eval interval (``p300-b0-s3-t500-fixed-e2``)."""
         base = f"p{self.pairs}-b{self.beta:g}-s{self.seed}"
+        if self.eval_set == "fixed":  # a fixed-set run never shares a name with a fresh one
+            base += f"-t{self.steps}-fixed-e{self.eval_every}"
         return base if self.world == "bigram" else f"{self.world}-{base}"
 
     @property
@@ -103,7 +118,10 @@ class RunConfig:
         return self.seed if self.world_seed is None else self.world_seed
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        if d["eval_set"] == "fresh":  # the default: saved configs of older runs stay as they were
+            del d["eval_set"]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> RunConfig:

@@ -141,8 +141,16 @@ def load_corpus(path: str | Path | None = None, *, world: str = "bigram",
                 ) -> tuple[dict[str, RunCurve], dict[str, Label]]:
     """``(curves, labels)`` of ``world``'s corpus in a packed folder, or the shipped one
     when ``path`` is None (``world="trigram"``: the held-out second world). Both dicts are
-    keyed by run id, in the same order. No torch."""
-    corpus_file, labels_file, _ = corpus_files(world)
+    keyed by run id, in the same order. No torch. The dense-eval corpora:
+    ``evalstop.lab.dense.load_dense_corpus``."""
+    return load_files(corpus_files(world), path)
+
+
+def load_files(files: tuple[str, str, str], path: str | Path | None = None,
+               ) -> tuple[dict[str, RunCurve], dict[str, Label]]:
+    """``(curves, labels)`` from a corpus' ``(corpus, labels, metadata)`` file names, in
+    folder ``path`` or shipped with the package when ``path`` is None."""
+    corpus_file, labels_file, _ = files
     if path is None:
         with resources.as_file(_data_file(corpus_file)) as p:
             curves = read_curves(p)
@@ -160,6 +168,12 @@ def load_corpus(path: str | Path | None = None, *, world: str = "bigram",
 def load_metadata(path: str | Path | None = None, *, world: str = "bigram") -> dict:
     """The corpus' ``lab_corpus.json`` (``lab2_corpus.json`` for the trigram world): rule,
     grid, command, per-run metadata."""
-    meta_file = corpus_files(world)[2]
+    return load_meta_file(corpus_files(world)[2], path)
+
+
+def load_meta_file(meta_file: str, path: str | Path | None = None) -> dict:
     src = _data_file(meta_file) if path is None else Path(path) / meta_file
-    return json.loads(src.read_text(encoding="utf-8"))
+    try:
+        return json.loads(src.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise OSError(f"cannot read {src}: {exc.strerror or exc}") from None

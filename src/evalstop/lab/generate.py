@@ -75,14 +75,17 @@ def generate(configs: list[RunConfig], run_dir: str | Path, *, workers: int = DE
 
 
 def pack(configs: list[RunConfig], run_dir: str | Path, pack_dir: str | Path, *,
-         command: str | None = None, grid_info: dict | None = None) -> dict:
+         command: str | None = None, grid_info: dict | None = None,
+         files: tuple[str, str, str] | None = None, extra: dict | None = None) -> dict:
     """Pack complete runs (all of one world) into that world's corpus files in
-    ``pack_dir``; returns a summary. ``command`` defaults to the world's own."""
+    ``pack_dir`` (or the ``(corpus, labels, metadata)`` names ``files``); returns a
+    summary. ``command`` defaults to the world's own; ``extra`` adds top-level keys to the
+    metadata (e.g. the dense corpora's provenance)."""
     worlds = {c.world for c in configs} or {DEFAULT_WORLD}
     if len(worlds) > 1:
         raise ValueError(f"one corpus holds one world, got {sorted(worlds)}")
     world = worlds.pop()
-    corpus_file, labels_file, meta_file = corpus_files(world)
+    corpus_file, labels_file, meta_file = corpus_files(world) if files is None else files
     command = world_spec(world).command if command is None else command
     run_dir, pack_dir = Path(run_dir), Path(pack_dir)
     missing = [c.run_id for c in configs if not is_complete(run_dir, c.run_id)]
@@ -112,6 +115,7 @@ def pack(configs: list[RunConfig], run_dir: str | Path, pack_dir: str | Path, *,
         "command": command,
         "label_rule": label_rule.RULE,
         "grid": grid_info or {},
+        **(extra or {}),
         "summary": summary,
         "runs": metas,
     }

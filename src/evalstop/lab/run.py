@@ -1,5 +1,6 @@
 """One lab run end to end: world -> SFT policy -> proxy RM -> RL against the proxy, with
-an evaluation of fresh held-out samples every ``eval_every`` steps.
+an evaluation of held-out samples every ``eval_every`` steps: fresh ones at every eval, or
+one fixed set scored again at every eval (``RunConfig.eval_set``).
 
 Randomness: one numpy Generator for the world's data (SFT samples, preference pairs), one
 torch Generator for training (proxy minibatches, RL sampling), and separate ones for the
@@ -31,8 +32,10 @@ class RunResult:
     meta: dict  # config, timings, SFT/proxy fit summaries
 
 
-def run_lab(cfg: RunConfig, *, progress=None) -> RunResult:
-    """Run ``cfg``; ``progress`` (optional) is called with the step after each RL step."""
+def run_lab(cfg: RunConfig, *, progress=None, on_eval=None) -> RunResult:
+    """Run ``cfg``; ``progress`` (optional) is called with the step after each RL step,
+    ``on_eval`` (optional) with each eval's log record and the policy, as it happens (a
+    job that streams its eval log and saves checkpoints: ``evalstop.testbed.lab_job``)."""
     if not isinstance(cfg, RunConfig):
         raise TypeError(f"cfg must be a RunConfig, got {type(cfg).__name__}")
     torch = torch_module()
@@ -74,13 +77,28 @@ def run_lab(cfg: RunConfig, *, progress=None) -> RunResult:
     evals: list[dict] = []
     window: list[float] = []
 
+    if cfg.eval_set == "fixed":
+        # One item set for the whole run: the same prompts, and the sampling generator
+        # restarted from one seed at every eval (common random numbers), so an eval's error
+        # changes only where the policy did.
+        fixed_prompts = prompts(eval_prompt_rng, cfg.n_eval)
+        fixed_seed = int(seeds[_EVAL_SAMPLES].generate_state(1)[0])
+
+        def eval_items():
+            return fixed_prompts, torch.Generator().manual_seed(fixed_seed)
+    else:
+        def eval_items():
+            return prompts(eval_prompt_rng, cfg.n_eval), eval_gen
+
     def do_eval(step):
-        ev = evaluate(policy, ref, proxy, world, prompts(eval_prompt_rng, cfg.n_eval), eval_gen)
+        ev = evaluate(policy, ref, proxy, world, *eval_items())
         # The training loss a trainer would log: the mean over the steps since the last
         # eval of the negated regularised objective; before any step, the eval's own.
         loss = float(np.mean(window)) if window else cfg.beta * ev["kl"] - ev["proxy"]
         window.clear()
         evals.append({"step": step, **ev, "loss": loss})
+        if on_eval is not None:
+            on_eval(_record(cfg, evals[-1]), policy)
 
     do_eval(0)
     for step in range(1, cfg.steps + 1):
@@ -93,8 +111,7 @@ def run_lab(cfg: RunConfig, *, progress=None) -> RunResult:
             progress(step)
     t_end = time.perf_counter()
 
-    records = [{"job": cfg.run_id, "step": e["step"], "eval": e["gold"], "proxy": e["proxy"],
-                "loss": e["loss"], "progress": e["step"] / cfg.steps} for e in evals]
+    records = [_record(cfg, e) for e in evals]
     meta = {
         "run_id": cfg.run_id,
         "config": cfg.to_dict(),
@@ -111,6 +128,11 @@ def run_lab(cfg: RunConfig, *, progress=None) -> RunResult:
         "evals": [{k: e[k] for k in ("step", "gold_se", "kl", "entropy")} for e in evals],
     }
     return RunResult(cfg, records, evals, meta)
+
+
+def _record(cfg: RunConfig, e: dict) -> dict:
+    return {"job": cfg.run_id, "step": e["step"], "eval": e["gold"], "proxy": e["proxy"],
+            "loss": e["loss"], "progress": e["step"] / cfg.steps}
 
 
 def _draw_prompts(rng: np.random.Generator, start: np.ndarray, n: int) -> np.ndarray:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from evalstop.suggest import unknown
+
 
 @dataclass(frozen=True)
 class WorldSpec:
@@ -55,5 +57,5 @@ WORLDS = {
 def world_spec(name) -> WorldSpec:
     """The spec of world ``name``; an unknown name is a one-line ValueError."""
     if not isinstance(name, str) or name not in WORLDS:
-        raise ValueError(f"unknown lab world {name!r} (known: {', '.join(WORLDS)})")
+        raise ValueError(unknown("lab world", name, WORLDS))
     return WORLDS[name]

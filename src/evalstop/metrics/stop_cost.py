@@ -9,7 +9,12 @@ back ``kept_eval``; a job not stopped runs to its last eval.
 * ``regret_healthy_mean`` / ``regret_hacking_mean``: mean regret (quality lost against
   running to the end, as a share of the job's gain; negative = the stop saved quality)
   over non-hacking / hacking jobs, jobs not stopped counting 0;
-* ``compute_saved``: share of all jobs' eval intervals not run.
+* ``compute_saved``: share of all jobs' eval intervals not run;
+* ``tenant_harmful`` / ``tenant_harmful_rate``: the same judged from the observed evals
+  alone (``metrics.tenant_harm``, ``Workload.eval_obs``): non-hacking jobs stopped whose
+  delivered checkpoint's smoothed eval level is more than 5% of their gain below the mean
+  eval of their last tenth. What a platform can measure on real jobs, whose true quality
+  it never sees; in the simulator ``harmful_rate`` is the truer figure.
 
 The keys are per seed; ``experiments.aggregate`` gives them their cross-seed means and CIs
 like every other metric.
@@ -21,11 +26,12 @@ import numpy as np
 
 from evalstop.metrics._checks import check_pair
 from evalstop.metrics.harm import harm
+from evalstop.metrics.tenant_harm import tenant_harm
 from evalstop.sim.result import SimResult
 from evalstop.workload.model import Workload
 
 KEYS = ("harmful", "harmful_rate", "regret_healthy_mean", "regret_hacking_mean",
-        "compute_saved")
+        "compute_saved", "tenant_harmful", "tenant_harmful_rate")
 
 
 def stop_cost_metrics(workload: Workload, result: SimResult) -> dict[str, float]:
@@ -35,4 +41,5 @@ def stop_cost_metrics(workload: Workload, result: SimResult) -> dict[str, float]
     # A stopped job without a recorded best checkpoint keeps the checkpoint it stopped at.
     kept = np.where(np.asarray(result.kept_eval, np.int64) < 0, stop, result.kept_eval)
     s = harm(workload.eval_true, stopped, stop, kept, workload.hacking).summary()
+    s.update(tenant_harm(workload.eval_obs, stopped, kept, workload.hacking).summary())
     return {k: s[k] for k in KEYS}

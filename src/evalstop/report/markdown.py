@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalstop.report.blocks import Block, Bullets, Heading, Image, Para, Table
+from evalstop.report.blocks import Block, Bullets, Contents, Heading, Image, Para, Table
 
 
 def _cell(text: str) -> str:
@@ -27,6 +27,8 @@ def to_markdown(blocks: list[Block]) -> str:
             parts.append("\n".join(lines))
         elif isinstance(b, Image):
             parts.append(f"![{b.caption}]({b.path})\n\n*{b.caption}*")
+        elif isinstance(b, Contents):
+            parts.append("**Contents**\n\n" + "\n".join(f"- {item}" for item in b.items))
         else:
             raise TypeError(f"unknown report block {b!r}")
     return "\n\n".join(parts) + "\n"

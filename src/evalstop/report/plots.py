@@ -15,16 +15,33 @@ from matplotlib.figure import Figure
 from evalstop.fileio import atomic_write
 
 DPI = 110
+# A figure is read at the report's width (about 1300 px): at most COLUMNS panels side by
+# side, each PANEL_W inches (660 px) wide, so no panel is drawn below about 600 px.
+COLUMNS = 2
+PANEL_W, PANEL_H = 6.0, 4.0
+# The PNG text key that says how many panels sit side by side (the browser test reads it).
+COLUMNS_KEY = "Columns"
 # (mean, lo, hi) of one quantity across seeds; NaN bounds draw no error bar.
 Ci = tuple[float, float, float]
 
 
-def _save(fig: Figure, path: Path) -> Path:
+def panel_grid(n: int) -> tuple[int, int]:
+    """(rows, columns) for ``n`` panels, at most ``COLUMNS`` side by side."""
+    cols = max(1, min(COLUMNS, n))
+    return (n + cols - 1) // cols, cols
+
+
+def save_png(fig, path: Path, columns: int, dpi: int = DPI) -> Path:
+    """Write ``fig`` atomically as a PNG that records how many panels sit side by side."""
+    with atomic_write(path, "wb") as fh:
+        fig.savefig(fh, format="png", dpi=dpi, metadata={COLUMNS_KEY: str(columns)})
+    return path
+
+
+def _save(fig: Figure, path: Path, columns: int = 1) -> Path:
     if fig.get_layout_engine() is None:  # a figure may have chosen its own (constrained)
         fig.tight_layout()
-    with atomic_write(path, "wb") as fh:
-        fig.savefig(fh, format="png", dpi=DPI)
-    return path
+    return save_png(fig, path, columns)
 
 
 def _errs(cis: list[Ci]) -> tuple[np.ndarray, np.ndarray]:
@@ -38,11 +55,12 @@ def _errs(cis: list[Ci]) -> tuple[np.ndarray, np.ndarray]:
 def grouped_bars(path: Path, groups: list[str], panels: list[tuple[str, dict[str, list[Ci]]]],
                  title: str) -> Path:
     """One panel per (y label, {series: per-group CI}), bars grouped by ``groups``."""
-    fig = Figure(figsize=(5.0 * len(panels), 3.8))
+    rows, cols = panel_grid(len(panels))
+    fig = Figure(figsize=(PANEL_W * cols, PANEL_H * rows + 0.4))
     width = 0.8 / max(1, max(len(s) for _, s in panels))
     x = np.arange(len(groups))
     for k, (ylabel, series) in enumerate(panels):
-        ax = fig.add_subplot(1, len(panels), k + 1)
+        ax = fig.add_subplot(rows, cols, k + 1)
         for j, (name, cis) in enumerate(series.items()):
             m, err = _errs(cis)
             ax.bar(x + (j - (len(series) - 1) / 2) * width, m, width, yerr=err, capsize=3,
@@ -53,16 +71,17 @@ def grouped_bars(path: Path, groups: list[str], panels: list[tuple[str, dict[str
         if k == 0:
             ax.legend(fontsize=8)
     fig.suptitle(title)
-    return _save(fig, path)
+    return _save(fig, path, cols)
 
 
 def lines_vs_x(path: Path, xs: list[float], panels: list[tuple[str, dict[str, list[Ci]]]],
                xlabel: str, title: str, bounds: dict[int, tuple[float, str]] | None = None) -> Path:
     """One panel per (y label, {series: CI per x}); ``bounds[panel] = (y, label)`` draws a
     dashed reference line (e.g. the paper's claimed floor)."""
-    fig = Figure(figsize=(5.0 * len(panels), 3.8))
+    rows, cols = panel_grid(len(panels))
+    fig = Figure(figsize=(PANEL_W * cols, PANEL_H * rows + 0.4))
     for k, (ylabel, series) in enumerate(panels):
-        ax = fig.add_subplot(1, len(panels), k + 1)
+        ax = fig.add_subplot(rows, cols, k + 1)
         for name, cis in series.items():
             m, err = _errs(cis)
             ax.errorbar(xs, m, yerr=err, marker="o", capsize=3, label=name)
@@ -75,16 +94,14 @@ def lines_vs_x(path: Path, xs: list[float], panels: list[tuple[str, dict[str, li
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle(title)
-    return _save(fig, path)
+    return _save(fig, path, cols)
 
 
 def example_curves(path: Path, workload, result, jobs: list[tuple[int, str]], title: str) -> Path:
     """Per job: observed eval (dots), true quality (line), proxy reward (dashed, right axis),
     the true peak (dotted), the stop (red line) and the delivered checkpoint (star)."""
-    n = len(jobs)
-    cols = min(2, n)
-    rows = (n + cols - 1) // cols
-    fig = Figure(figsize=(5.2 * cols, 3.3 * rows))
+    rows, cols = panel_grid(len(jobs))
+    fig = Figure(figsize=(PANEL_W * cols, 3.6 * rows + 0.4))
     prog = np.asarray(workload.eval_progress, float)
     for k, (i, name) in enumerate(jobs):
         ax = fig.add_subplot(rows, cols, k + 1)
@@ -108,12 +125,12 @@ def example_curves(path: Path, workload, result, jobs: list[tuple[int, str]], ti
             h2, l2 = ax2.get_legend_handles_labels()
             ax.legend(h1 + h2, l1 + l2, fontsize=7, loc="lower center")
     fig.suptitle(title)
-    return _save(fig, path)
+    return _save(fig, path, cols)
 
 
 def occupancy(path: Path, runs: list[tuple[str, object]], n_gpus: int, title: str) -> Path:
     """GPUs in use over time (step plot) for runs of the same workload."""
-    fig = Figure(figsize=(10, 3.6))
+    fig = Figure(figsize=(PANEL_W * COLUMNS, 4.0))
     ax = fig.add_subplot(1, 1, 1)
     for label, res in runs:
         t = np.asarray(res.timeline_t, float) / 3600.0
@@ -132,9 +149,8 @@ def precision_gain(path: Path, panels: list[dict], title: str, x_min: float = 40
     the target region shaded. A panel is ``{"title", "floor", "precision",
     "series": {name: [(p, g), ...]}, "marks": {name: (p, g)}}``. Precision below ``x_min``
     is off the panel (the caller says which rules lie there)."""
-    cols = min(4 if len(panels) > 6 else 3, len(panels))
-    rows = (len(panels) + cols - 1) // cols
-    fig = Figure(figsize=(4.4 * cols, 3.5 * rows + 0.8), layout="constrained")
+    rows, cols = panel_grid(len(panels))
+    fig = Figure(figsize=(PANEL_W * cols, PANEL_H * rows + 0.8), layout="constrained")
     handles: dict[str, object] = {}
     for k, panel in enumerate(panels):
         ax = fig.add_subplot(rows, cols, k + 1)
@@ -159,6 +175,6 @@ def precision_gain(path: Path, panels: list[dict], title: str, x_min: float = 40
         ax.set_ylabel("JCT gain vs base (%)")
         ax.grid(alpha=0.3)
     fig.legend(list(handles.values()), list(handles), loc="outside lower center",
-               ncol=min(6, len(handles)), fontsize=8)
+               ncol=min(5, len(handles)), fontsize=8)
     fig.suptitle(title)
-    return _save(fig, path)
+    return _save(fig, path, cols)

@@ -9,6 +9,7 @@ from evalstop.schedulers.overlay import EvalStop
 from evalstop.schedulers.sjf import SJFEst
 from evalstop.schedulers.srtf import SRTFEst
 from evalstop.schedulers.tiresias import Tiresias
+from evalstop.suggest import unknown
 
 _BASES = {cls.name: cls for cls in (FIFO, SJFEst, SRTFEst, LossAware, Tiresias)}
 SCHEDULERS = tuple(_BASES)
@@ -19,7 +20,7 @@ def make_scheduler(name: str) -> Scheduler:
     try:
         return _BASES[name]()
     except KeyError:
-        raise ValueError(f"unknown scheduler {name!r}; known: {', '.join(SCHEDULERS)}") from None
+        raise ValueError(unknown("scheduler", name, SCHEDULERS)) from None
 
 
 def build(base: str, detector: str | None = None, job_types=None, only_jobs=None) -> Scheduler:

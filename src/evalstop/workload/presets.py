@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from evalstop.suggest import unknown
 from evalstop.workload._checks import real
 from evalstop.workload.model import JOB_TYPES
 
@@ -70,7 +71,7 @@ N_TENANTS = 8  # tenants of the synthetic platform, equally likely per job
 
 def get_preset(name: str) -> Preset:
     if name not in PRESETS:
-        raise ValueError(f"unknown preset {name!r}; known: {sorted(PRESETS)}")
+        raise ValueError(unknown("preset", name, sorted(PRESETS)))
     return PRESETS[name]
 
 

@@ -4,17 +4,21 @@ A job is known by (source, name): the log file (or TensorBoard run) its records 
 read from and the name they give; its tenant comes from the source (see ``tenants``).
 Records of one log can only ever reach that log's jobs.
 
-Each poll reads what every source has that is new (each record already validated:
-``records``; refused lines and files are logged once, counted per reason in
+Each poll reads what every source has that is new, each tenant within its per-poll
+budget (``budget``: one tenant's backlog drains over several polls, every other tenant
+is still read on every poll). Each record is already validated (``records``); refused
+lines and files are logged once (at most ``throttle.DEFAULT_BURST`` lines per tenant and
+interval, then one summary line with counts: ``throttle``), counted per reason in
 ``Controller.refused`` and the poll's ``PollResult.refused``, and their offsets
-committed so they are never read again), feeds each job's records to its detector in
-step order, then commits, in one SQLite transaction, the detector states, the read
-offsets and a ``pending`` action row for each new stop. Actions then run off the poll
-loop in a bounded pool of ``action_workers`` threads, each command in its own process
-group: a row is moved ``pending`` -> ``running`` (compare-and-set, committed) only when
-a worker is free to start it, and ``running`` -> ``done``/``failed`` when the poll loop
-collects its result. So a slow action never delays detection, and, killed at any moment
-and restarted:
+committed so they are never read again. A tenant over its job quota (``max_jobs``) gets
+no new job: those records are refused (reason ``quota``). The poll feeds each job's
+records to its detector in step order, then commits, in one SQLite transaction, the
+detector states, the read offsets and a ``pending`` action row for each new stop.
+Actions then run off the poll loop in a bounded pool of ``action_workers`` threads, each
+command in its own process group: a row is moved ``pending`` -> ``running`` (compare-
+and-set, committed) only when a worker is free to start it, and ``running`` ->
+``done``/``failed`` when the poll loop collects its result. So a slow action never
+delays detection, and, killed at any moment and restarted:
 
 * no streak is lost and no record is fed twice: detector states and offsets are
   committed together;
@@ -57,8 +61,10 @@ from evalstop.integrations.watch.records import show
 from evalstop.integrations.watch.sources import Batch, Item
 from evalstop.integrations.watch.store import ActionRow, JobRow, StateStore
 from evalstop.integrations.watch.tenants import JobKey
+from evalstop.integrations.watch.throttle import Throttle
 
 DEFAULT_ACTION_WORKERS = 8
+DEFAULT_MAX_JOBS = 10_000  # per tenant: what the controller keeps for it is bounded
 
 
 @dataclass(slots=True)
@@ -83,6 +89,7 @@ class PollResult:
     refused: Counter = field(default_factory=Counter)
     fed_by_tenant: Counter = field(default_factory=Counter)
     progressed: bool = False
+    backlog: bool = False  # a tenant had more to read than its budget: poll again soon
     committed_at: float = 0.0
 
 
@@ -105,6 +112,8 @@ class Controller:
         action_timeout: float = 120.0,
         retry_running: bool = False,
         action_workers: int = DEFAULT_ACTION_WORKERS,
+        max_jobs: int = DEFAULT_MAX_JOBS,
+        throttle: Throttle | None = None,
         metrics: Any = None,
         health: Any = None,
         err: TextIO | None = None,
@@ -114,6 +123,9 @@ class Controller:
             raise ValueError("give at least one source (--jsonl DIR or --tensorboard DIR)")
         if not 1 <= action_workers <= 256:
             raise ValueError(f"--action-workers must be in 1..256, got {action_workers}")
+        if isinstance(max_jobs, bool) or not isinstance(max_jobs, int) or max_jobs < 1:
+            raise ValueError(f"--max-jobs must be an integer >= 1, got {max_jobs!r}")
+        self.max_jobs = max_jobs
         if policy is not None and (detector is not None or action is not None):
             raise ValueError("give the detector and action in the policy, not beside it")
         self.spec = make_detector(detector or "default", mode=mode).spec  # ValueError if bad
@@ -137,6 +149,8 @@ class Controller:
         self.err = err if err is not None else sys.stderr
         self.out = out if out is not None else sys.stdout
         self.refused: Counter = Counter()  # refused lines/files per reason, since start
+        self.throttle = throttle if throttle is not None else Throttle(self._say)
+        self._tenant_jobs: Counter = Counter()  # tenant -> jobs kept (the quota)
         if store.on_wait is None:
             store.on_wait = self._say
         if policy is None:
@@ -156,6 +170,7 @@ class Controller:
                 self._fleet_jobs.setdefault(group, set()).add(key)
             self.jobs[key] = _Job(
                 det, row.tenant, row.last_step, row.last_score, row.skipped, row.updated)
+            self._tenant_jobs[row.tenant] += 1
         offsets = store.offsets()
         for src in sources:
             src.load(offsets)
@@ -253,23 +268,23 @@ class Controller:
                 self._say(msg)
             res.problems += len(b.problems)
             for r in b.refused:
-                self._say(f"{r.message}; refused")
+                self.throttle.refused(r.tenant or "(unknown)", r.reason, r.message)
                 res.refused[r.reason] += 1
+            self._over_budget(b)
+            res.backlog |= bool(getattr(b, "over_budget", None))
             offsets.update(b.offsets)
             gone.extend(b.gone)
             for item in b.records:
                 by_job.setdefault(item.key, []).append(item)
-        self.refused.update(res.refused)
         now = time.time()
         changed: dict[JobKey, _Job] = {}
         new_actions: list[ActionRow] = []
         taken: list[tuple[str, str, int, float]] = []
         for key, items in by_job.items():
             items.sort(key=lambda it: it.rec.step)  # stable: file order breaks ties
-            job = self.jobs.get(key)
+            job = self.jobs.get(key) or self._admit(key, items, res)
             if job is None:
-                job = self.jobs[key] = _Job(self._new_detector(items[0].tenant),
-                                            items[0].tenant)
+                continue
             job.tenant = items[0].tenant  # the tenant rules may have changed since a restart
             was_stopped = job.detector.stopped
             for item in items:
@@ -284,6 +299,8 @@ class Controller:
             evals=taken, fleet=self._fleet_rows(changed),
         )
         res.committed_at = time.time()
+        self.refused.update(res.refused)
+        self.throttle.flush()
         self._observe(res, now)
         for key in res.stops:
             job = self.jobs[key]
@@ -303,6 +320,29 @@ class Controller:
                 self._say(f"job {label(JobKey(a.source, a.job))}: no action run: {a.output}")
         self.run_pending()
         return res
+
+    def _over_budget(self, batch: Batch) -> None:
+        b = getattr(batch, "over_budget", None) or {}
+        for tenant in b:
+            self.throttle.note(tenant, "budget", f"tenant {show(tenant)}: more to read than "
+                               "one poll's budget; the rest is read in the next polls "
+                               "(said at most once per "
+                               f"{self.throttle.interval:g} s)")
+
+    def _admit(self, key: JobKey, items: list[Item], res: PollResult) -> _Job | None:
+        """A new job for its tenant, or None (its records refused) over the quota."""
+        tenant = items[0].tenant
+        if self._tenant_jobs[tenant] >= self.max_jobs:
+            res.refused["quota"] += len(items)
+            self.throttle.note(tenant, "quota", f"tenant {show(tenant)}: has "
+                               f"{self.max_jobs} jobs, its quota (--max-jobs); records of "
+                               f"new jobs (first: {show(key.name)} at {items[0].where}) are "
+                               "refused (said at most once per "
+                               f"{self.throttle.interval:g} s)")
+            return None
+        self._tenant_jobs[tenant] += 1
+        job = self.jobs[key] = _Job(self._new_detector(tenant), tenant)
+        return job
 
     def _fleet_rows(self, changed: dict[JobKey, _Job]) -> dict[str, tuple[dict, int]]:
         """The eval groups this poll's jobs fed, with how many jobs each has had."""
@@ -506,16 +546,20 @@ class Controller:
         """Poll every ``interval`` seconds until ``should_stop(timeout)`` is true
         (``threading.Event.wait`` fits: it returns at once when a signal sets it). On the
         way out, actions already started are waited for and recorded; pending ones stay
-        pending for the next start."""
+        pending for the next start. While a tenant has more to read than one poll's
+        budget, the next poll comes at once (a backlog drains in short polls, each
+        reading every tenant)."""
         check_seconds("--interval", interval)
         while True:
             started = time.monotonic()
-            self.poll_once()
-            if should_stop(max(0.0, interval - (time.monotonic() - started))):
+            res = self.poll_once()
+            wait = 0.0 if res.backlog else interval - (time.monotonic() - started)
+            if should_stop(max(0.0, wait)):
                 self.reap(wait=True)
                 return
 
     def close(self) -> None:
+        self.throttle.close()
         self._pool.shutdown(wait=True)
         self.reap()
         self.store.close()

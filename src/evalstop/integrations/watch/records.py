@@ -29,10 +29,12 @@ SHOW = 120  # characters of tenant text shown in a message
 @dataclass(frozen=True, slots=True)
 class Refusal:
     """One refused line or file: ``reason`` is the counter key, ``message`` the log line
-    (it starts with ``file:line`` and holds only escaped tenant text)."""
+    (it starts with ``file:line`` and holds only escaped tenant text); ``tenant`` whose
+    log it came from, when known."""
 
     reason: str
     message: str
+    tenant: str = ""
 
 
 class Refused(Exception):  # noqa: N818 - a refusal, not a crash

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from evalstop.evallog import EvalRecord
 from evalstop.integrations.watch.records import Refusal
@@ -29,7 +29,8 @@ class Batch:
     batch; ``gone`` the files that disappeared (their offsets are dropped); ``refused``
     the lines and files refused (each logged once and counted by reason); ``problems``
     other one-line notices (a log deleted or replaced); ``progressed`` whether anything
-    was consumed at all.
+    was consumed at all; ``over_budget`` the tenants that had more to read than one
+    poll's budget (``budget``), with what was left of it.
     """
 
     source: str
@@ -39,3 +40,8 @@ class Batch:
     refused: list[Refusal] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     progressed: bool = False
+    over_budget: dict[str, object] = field(default_factory=dict)
+
+    def refuse(self, refusal: Refusal, tenant: str = "") -> None:
+        """Add a refusal, marked with its tenant (for the throttled log) when known."""
+        self.refused.append(replace(refusal, tenant=tenant) if tenant else refusal)

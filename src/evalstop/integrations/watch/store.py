@@ -93,6 +93,10 @@ CREATE TABLE IF NOT EXISTS evals(
 CREATE TABLE IF NOT EXISTS fleet(grp TEXT PRIMARY KEY, state TEXT NOT NULL, jobs INTEGER NOT NULL);
 """
 
+# Evals kept per job: the page shows the last 2,000 and a detector keeps its own state, so
+# older ones are deleted as new ones come (a tenant cannot fill the disk with one job).
+KEEP_EVALS = 2000
+
 # skipped: decided, but the tenant's policy does not allow acting on this job (allow list).
 ACTION_STATES = ("pending", "running", "done", "failed", "dry-run", "skipped")
 
@@ -153,13 +157,17 @@ class StateStore:
     views. A writer holds an exclusive ``flock`` on the database file (see module doc).
     ``busy_ms`` is SQLite's own wait on a locked database; past it a write is retried
     with backoff (up to ``max_backoff`` seconds apart), reported once per wait through
-    ``on_wait``.
+    ``on_wait``. ``keep_evals``: the evals kept per job for the status page (the newest).
     """
 
     def __init__(self, path: str, *, dry_run: bool = False, readonly: bool = False,
                  busy_ms: int = 5000, max_backoff: float = 5.0,
                  on_wait: Callable[[str], None] | None = None,
-                 start_wait: float = START_WAIT) -> None:
+                 start_wait: float = START_WAIT,
+                 keep_evals: int = KEEP_EVALS) -> None:
+        if isinstance(keep_evals, bool) or not isinstance(keep_evals, int) or keep_evals < 1:
+            raise ValueError(f"keep_evals must be an integer >= 1, got {keep_evals!r}")
+        self.keep_evals = keep_evals
         self.path = str(path)
         self._lock_fh = None
         self.max_backoff = max_backoff
@@ -388,6 +396,10 @@ class StateStore:
         taken this poll; ``fleet`` maps an eval group to (FleetNoise state, jobs)."""
         eval_rows = [(s, j, st, _finite_or_none(v)) for s, j, st, v in evals]
         fleet_rows = [(g, json.dumps(st), n) for g, (st, n) in (fleet or {}).items()]
+        jobs = list(jobs)
+        # Only jobs past the bound can have old evals to drop (n_evals counts what fed).
+        prune = [(j.source, j.job, j.source, j.job, self.keep_evals - 1) for j in jobs
+                 if j.n_evals > self.keep_evals]
         job_rows = [
             (j.job, j.source, j.tenant, json.dumps(j.detector), j.n_evals, j.last_step,
              _finite_or_none(j.last_score), j.best_step, j.best_score, int(j.stopped),
@@ -427,6 +439,10 @@ class StateStore:
                 )
                 self.db.executemany("INSERT OR IGNORE INTO evals(source, job, step, score) "
                                     "VALUES (?,?,?,?)", eval_rows)
+                self.db.executemany(
+                    "DELETE FROM evals WHERE source=? AND job=? AND step < (SELECT step FROM "
+                    "evals WHERE source=? AND job=? ORDER BY step DESC LIMIT 1 OFFSET ?)",
+                    prune)
                 self.db.executemany("INSERT OR REPLACE INTO fleet(grp, state, jobs) "
                                     "VALUES (?,?,?)", fleet_rows)
                 # OR IGNORE: a job has at most one action, whatever happens.

@@ -9,8 +9,8 @@ import math
 import numpy as np
 
 from evalstop.experiments import claim_map as cm
-from evalstop.experiments.assumptions import PAPER_ASSUMPTIONS
 from evalstop.experiments.assumption_search import MAX_FPR, MIN_PRECISION, MIN_RECALL
+from evalstop.experiments.assumptions import PAPER_ASSUMPTIONS
 from evalstop.experiments.methods import EVALSTOP_SRTF, EVALSTOP_SRTF_RLHF
 from evalstop.report.blocks import Block, Heading, Image, Para, Table
 from evalstop.report.context import SectionContext
@@ -189,6 +189,9 @@ def render(ctx: SectionContext) -> list[Block]:
     return blocks
 
 
+FIRST_PAGE = "What must be true for the paper's figures"
+
+
 def first_page(summaries: dict, preset: str | None = None) -> list[Block]:
     """One paragraph with numbers, from the claim map, the assumptions study and the main
     and real-curve studies where they ran; nothing when neither map nor preset ran. Under
@@ -255,4 +258,4 @@ def first_page(summaries: dict, preset: str | None = None) -> list[Block]:
                      "than the eval noise per eval (measure both with `evalstop noise` and "
                      "the late gains of finished jobs), or it uses a noise-aware rule (see the "
                      "detector benchmark and `default_rule`).")
-    return [Heading(2, "What must be true for the paper's figures"), Para(" ".join(parts))]
+    return [Heading(2, FIRST_PAGE), Para(" ".join(parts))]

@@ -14,13 +14,22 @@ H = 1 / 3600.0  # seconds -> hours
 # beside precision/recall wherever a study has them.
 HARM_ROWS = (("harmful_rate", "Harmful stops (share of non-hacking jobs)", "pct"),
              ("regret_healthy_mean", "Regret, non-hacking jobs (mean share of gain)", "num"),
-             ("compute_saved", "Compute saved (share of eval intervals)", "pct"))
+             ("compute_saved", "Compute saved (share of eval intervals)", "pct"),
+             ("tenant_harmful_rate", "Harmful stops, tenant view (share of non-hacking jobs)",
+              "pct"))
 HARM_HEADER = ("Harmful stops", "Regret, non-hacking", "Compute saved")
 HARM_NOTE = ("Harmful stops: share of non-hacking jobs stopped with a kept checkpoint more than "
              "2% of their gain (first eval to true peak) below what running to the end "
              "delivers; regret: that loss as a share of the gain, mean over non-hacking jobs "
              "(0 when not stopped); compute saved: share of all jobs' eval intervals not run. "
              "A false positive stopped in a dip it would only have regained is no harm.")
+
+
+TENANT_NOTE = ("Harmful stops, tenant view: the same question asked of the observed evals alone, "
+               "as a platform must on a real job whose true quality nobody knows "
+               "(`evalstop.metrics.tenant_harm`): a non-hacking job stopped whose delivered "
+               "checkpoint's smoothed eval level (mean of the evals within 2.5% of its length) "
+               "is more than 5% of its gain below the mean eval of its last tenth.")
 
 
 def harm_cells(get, n_total: int | None = None) -> tuple[str, str, str]:

@@ -29,9 +29,10 @@ PART_SHORT = {"tuning": "tuning", "held_out": "held-out (not tuned on)",
               "fresh": "fresh held-out (blind)",
               "workload": "workload (report-only)"}
 COLUMNS = ("precision", "recall", "fpr", "harmful_rate", "regret_healthy", "saved", "delay",
-           "quality", "quality_hacking")
+           "quality", "quality_hacking", "tenant_harmful_rate")
 HEADER = ("Precision", "Recall", "FPR", "Harmful stops", "Regret, healthy", "Compute saved",
-          "Delay (evals)", "Quality kept", "Quality kept, hacking runs")
+          "Delay (evals)", "Quality kept", "Quality kept, hacking runs",
+          "Harmful stops, tenant view")
 
 
 def _find(rows: dict, spec: str) -> str | None:

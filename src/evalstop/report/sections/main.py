@@ -13,7 +13,12 @@ from evalstop.report.blocks import Block, Bullets, Heading, Image, Para, Table
 from evalstop.report.context import SectionContext
 from evalstop.report.fmt import num, pct, pvalue, signed_pct, with_ci
 from evalstop.report.sections.common import (
-    H, HARM_NOTE, HARM_ROWS, example_jobs_figure, header,
+    HARM_NOTE,
+    HARM_ROWS,
+    TENANT_NOTE,
+    H,
+    example_jobs_figure,
+    header,
 )
 
 # (metric, row label) of the comparison table: rates as values, then changes vs baseline
@@ -55,7 +60,7 @@ def comparison_table(ctx: SectionContext) -> Table:
                   "Wilcoxon p (paired)"), tuple(rows),
                  caption="Main table, ours beside the paper's. A change is the relative change of "
                  "the means against the baseline, with a 95% paired bootstrap interval. "
-                 + HARM_NOTE)
+                 + HARM_NOTE + " " + TENANT_NOTE)
 
 
 def absolute_table(ctx: SectionContext) -> Table:

@@ -10,12 +10,18 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from evalstop.experiments.spec import display
-from evalstop.fileio import atomic_write
 from evalstop.report.blocks import Block, Bullets, Heading, Image, Para, Table
 from evalstop.report.context import SectionContext
 from evalstop.report.files import write_csv
 from evalstop.report.fmt import num, pct, with_ci
-from evalstop.report.sections.common import HARM_NOTE, HARM_ROWS, example_jobs_figure, header
+from evalstop.report.plots import COLUMNS, PANEL_W, save_png
+from evalstop.report.sections.common import (
+    HARM_NOTE,
+    HARM_ROWS,
+    TENANT_NOTE,
+    example_jobs_figure,
+    header,
+)
 
 EXAMPLE_SPEC = "evalstop:k=2"  # the rule whose stops the example plots mark
 DPI = 110
@@ -55,8 +61,41 @@ def render_corpus(ctx: SectionContext) -> list[Block]:
         Bullets(tuple(_reading(rows, curves, labels))),
         *_corpus_figures(ctx, curves, labels),
         Para(f"CSV: `{exp.name}_detectors.csv` (every column of the table, and more)."),
+        *_dense_blocks(),
     ]
     return blocks
+
+
+def _dense_blocks() -> list[Block]:
+    """A few rules on the dense-eval corpora (an eval at every step on a fixed eval set),
+    with both harm figures: where the tenant's view and the smoothed-gold view part."""
+    from evalstop.experiments.real_corpus import validate_dense
+    from evalstop.lab.dense import DENSE, load_dense_corpus
+
+    out = []
+    for world, spec in DENSE.items():
+        curves, labels = load_dense_corpus(world=world)
+        n = [len(c) for c in curves.values()]
+        name = (f"{world} ({spec.role}; {len(curves)} runs, "
+                f"{sum(lab.hacking for lab in labels.values())} hacking, {min(n)}-{max(n)} evals)")
+        for r in validate_dense(world=world):
+            if r["spec"] == "none":
+                continue
+            out.append((name, f"`{r['spec']}`", pct(r["precision"]),
+                        pct(r["recall"]), pct(r["fpr"]), num(r["delay_median"], 0),
+                        f"{r['harmful']} ({pct(r['harmful_rate'])})",
+                        f"{r['tenant_harmful']} ({pct(r['tenant_harmful_rate'])})",
+                        num(r["tenant_loss_stopped_median"], 3)))
+    return [Heading(3, "Densely evaluated runs"),
+            Table(("Corpus", "Rule", "Precision", "Recall", "FPR", "Delay, median (evals)",
+                   "Harmful stops", "Harmful stops, tenant view",
+                   "Tenant loss, median over stopped healthy runs"), tuple(out),
+                  caption="The lab's dense-eval corpora (`evalstop.lab.dense`): the same "
+                  "worlds, evaluated at every RL step on one fixed eval set, so consecutive "
+                  "evals share their items and their errors. Harmful stops as in the table "
+                  "above. " + TENANT_NOTE.replace("jobs", "runs") + " Tenant loss: that "
+                  "shortfall as a share of the run's gain (negative: the delivered checkpoint "
+                  "is above the run's end).")]
 
 
 def _reading(rows: list[dict], curves: dict, labels: dict) -> list[str]:
@@ -154,15 +193,18 @@ def _harm_table(rows: list[dict]) -> Table:
     out = [(f"`{r['spec']}`", pct(r["precision"]), pct(r["recall"]), pct(r["fpr"]),
             f"{r['harmful']} ({pct(r['harmful_rate'])})", num(r["regret_healthy_mean"], 3),
             num(r["regret_healthy_p95"], 3), num(r["regret_hacking_mean"], 2),
-            pct(r["compute_saved"])) for r in rows]
+            pct(r["compute_saved"]),
+            f"{r['tenant_harmful']} ({pct(r['tenant_harmful_rate'])})") for r in rows]
     return Table(("Rule", "Precision", "Recall", "FPR", "Harmful stops (share of healthy)",
-                  "Regret, healthy: mean", "p95", "Regret, hacking: mean", "Compute saved"),
+                  "Regret, healthy: mean", "p95", "Regret, hacking: mean", "Compute saved",
+                  "Harmful stops, tenant view"),
                  tuple(out),
                  caption="What each rule's stops cost the tenants and saved the platform, "
                  "beside precision and recall. " + HARM_NOTE.replace("jobs", "runs")
                  + " The true curve is the smoothed gold the label rule reads. A negative "
                  "regret is quality the stop saved: a hacking run here gives back several "
-                 "times its (often small) gain, so its regret is far below -1")
+                 "times its (often small) gain, so its regret is far below -1. "
+                 + TENANT_NOTE.replace("jobs", "runs"))
 
 
 def _pick_examples(curves: dict, labels: dict) -> list[str]:
@@ -192,7 +234,7 @@ def _corpus_figures(ctx: SectionContext, curves: dict, labels: dict) -> list[Blo
     picks = _pick_examples(curves, labels)
     if picks:
         path, rel = ctx.figure("examples")
-        fig = Figure(figsize=(10.4, 3.3 * ((len(picks) + 1) // 2)))
+        fig = Figure(figsize=(PANEL_W * COLUMNS, 4.0 * ((len(picks) + 1) // 2)))
         for k, run_id in enumerate(picks):
             c, lab = curves[run_id], labels[run_id]
             stop, kept = replay_run(c, EXAMPLE_SPEC)
@@ -215,12 +257,12 @@ def _corpus_figures(ctx: SectionContext, curves: dict, labels: dict) -> list[Blo
                 h2, l2 = ax2.get_legend_handles_labels()
                 ax.legend(h1 + h2, l1 + l2, fontsize=6, loc="lower left")
         fig.suptitle("Lab runs: gold eval, proxy reward and loss (right axis)")
-        _save(fig, path)
+        _save(fig, path, COLUMNS)
         out.append(Image(rel, f"Example runs: gold eval (dots) and smoothed (line), proxy and "
                               f"loss (right axis), the smoothed peak (dotted), the stop of "
                               f"`{EXAMPLE_SPEC}` (red) and the kept checkpoint (star)"))
     path, rel = ctx.figure("all_runs")
-    fig = Figure(figsize=(10.4, 3.6))
+    fig = Figure(figsize=(PANEL_W * COLUMNS, 4.4))
     for k, (name, field) in enumerate((("gold - start", "eval"), ("proxy reward", "proxy"))):
         ax = fig.add_subplot(1, 2, k + 1)
         for run_id, c in curves.items():
@@ -232,16 +274,15 @@ def _corpus_figures(ctx: SectionContext, curves: dict, labels: dict) -> list[Blo
         ax.set_ylabel(name)
         ax.grid(alpha=0.3)
     fig.suptitle("Every run: hacking (red) and healthy (blue)")
-    _save(fig, path)
+    _save(fig, path, COLUMNS)
     out.append(Image(rel, "All runs' gold gain over the start and proxy reward, by label: the "
                           "proxy rises in every run, gold falls only in the hacking ones"))
     return out
 
 
-def _save(fig: Figure, path: Path) -> None:
+def _save(fig: Figure, path: Path, columns: int) -> None:
     fig.tight_layout()
-    with atomic_write(path, "wb") as fh:
-        fig.savefig(fh, format="png", dpi=DPI)
+    save_png(fig, path, columns, DPI)
 
 
 # ---- real_main ---------------------------------------------------------------------------
@@ -275,7 +316,7 @@ def render_main(ctx: SectionContext) -> list[Block]:
                        tuple(rows),
                        caption="Main-table figures, real (lab) RLHF curves beside synthetic "
                                "ones on the same seeds; changes against SRTF-Est alone. "
-                               + HARM_NOTE)
+                               + HARM_NOTE + " " + TENANT_NOTE)
     from evalstop.experiments.real_main import OTHER_BASES
 
     comp = []
