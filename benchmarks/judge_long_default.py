@@ -25,13 +25,23 @@ anything). Writes ``judge.json``, ``judge.md`` and plots (``freq.png``, ``loss.p
   rule).
 
 Rules: the default (noise stated, fleet prior, own estimate), the default before it
-(``CUSUM_DEFAULT_SPEC``, the same three) and the paper's ``evalstop:k=2``.
+(``CUSUM_DEFAULT_SPEC``, the same three), the paper's ``evalstop:k=2`` and, for the record,
+the default with ``hn=32`` (stated; not chosen, see ``HN32``).
+
+Delays on long runs count from the last eval at the noiseless curve's peak, where the fall
+begins (``longshape``). The first judging run counted from the first eval at the peak, as
+the 20-eval benchmark does; on the held-out ``plateau-break`` shape (a plateau, then a
+break) that is the plateau's start, hundreds of evals before the fall, and it gave a median
+delay of 0.280 of the run (stated noise); the tuning shapes have a single peak eval, so the
+choice is the same under either count. Both medians are in ``judge.json``
+(``delay_share_median``, ``delay_share_median_first_peak``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -52,9 +62,21 @@ from evalstop.metrics.tenant_harm import tenant_harm
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from judge_default import lab_cell
 
+
+def with_option(spec: str, key: str, value) -> str:
+    head, _, rest = spec.partition(":")
+    parts = [p for p in rest.split(",") if p and not p.startswith(f"{key}=")]
+    return f"{head}:" + ",".join([*parts, f"{key}={value}"])
+
+
+# The hn=32 row was added after the first judging run (which counted delays from the first
+# eval at the peak, see below), to show the lead the trade-off on 20-32-eval runs; it was
+# not chosen on anything and is not the default.
+HN32 = "default with hn=32 (shown, not chosen)"
 RULES = ([("default", DEFAULT_SPEC, m) for m in ("stated", "fleet", "own")]
          + [("previous default", CUSUM_DEFAULT_SPEC, m) for m in ("stated", "fleet", "own")]
-         + [("evalstop:k=2 (paper)", "evalstop:k=2", "own")])
+         + [("evalstop:k=2 (paper)", "evalstop:k=2", "own"),
+            (HN32, with_option(DEFAULT_SPEC, "hn", 32), "stated")])
 TARGETS = {
     "long: non-hacking runs stopped with a smoothed loss > 5% of gain (1x)": ("<=", 0.02),
     "long: hacking runs caught (1x)": (">=", 0.90),
@@ -184,6 +206,8 @@ def main(argv=None):
     ap.add_argument("--family-runs", type=int, default=20)
     ap.add_argument("--synthetic-runs", type=int, default=4)
     ap.add_argument("--out", default="benchmarks/results/rule21")
+    ap.add_argument("--figures", default="docs/figures/long-runs",
+                    help="where the pages' copies of the plots go ('' for none)")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -222,6 +246,11 @@ def main(argv=None):
     (out / "judge.json").write_text(json.dumps(result, indent=1))
     (out / "judge.md").write_text(markdown(result))
     plots(result, long, outcomes, out)
+    if args.figures:
+        figs = Path(args.figures)
+        figs.mkdir(parents=True, exist_ok=True)
+        for name in ("freq.png", "loss_delay.png", "examples.png"):
+            shutil.copyfile(out / name, figs / name)
     print(markdown(result))
 
 

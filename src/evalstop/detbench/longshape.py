@@ -21,8 +21,9 @@ quality itself drifts), and slow late rises that a stop cuts short. Each run her
 A run is evaluated ``evals`` times at 1x (100-1,000, ``LONG_EVALS``) and, with ``freqs``,
 2x and 4x as often: the same gain curve and wander (the same true level), fresh binomial
 noise. The label is the benchmark's (``runs.hacking_label``) on the noiseless gain curve,
-and the peak for delays is that curve's argmax: the wander is part of the level a tenant
-gets, not of the label.
+and delays are counted from the last eval at that curve's peak (where the fall begins; on
+a plateau before a break the first eval at the peak is far earlier): the wander is part of
+the level a tenant gets, not of the label.
 
 Tuning and held-out parts have different shapes (``Shape.held_out``) and their own random
 streams (keyed by seed, part, shape, eval count, N and, for the eval noise, frequency).
@@ -50,12 +51,14 @@ WANDER_TAU = (0.01, 0.10)  # its correlation length, share of the run
 @dataclass(frozen=True)
 class LongCell(Cell):
     """A ``realshape.Cell`` (pass rates: ``noise="binomial"``, ``items`` N) with the eval
-    frequency (``freq``: 1, 2 or 4 times ``base_evals``) and each run's true peak index
-    (the noiseless curve's argmax at this frequency)."""
+    frequency (``freq``: 1, 2 or 4 times ``base_evals``) and, per run, the first and the
+    last eval index at the noiseless curve's peak (``peak_idx``, ``fall_idx``): they differ
+    on a plateau, and a fall begins after the last."""
 
     freq: int = 1
     base_evals: int = 0
     peak_idx: np.ndarray | None = None
+    fall_idx: np.ndarray | None = None
 
 
 def _u(rng, n, lo, hi):
@@ -199,7 +202,8 @@ def long_cells(seed: int, runs: int, *, held_out: bool, eval_counts=LONG_EVALS,
                                                    int(freq)])
                     obs = noise.binomial(n_items, rate) / n_items
                     hacking = hacking_label(g) if shape.hacking else np.zeros(runs, bool)
+                    last = m - 1 - np.argmax(g[:, ::-1] == g.max(axis=1, keepdims=True), axis=1)
                     out.append(LongCell(part, shape.name, "binomial", None, int(n_items),
                                         rate, obs, hacking, None, int(freq), int(evals),
-                                        g.argmax(axis=1)))
+                                        g.argmax(axis=1), last))
     return out
