@@ -13,6 +13,7 @@ FIFO alone and FIFO+k=2 <= 2.5x the bare loop, FIFO+default <= 1.5x FIFO+k=2, SR
 <= 5x, time per job at 8x within 1.2x of 1x.
 
     python benchmarks/bench_sim.py [--sizes 1,2,4,8] [--repeat 3] [--gpus 512] [--check]
+                                   [--default SPEC]
 
 Times are the CPU time of the whole ``simulate`` call (stop planning, loop, result
 arrays; ``--wall`` for wall time), best of ``--repeat`` rounds in which the configurations
@@ -39,6 +40,7 @@ from dataclasses import replace
 import numpy as np
 
 from evalstop import jit
+from evalstop.detectors import make_detector
 from evalstop.schedulers import build
 from evalstop.sim.engine import simulate
 from evalstop.workload import load_philly, trace_workload
@@ -130,7 +132,10 @@ def main():
     ap.add_argument("--check", action="store_true",
                     help="also run the event path at the first size and compare")
     ap.add_argument("--wall", action="store_true", help="wall time instead of CPU time")
+    ap.add_argument("--default", default="default", metavar="SPEC",
+                    help="the rule timed as FIFO+default (default: the `default` alias)")
     args = ap.parse_args()
+    rule = {"default": args.default}
     if args.wall:
         global CLOCK
         CLOCK = time.perf_counter
@@ -138,7 +143,7 @@ def main():
     print(f"# {platform.processor() or platform.machine()}, Python "
           f"{platform.python_version()}, numpy {np.__version__}; best of {args.repeat}; "
           f"{'wall' if args.wall else 'CPU'} time of the whole simulate() call; compiled "
-          f"twins {twins_state()}")
+          f"twins {twins_state()}; FIFO+default is {make_detector(args.default).spec}")
     base_table = load_philly()
     per_job = {}
     for k in sizes:
@@ -154,7 +159,8 @@ def main():
         # yet grown to) and the load of whichever minute they fell in.
         runs = {"bare": lambda: bare_fifo(w.arrival_s, w.duration_s, w.gpus, n_gpus)}
         for sched, det in CONFIGS:
-            runs[sched, det] = lambda s=sched, d=det: simulate(
+            spec = rule.get(det, det)
+            runs[sched, det] = lambda s=sched, d=spec: simulate(
                 w, n_gpus, build(s, d), record_timeline=False)
         best = {c: (float("inf"), None) for c in runs}
         first = {}
@@ -179,8 +185,8 @@ def main():
                   f"{TARGETS[sched, det]})  stopped {int(res.stopped.sum()):,}, "
                   f"{res.n_eval_events:,} evals; first call {first[sched, det]:.2f} s")
             if args.check and k == sizes[0] and det is not None:
-                slow = simulate(w, n_gpus, build(sched, det), record_timeline=False,
-                                plan_stops=False)
+                slow = simulate(w, n_gpus, build(sched, rule.get(det, det)),
+                                record_timeline=False, plan_stops=False)
                 for f in ("start_s", "finish_s", "stopped", "stop_eval", "kept_eval",
                           "gpu_s", "n_preemptions"):
                     assert np.array_equal(getattr(slow, f), getattr(res, f),

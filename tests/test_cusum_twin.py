@@ -235,7 +235,7 @@ def test_the_mean_bound_leaves_out_more_jobs():
     gates = []
     for mean_ok in (np.ones(c, dtype=bool), np.zeros(c, dtype=bool)):
         gate = np.zeros((c, m + 1), dtype=bool)
-        twin._may_stop_at(vt, c, det.h, det.k, det.clip, det.min_evals, det.trim, widths, lo,
+        twin._may_stop_at(vt, c, np.full(m + 1, det.h), det.k, det.clip, det.min_evals, det.trim, widths, lo,
                           hi, n_top, np.empty((n_top, c)), np.abs(vt).max(axis=0) * 1e-11,
                           mean_ok, np.empty((m, c)), gate, np.zeros(c, dtype=np.int64))
         gates.append(gate)

@@ -25,7 +25,9 @@ from evalstop.sim.stops import plan_for, stop_index
 from evalstop.workload import load_philly, synthetic_workload, trace_workload
 
 RULES = ("evalstop:k=2", "evalstop:k=1", "evalstop:k=3", "default", "noise-drop",
-         "patience", "stopat", "loss-plateau", "slope", "default:sigma=0.05")
+         "patience", "stopat", "loss-plateau", "slope", "default:sigma=0.05", "cusum-default",
+         # block-cusum past its merges (blocks of 2 evals from the 8th, of 4 from the 16th)
+         "block-cusum:blocks=4,wblocks=2,smooth=4,trim=1")
 FIELDS = ("start_s", "finish_s", "stopped", "stop_eval", "kept_eval", "end_progress", "gpu_s",
           "n_preemptions", "timeline_t", "timeline_used")
 
@@ -240,6 +242,23 @@ def test_the_bound_leaves_out_jobs_on_the_trace(twin):
                           grid)
     assert list(zip(fast.end_eval, fast.kept_eval, fast.stopped)) == _objects(
         "cusum-default", "max", w.eval_obs, grid)
+
+
+@pytest.mark.parametrize("twin", [True, False], ids=["twin", "numpy"])
+@pytest.mark.parametrize("spec", ["default", "default:eval_n=100", "default:sigma=0.02"])
+def test_the_default_is_planned_by_its_array_on_the_trace(twin, spec):
+    """The default (block-cusum) plans every finite Philly job itself (20 evals: before its
+    first merge), stop for stop the objects' plan."""
+    from evalstop.detectors import BlockCusum
+    w = trace_workload(load_philly(limit=600), np.random.default_rng(4))
+    assert isinstance(make_detector(spec), BlockCusum)
+    grid = w.eval_progress
+    with jit_env(twin):
+        assert make_detector(spec).stop_index(w.eval_obs)[2].all()
+        fast = stop_index(lambda: make_detector(spec), w.eval_obs, w.loss, w.proxy, grid)
+    assert list(zip(fast.end_eval, fast.kept_eval, fast.stopped)) == _objects(
+        spec, "max", w.eval_obs, grid)
+    assert fast.stopped.any()
 
 
 @pytest.mark.parametrize("twin", [True, False], ids=["twin", "numpy"])

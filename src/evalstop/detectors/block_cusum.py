@@ -271,6 +271,12 @@ class BlockCusum(NoiseAware):
                 f"(from the {_ordinal(first)} finite eval on, {span / self._n_evals:.0%} of "
                 f"the run so far); CUSUM {w:.2f} >= {threshold:.2f}")
 
+    def stop_index(self, obs):
+        """The rule over many fresh jobs at once, for the simulator's planned stops (see
+        ``block_cusum_array``); None where only the objects answer."""
+        from evalstop.detectors.block_cusum_array import stop_index
+        return stop_index(self, obs)
+
     def _rule_state(self) -> dict[str, Any]:
         return {"b": self._b, "means": list(self._means), "open_sum": self._open_sum,
                 "open_n": self._open_n, "tail": list(self._tail), "width": self._width,

@@ -270,8 +270,10 @@ def _may_stop(det, vt: np.ndarray) -> np.ndarray:
     return may
 
 
-def _block(det, vt: np.ndarray):
-    """Stops of fresh detectors on the finite columns of ``vt`` (eval, job)."""
+def _block(det, vt: np.ndarray, thr=None, gates=None):
+    """Stops of fresh detectors on the finite columns of ``vt`` (eval, job). ``thr[n]``,
+    the threshold after n evals, and ``gates`` (rel, gmin, hn) are block-cusum's
+    (``_passes``); by default cusum-drop's (h throughout, no gate)."""
     m, c = vt.shape
     stop_at = np.full(c, -1, dtype=np.int64)
     level, at = levels(det, vt)
@@ -330,14 +332,41 @@ def _block(det, vt: np.ndarray):
                          np.where(x < lv, det.clip, np.where(x == lv, 0.0, -np.inf)))
         np.copyto(z, -np.inf, where=evals[i0:n] < first)
         w = np.zeros(rows.size)
-        for zi in z:
+        run_from = np.zeros(rows.size, dtype=np.int64)  # where W's excursion began
+        for r, zi in enumerate(z):
+            if gates is not None:
+                np.copyto(run_from, r, where=w == 0.0)
             w += zi
             w -= det.k
             np.maximum(w, 0.0, out=w)
-        hit = rows[w >= det.h]
+        hit = w >= (det.h if thr is None else thr[n])
+        if gates is not None and hit.any():
+            hit &= _passes(det, gates, n, x, run_from, lv, level[width[0] - 1, rows], sigma)
+        hit = rows[hit]
         stop_at[hit] = j
         open_[hit] = False
     return stop_at, best_upto(vt.T, stop_at)
+
+
+def _passes(det, gates, n, x, run_from, lv, start, sigma) -> np.ndarray:
+    """``BlockCusum._judge``'s gates on the rows whose W is at its threshold after n evals
+    (one eval per block): the mean of ``x[run_from:]`` (each row's CUSUM excursion; x is
+    (eval, row)) at least ``rel`` of the gain below the level ``lv``, and after ``hn``
+    evals a gain of at least ``gmin`` sigmas. ``start``: the first window's level."""
+    rel, gmin, hn = gates
+    ok = np.ones(len(lv), dtype=bool)
+    if not rel > 0.0 and n <= hn:
+        return ok
+    acc = np.zeros(len(lv))  # sum(recent), left to right (0.0 + 0.0 before each start)
+    for r, xr in enumerate(x):
+        acc += np.where(r >= run_from, xr, 0.0)
+    now = acc / (len(x) - run_from)
+    gain = np.maximum(lv - start, 0.0)
+    if rel > 0.0:
+        ok &= ~(lv - now < rel * gain)
+    if n > hn:
+        ok &= ~(gain < gmin * sigma)
+    return ok
 
 
 def stop_index(det, obs: np.ndarray):
@@ -358,10 +387,19 @@ def stop_index(det, obs: np.ndarray):
     kept = np.full(n, -1, dtype=np.int64)
     if m == 0 or not done.any():
         return stop_at, kept, done
+    plan_rows(det, raw, done, stop_at, kept)
+    return stop_at, kept, done
+
+
+def plan_rows(det, raw, done, stop_at, kept, thr=None, gates=None) -> None:
+    """Fill ``stop_at`` and ``kept`` for the rows of ``raw`` (job, eval) where ``done``,
+    by the compiled twin when it runs, else by numpy; ``thr`` and ``gates`` as ``_block``.
+    """
+    n, m = raw.shape
     twin = jit.twin("evalstop.detectors.cusum_drop_jit", n, m)
     if twin is not None:
-        _planned_by(twin, det, raw, done, stop_at, kept)
-        return stop_at, kept, done
+        _planned_by(twin, det, raw, done, stop_at, kept, thr, gates)
+        return
     every = bool(done.all())
     rows = None if every else np.flatnonzero(done)
     size = n if every else rows.size
@@ -372,23 +410,28 @@ def stop_index(det, obs: np.ndarray):
             np.negative(vt, out=vt)
         may = _may_stop(det, vt)
         if may.all():
-            stop_at[part], kept[part] = _block(det, vt)
+            stop_at[part], kept[part] = _block(det, vt, thr, gates)
         elif may.any():
             idx = (np.arange(b, min(b + BLOCK, size)) if every else part)[may]
-            stop_at[idx], kept[idx] = _block(det, vt.compress(may, axis=1))  # C order
-    return stop_at, kept, done
+            stop_at[idx], kept[idx] = _block(det, vt.compress(may, axis=1), thr,
+                                             gates)  # C order
 
 
-def _planned_by(twin, det, raw, done, stop_at, kept) -> None:
-    """The same plan from the compiled twin (``cusum_drop_jit``), job by job."""
+def _planned_by(twin, det, raw, done, stop_at, kept, thr=None, gates=None) -> None:
+    """The same plan from the compiled twin (``cusum_drop_jit``), job by job. ``thr[n]``
+    (the threshold after n evals) and ``gates`` (rel, gmin, hn) are block-cusum's
+    (``block_cusum_array``); by default cusum-drop's."""
     if det.sigma is not None:
         noise, sigma, eval_n = twin.STATED, det.sigma, 0
     elif det.eval_n is not None:
         noise, sigma, eval_n = twin.BINOMIAL, 0.0, det.eval_n
     else:
         noise, sigma, eval_n = twin.OWN, 0.0, 0
-    twin.plan(np.ascontiguousarray(raw), done, float(det._sign), det.h, det.k, det.clip,
+    m = raw.shape[1]
+    if thr is None:  # cusum-drop: h at every eval, no gate
+        thr, gates = np.full(m + 1, det.h), (0.0, 0.0, m)
+    twin.plan(np.ascontiguousarray(raw), done, float(det._sign), thr, det.k, det.clip,
               det.smooth, det.min_evals, det.trim,
               0 if det.smooth_min is None else det.smooth_min, noise, sigma, eval_n,
-              _min_drops(det, raw.shape[1]), MAX_VALUES, MIN_DIFFS, CLIP, CLIPPED_MEAN_ABS,
-              MEAN_ABS, MAD_N01, stop_at, kept)
+              _min_drops(det, m), MAX_VALUES, MIN_DIFFS, CLIP, CLIPPED_MEAN_ABS,
+              MEAN_ABS, MAD_N01, *gates, stop_at, kept)

@@ -214,11 +214,11 @@ def _rank(w, smooth, trim):
 
 
 @njit(cache=True)
-def _may_stop_at(vt, width, h, k, clip, min_evals, trim, widths, lo, hi, n_top, top, slack,
+def _may_stop_at(vt, width, thr, k, clip, min_evals, trim, widths, lo, hi, n_top, top, slack,
                  mean_ok, ub, gate, count):
     """W_bar (the module's docstring: the mean of the reachable ranks) for the jobs
     (columns) of ``vt`` (eval, job; higher is better): ``gate[j, n]`` is whether
-    job j's W may reach h after n evals, ``count[j]`` how many such n. Eval i is counted
+    job j's W may reach thr[n] (the threshold after n evals) after n evals, ``count[j]`` how many such n. Eval i is counted
     against the mean of the (lo[i] + 1)-th to hi[i]-th largest of evals 0..i-1, raised by
     ``slack[j]`` (see the module's docstring), or, where ``mean_ok[j]`` is False (values
     past 1e300, whose sums could overflow, or more than 40,000 evals), against the
@@ -265,20 +265,26 @@ def _may_stop_at(vt, width, h, k, clip, min_evals, trim, widths, lo, hi, n_top, 
         # w_n >= n: the level's window ends at eval n at the earliest, nothing since
         fixed = (n >= min_evals) & (w_n < n)
         for j in range(width):
-            g = fixed & (w_bar[j] >= h)
+            g = fixed & (w_bar[j] >= thr[n])
             gate[j, n] = g  # job by job: read so in ``_jobs``
             count[j] += g
 
 
 @njit(cache=True)
-def _jobs(raw, part, n_jobs, sign, count, m, h, k, clip, smooth, min_evals, trim, widths,
+def _jobs(raw, part, n_jobs, sign, count, m, thr, k, clip, smooth, min_evals, trim, widths,
           noise, sigma, eval_n, need, max_values, min_diffs, clip_n, clipped_mean_abs,
-          mean_abs, mad_n01, vals, buf, d, sd, srt, ub, gate, stop_at, kept):
+          mean_abs, mad_n01, rel, gmin, hn, vals, buf, buf0, d, sd, srt, ub, gate, stop_at,
+          kept):
     """Fill ``stop_at[j]`` and ``kept[j]`` for the rows j = ``part[:n_jobs]`` of ``raw``
     (job, eval): the eval index (0-based) at which a fresh ``CusumDrop`` stops on
     ``sign * raw[j]`` (the scores, higher is better) and the best eval up to it, or -1.
     ``widths[n]``: the level window's width after n evals. One call for many jobs: a call
     per job costs more than most jobs' work (arguments passed, arrays counted).
+
+    ``thr[n]``: the CUSUM's threshold after n evals (h for cusum-drop). ``rel``, ``gmin``
+    and ``hn``: block-cusum's gates on a W at its threshold (``BlockCusum._judge``: the
+    fall over the CUSUM's current excursion at least ``rel`` of the gain, and after ``hn``
+    evals a gain of at least ``gmin`` sigmas); 0, 0 and m for cusum-drop (no gate).
 
     ``gate[jj, n]`` (W_bar may reach h after n evals), ``count`` and ``ub[r, jj]``, W_bar's
     bound on the level for eval r, come from ``_may_stop_at``; the other gates of the
@@ -330,7 +336,7 @@ def _jobs(raw, part, n_jobs, sign, count, m, h, k, clip, smooth, min_evals, trim
                     w_sig = w_sig + z - k
                     if not w_sig > 0.0:
                         w_sig = 0.0
-                if w_sig < h:
+                if w_sig < thr[n]:
                     continue
             # The level after n evals: the best window of width w_n ending at w_n..n, the
             # earliest on ties (what the object holds, see ``cusum_drop_array``); windows found
@@ -364,9 +370,11 @@ def _jobs(raw, part, n_jobs, sign, count, m, h, k, clip, smooth, min_evals, trim
                     p = 1.0
                 q = (p * eval_n + 2.0) / (eval_n + 4.0)
                 s = math.sqrt(q * (1.0 - q) / eval_n)
-            w = 0.0
+            w, run_from = 0.0, first
             for r in range(first, n):
                 v = vals[r]
+                if w == 0.0:  # where the current excursion of W above 0 began
+                    run_from = r
                 if s > 0.0:
                     z = (level - v) / s
                     if clip < z:
@@ -379,7 +387,8 @@ def _jobs(raw, part, n_jobs, sign, count, m, h, k, clip, smooth, min_evals, trim
                     z = -np.inf
                 t_ = w + z - k
                 w = t_ if t_ > 0.0 else 0.0  # max(0.0, t_)
-            if w >= h:
+            if w >= thr[n] and _gain_gates(vals, run_from, n, level, s, rel, gmin, hn, buf0,
+                                           widths[1], smooth, trim):
                 stop = n - 1
                 break
         stop_at[j] = stop
@@ -389,6 +398,27 @@ def _jobs(raw, part, n_jobs, sign, count, m, h, k, clip, smooth, min_evals, trim
                 if vals[i] > vals[best]:
                     best = i
             kept[j] = best
+
+
+@njit(cache=True)
+def _gain_gates(vals, run_from, n, level, s, rel, gmin, hn, buf0, w0, smooth, trim):
+    """``BlockCusum._judge``'s gates on a W at its threshold after n evals (all in one
+    block of one eval each): the mean of ``vals[run_from:n]`` (the CUSUM's current
+    excursion) at least ``rel`` of the gain below the level, and after ``hn`` evals a gain
+    of at least ``gmin`` noise sigmas ``s``. The gain is the level less the start level,
+    the first window's (width ``w0``, the level window's width after one eval)."""
+    if not rel > 0.0 and n <= hn:  # no gate applies (cusum-drop: never)
+        return True
+    acc = 0.0  # sum(recent): left to right
+    for r in range(run_from, n):
+        acc += vals[r]
+    now = acc / (n - run_from)
+    _sort_into(buf0, vals, 0, w0)
+    start = _smoothed(buf0, w0, smooth, trim)
+    gain = max(level - start, 0.0)
+    if rel > 0.0 and level - now < rel * gain:
+        return False
+    return not (n > hn and gain < gmin * s)
 
 
 @njit(cache=True)
@@ -416,12 +446,13 @@ def _bound_ranks(m, smooth, smooth_min, trim):
 
 
 @njit(cache=True)
-def plan(raw, done, sign, h, k, clip, smooth, min_evals, trim, smooth_min, noise, sigma,
+def plan(raw, done, sign, thr, k, clip, smooth, min_evals, trim, smooth_min, noise, sigma,
          eval_n, need, max_values, min_diffs, clip_n, clipped_mean_abs, mean_abs, mad_n01,
-         stop_at, kept):
+         rel, gmin, hn, stop_at, kept):
     """Fill ``stop_at`` and ``kept`` (eval indices, -1 without a stop) for the rows of
     ``raw`` (job, eval) where ``done``; ``smooth_min`` <= 0 stands for None, ``noise`` is
-    OWN, STATED (``sigma``) or BINOMIAL (``eval_n``)."""
+    OWN, STATED (``sigma``) or BINOMIAL (``eval_n``). ``thr[n]``: the threshold after n
+    evals; ``rel``, ``gmin``, ``hn``: block-cusum's gates (``_jobs``)."""
     n_rows, m = raw.shape
     widths, lo, hi, n_top = _bound_ranks(m, smooth, smooth_min, trim)
     vals = np.empty(m)
@@ -429,6 +460,7 @@ def plan(raw, done, sign, h, k, clip, smooth, min_evals, trim, smooth_min, noise
     sd = np.empty(max(m, 1))
     srt = np.empty(max(m, 1))
     buf = np.empty(max(smooth, 1))
+    buf0 = np.empty(max(smooth, 1))
     block = max(1, min(BLOCK, BLOCK_BYTES // (8 * (2 * m + n_top))))
     vt = np.empty((m, block))
     top = np.empty((n_top, block))
@@ -452,8 +484,9 @@ def plan(raw, done, sign, h, k, clip, smooth, min_evals, trim, smooth_min, noise
         for jj in range(width):
             mean_ok[jj] = (slack[jj] <= 1e300) & (m <= 40_000)  # see the docstring
             slack[jj] *= 1e-11
-        _may_stop_at(vt, width, h, k, clip, min_evals, trim, widths, lo, hi, n_top, top,
+        _may_stop_at(vt, width, thr, k, clip, min_evals, trim, widths, lo, hi, n_top, top,
                      slack, mean_ok, ub, gate, count)
-        _jobs(raw, part, width, sign, count, m, h, k, clip, smooth, min_evals, trim, widths,
+        _jobs(raw, part, width, sign, count, m, thr, k, clip, smooth, min_evals, trim, widths,
               noise, sigma, eval_n, need, max_values, min_diffs, clip_n, clipped_mean_abs,
-              mean_abs, mad_n01, vals, buf, d, sd, srt, ub, gate, stop_at, kept)
+              mean_abs, mad_n01, rel, gmin, hn, vals, buf, buf0, d, sd, srt, ub, gate,
+              stop_at, kept)

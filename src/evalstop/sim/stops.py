@@ -9,9 +9,9 @@ detector call at all, and schedulers that ignore checkpoints need no checkpoint 
 
 Rules opt in by declaring ``per_job = True`` (a rule that pools information across jobs,
 such as a fleet-wide noise prior, must not, and keeps the event path). A rule may supply a
-vectorised ``stop_index`` over all jobs at once (k-decline, cusum-drop, slope, noise-drop,
-patience, stopat and loss-plateau do; one that reads the loss or the eval grid takes them as
-the keyword parameters ``loss`` and ``progress``); every other per-job rule, and any row an
+vectorised ``stop_index`` over all jobs at once (k-decline, cusum-drop, block-cusum, slope,
+noise-drop, patience, stopat and loss-plateau do; one that reads the loss or the eval grid
+takes them as the keyword parameters ``loss`` and ``progress``); every other per-job rule, and any row an
 array leaves (``done`` False), runs its own detector objects job by job here, fed what the
 event path feeds them, so the decisions are the same by construction.
 ``tests/test_sim_fastpath.py`` compares every stop, start and finish with the event path,

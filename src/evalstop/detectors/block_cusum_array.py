@@ -1,0 +1,117 @@
+"""``block-cusum`` over many jobs at once, for the simulator's planned stops: the same stop
+eval and kept checkpoint as fresh ``BlockCusum`` objects fed the row eval by eval.
+
+Two phases, split at the first merge (after ``2 * blocks`` evals; a Philly job's 20 evals
+are all in the first with the default ``blocks=16``):
+
+* **Before the first merge it is cusum-drop with two gates**, planned by
+  ``cusum_drop_array.plan_rows`` (its compiled twin ``cusum_drop_jit`` with numba, its numpy
+  version without). Proof, eval by eval, for n < 2 * blocks evals: every block is one eval
+  and its mean ``(0.0 + x) / 1`` is x (but for a zero's sign, which changes no decision),
+  so the block means are the evals; no merge happens, so the window is
+  min(smooth, max(smooth_min, ceil(n / 2))) (or smooth), found again over the history when
+  it widens and kept as the running best otherwise, with the same trim, clamp and ties as
+  ``CusumDrop``; ``_since`` counts the same evals; the noise is ``CusumDrop``'s (stated >
+  binomial at the level > ``sigma_hat`` of all the evals, which are fewer than its window
+  of 200, see ``covers``); ``_judge``'s W is ``CusumDrop``'s W, over the same evals with the
+  same z. The rule stops where that W reaches ``thr[n] = h + hg * log2(max(1, n / hn))``
+  (computed here with the object's expression) and two gates pass: the mean of the evals in
+  W's current excursion above 0 at least ``rel`` of the gain below the level, and, after
+  ``hn`` evals, a gain of at least ``gmin`` sigmas; the gain is the level less the start
+  level (the first window's, width smooth_min or smooth). Since thr[n] >= h, every bound of
+  cusum-drop's gates (W_bar, the bound in sigmas, the count of evals below the level) still
+  only skips evals where the rule cannot stop.
+* **From the first merge on**, the rows not yet stopped run the object's rule job by job in
+  the compiled twin ``block_cusum_jit``. Without numba (or ``EVALSTOP_JIT=0``) those rows
+  are left to the objects (``done`` False): exact, and as slow as the objects on them
+  (3-10 CPU-microseconds per eval; the compiled plan of 1x Philly, about 0.02).
+
+Left to the objects too, as ``cusum_drop_array`` does: rows with a non-finite score (or,
+with ``eval_n``, a score outside [0, 1], which the object rejects); a fleet noise (it pools
+jobs); an option this module does not know; a subclass that changes a part of the rule;
+``blocks`` over 100 (the first phase would outgrow the noise estimate's window, which
+``CusumDrop`` and ``BlockCusum`` cut differently); Python 3.12+ (compensated ``sum``).
+``tests/test_block_cusum_plan.py`` compares both phases with the objects.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from evalstop import jit
+from evalstop.detectors.block_cusum import BlockCusum
+from evalstop.detectors.cusum_drop_array import _min_drops, plan_rows
+from evalstop.detectors.noise import (
+    CLIP,
+    CLIPPED_MEAN_ABS,
+    MAD_N01,
+    MAX_VALUES,
+    MEAN_ABS,
+    MIN_DIFFS,
+)
+from evalstop.detectors.stop_arrays import SUM_IN_ORDER, same_parts
+
+# The parts of the rule repeated here: a subclass that overrides one is left to the objects.
+PARTS = ("_observe", "_judge", "_smoothed", "_trim_for", "_want_width", "_refind", "_merge",
+         "_eval_sigma", "_block_sigma", "_own_block_sigma", "_feed_fleet")
+
+
+def covers(det) -> bool:
+    """Whether this module repeats ``det``'s rule exactly (else the objects decide)."""
+    if not SUM_IN_ORDER or getattr(det, "fleet", None) is not None:
+        return False
+    return same_parts(det, BlockCusum, PARTS) and 2 * det.blocks - 1 <= MAX_VALUES
+
+
+def thresholds(det, m: int) -> np.ndarray:
+    """``thr[n]``, the CUSUM's threshold after n = 0..m evals, as ``BlockCusum._judge``
+    computes it."""
+    return np.array([det.h + det.hg * math.log2(max(1.0, n / det.hn)) if n else det.h
+                     for n in range(m + 1)])
+
+
+def stop_index(det, obs: np.ndarray):
+    """``(stop_at, kept, done)`` for fresh detectors like ``det`` on the rows of ``obs``
+    (see ``KDecline.stop_index``), or None where only the objects can answer."""
+    if not covers(det):
+        return None
+    raw = np.asarray(obs, dtype=np.float64)
+    n, m = raw.shape
+    # A finite row sum means finite values; a row whose sum overflows goes to the objects
+    # with the non-finite ones (correct, only slower).
+    done = np.isfinite(raw.sum(axis=1))
+    if det.eval_n is not None:  # the object raises on these: let it
+        done &= ((raw >= 0.0) & (raw <= 1.0)).all(axis=1)
+    stop_at = np.full(n, -1, dtype=np.int64)
+    kept = np.full(n, -1, dtype=np.int64)
+    if m == 0 or not done.any():
+        return stop_at, kept, done
+    first = min(m, 2 * det.blocks - 1)  # evals before the first merge
+    thr = thresholds(det, m)
+    short = raw if first == m else np.ascontiguousarray(raw[:, :first])
+    plan_rows(det, short, done, stop_at, kept, thr[: first + 1], (det.rel, det.gmin, det.hn))
+    if first < m:
+        left = done & (stop_at < 0)
+        twin = jit.twin("evalstop.detectors.block_cusum_jit", n, m)
+        if twin is None:
+            done &= ~left  # the objects run these rows from the start
+        elif left.any():
+            _long_rows(twin, det, raw, np.flatnonzero(left), thr, stop_at, kept)
+    return stop_at, kept, done
+
+
+def _long_rows(twin, det, raw, rows, thr, stop_at, kept) -> None:
+    if det.sigma is not None:
+        noise, sigma, eval_n = twin.STATED, det.sigma, 0
+    elif det.eval_n is not None:
+        noise, sigma, eval_n = twin.BINOMIAL, 0.0, det.eval_n
+    else:
+        noise, sigma, eval_n = twin.OWN, 0.0, 0
+    w0 = det.smooth if det.smooth_min is None else det.smooth_min
+    twin.long_rows(np.ascontiguousarray(raw), rows, float(det._sign), thr, det.k, det.clip,
+                   det.smooth, det.min_evals, det.trim, w0, det.blocks, det.wblocks, det.rel,
+                   det.gmin, det.hn, det.lags, noise, sigma, eval_n,
+                   _min_drops(det, raw.shape[1]), MIN_DIFFS, CLIP,
+                   CLIPPED_MEAN_ABS, MEAN_ABS, MAD_N01, stop_at, kept)
