@@ -1,5 +1,5 @@
 """``evalstop testbed replay`` from the command line, end to end on the local Slurm: a job
-CSV of 6 jobs from 2 tenants replayed under ``evalstop watch``, its printed summary and its
+CSV of 6 jobs from 2 tenants replayed under ``evalstop watch`` on the default rule, its printed summary and its
 folder checked against Slurm's own export.
 
 Without Slurm the module skips, except under ``CI=true`` (CI installs it), where it fails.
@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import SLURM_GPUS, require_slurm
 
+from evalstop.detectors.registry import canonical
 from evalstop.workload import read_jobs
 
 require_slurm()
@@ -47,7 +48,7 @@ def replayed(slurm_cluster, tmp_path_factory):
     r = subprocess.run(
         [sys.executable, "-m", "evalstop", "testbed", "replay", "--jobs", str(jobs),
          "--gpus", str(SLURM_GPUS), "--hour-s", str(HOUR_S), "--poll", str(POLL_S),
-         "--detector", "evalstop:k=2", "--seed", "3", "--dir", str(slurm_cluster.root),
+         "--detector", "default", "--seed", "3", "--dir", str(slurm_cluster.root),
          "--out", str(out), "--timeout", "90"],
         capture_output=True, text=True, env={**os.environ}, timeout=150, check=False)
     return r, out
@@ -74,7 +75,8 @@ def test_replay_folder_holds_sacct_export_and_the_printed_summary(replayed):
     way = summary["ways"]["replay"]
     printed = json.loads(r.stdout)
     assert way["real"] == printed["real"] and way["within"] == printed["within"]
-    assert way["detector"] == "evalstop:k=2" and summary["n_gpus"] == SLURM_GPUS
+    assert way["detector"] == "default" and summary["n_gpus"] == SLURM_GPUS
+    assert way["spec"] == canonical("default") != "default"  # the rule the alias named
     assert [row["job"] for row in way["jobs"]] and len(way["jobs"]) == len(JOBS)
     # Slurm's own export of the run: every job under its tenant's account, and readable as
     # a job trace (what a what-if on this history reads).
