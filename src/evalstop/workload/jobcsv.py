@@ -265,8 +265,7 @@ def _plain_columns(data: bytes, raw: np.ndarray, breaks: np.ndarray, text: str):
         return None  # a blank line or a short row: the csv way says which
     width = int(per_line[0]) + 1
     body = text.replace("\r\n", "\n")
-    if body.endswith("\n"):
-        body = body[:-1]
+    body = body.removesuffix("\n")
     fields = body.replace("\n", ",").split(",")
     return fields[:width], [fields[width + j:: width] for j in range(width)], len(per_line)
 
