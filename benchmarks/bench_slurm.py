@@ -177,6 +177,7 @@ def _print(s: dict) -> None:
                   f"{m['jct_p95_s'] / 3600:7.2f} {m['waste_gpu_h']:11.1f} "
                   f"{m['gpu_h_saved']:11.1f} {m['n_stopped']:5d} {m['precision']:5.2f} "
                   f"{m['recall']:6.2f} {m['harmful_rate']:5.2f}")
+        print(f"{'':8} rule {w.get('spec') or 'none (the base alone)'}")
         print(f"{'':8} jobs within tolerance {w['within']}/{w['n_jobs']}; "
               f"max |dJCT| {w['max_abs_d_jct_s']:.1f} s wall; "
               f"unexplained stop differences: {len(w['unexplained_stops'])}")

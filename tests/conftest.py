@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -79,3 +84,38 @@ def kill_store(store):
         store.db.rollback()
     store.db.close()
     store._lock_fh.close()
+
+
+SLURM_GPUS, SLURM_TENANTS = 8, ("a", "b", "c")
+
+
+def require_slurm() -> None:
+    """Skip the calling test module without Slurm; fail it under ``CI=true`` (CI installs
+    Slurm, so a missing program there is a broken CI, not a reason to skip)."""
+    from evalstop.testbed.cluster import missing_programs
+
+    missing = missing_programs()
+    if not missing:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI must have Slurm (.ci/run installs it); missing {', '.join(missing)}",
+                    pytrace=False)
+    pytest.skip(f"no Slurm ({', '.join(missing)} not found; apt-get install -y slurm-wlm "
+                "slurmdbd munge mariadb-server)", allow_module_level=True)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster():
+    """One local Slurm (8 fake GPUs, accounts a, b, c) for every test module that needs
+    one: a cluster start costs seconds of CI time, so the session pays for it once."""
+    from evalstop.testbed.cluster import LocalCluster
+
+    # Not under pytest's private (0700) temp folder: another user (the permission test's
+    # `nobody`) must read slurm.conf and reach munge's socket.
+    root = Path(tempfile.mkdtemp(prefix="evalstop-slurm-"))
+    root.chmod(0o755)
+    try:
+        with LocalCluster(root, gpus=SLURM_GPUS, tenants=list(SLURM_TENANTS)) as c:
+            yield c
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

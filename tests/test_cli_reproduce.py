@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import csv
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from evalstop.cli.main import main
+from evalstop.workload import read_jobs
 
 
 def test_quick_reproduce_writes_the_report(tmp_path):
@@ -100,3 +104,77 @@ def test_bench_detectors_bad_input_is_one_line(tmp_path, capsys, monkeypatch, ar
     assert rc == 2 and err.count("\n") == 1 and message in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["FILE"]
     assert (tmp_path / "FILE").read_text() == "keep me\n"
+
+
+# A real export: the local Slurm testbed's base run of 200 jobs (benchmarks/bench_slurm.py).
+SACCT = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "slurm" / "sacct_base.txt"
+TRACE_RUN = ["--seeds", "1", "--workers", "1", "--no-progress", "--no-detectors",
+             "--trace-gpus", "64"]
+
+
+def _summary(folder: Path) -> list[dict]:
+    with open(folder / "scale_summary.csv", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_trace_study_runs_on_a_sacct_export_as_on_the_same_jobs_as_a_csv(tmp_path, capsys):
+    out = tmp_path / "sacct"
+    assert main(["reproduce", "--out", str(out), "--trace", str(SACCT), *TRACE_RUN]) == 0
+    rows = _summary(out)
+    assert {r["experiment"] for r in rows} == {"scale"} and {r["point"] for r in rows} == {"trace"}
+    assert not (out / "main_runs.csv").exists()  # only the trace studies run
+    md = (out / "report.md").read_text()
+    assert f"--trace {SACCT}" in md and f"the 200 jobs of {SACCT}, on 64 GPUs" in md
+    # The same jobs written as a job CSV give the same study, figure for figure: the export
+    # is read as a trace, nothing more.
+    table = read_jobs(SACCT)
+    jobs = tmp_path / "jobs.csv"
+    with open(jobs, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["job_id", "arrival_s", "duration_s", "gpus", "tenant"])
+        w.writerows(zip(table.job_id, table.arrival_s.tolist(), table.duration_s.tolist(),
+                        table.gpus.tolist(), table.tenant.tolist(), strict=True))
+    as_csv = tmp_path / "csv"
+    assert main(["reproduce", "--out", str(as_csv), "--trace", str(jobs), *TRACE_RUN]) == 0
+    assert [r["mean"] for r in _summary(as_csv)] == [r["mean"] for r in rows]
+
+
+def _export(tmp_path: Path, edit) -> str:
+    lines = SACCT.read_text().splitlines()[:6]
+    path = tmp_path / "bad.txt"
+    path.write_text("\n".join(edit(lines)) + "\n")
+    return str(path)
+
+
+def _fifo(tmp_path: Path) -> str:
+    path = tmp_path / "fifo"
+    os.mkfifo(path)
+    return str(path)
+
+
+@pytest.mark.parametrize("make, argv, message", [
+    (lambda t: str(t / "missing.txt"), [], "missing.txt"),
+    (lambda t: _export(t, lambda ls: [ls[0].replace("|AllocTRES", "|Other"), *ls[1:]]), [],
+     "AllocTRES"),
+    # End before Start: a negative run time
+    (lambda t: _export(t, lambda ls: [ls[0], ls[1].replace("T19:49:52", "T19:49:00"),
+                                      *ls[2:]]), [], "bad.txt:2: End is before Start"),
+    (lambda t: _export(t, lambda ls: [ls[0], ls[1].replace("gres/gpu=16", "gres/gpu=x"),
+                                      *ls[2:]]), [], "bad.txt:2: "),
+    (lambda t: _export(t, lambda ls: [ls[0], ls[1].replace("|2026-12-01T19:49:32|", "|nan|"),
+                                      *ls[2:]]), [], "bad.txt:2: "),
+    (_fifo, [], "fifo: a FIFO (named pipe), not a regular file"),
+    (lambda t: str(SACCT), ["--only", "main"], "none of the selected studies replays a trace"),
+    (lambda t: str(SACCT), ["--trace-gpus", "0"], "--trace-gpus must be >= 1, got 0"),
+])
+def test_bad_trace_is_one_line_and_exit_2(tmp_path, capsys, make, argv, message):
+    rc = main(["reproduce", "--out", str(tmp_path / "o"), "--trace", make(tmp_path), *argv])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert err.startswith("evalstop: error: ") and err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "o").exists()  # rejected before any work
+
+
+def test_trace_gpus_without_trace_is_refused(tmp_path, capsys):
+    assert main(["reproduce", "--out", str(tmp_path / "o"), "--trace-gpus", "8"]) == 2
+    assert "--trace-gpus needs --trace" in capsys.readouterr().err

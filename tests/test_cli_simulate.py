@@ -1,6 +1,7 @@
 """`evalstop simulate`: its documented CSV contract, and one-line errors on bad input."""
 
 import csv
+import os
 
 import pytest
 
@@ -193,3 +194,16 @@ def test_rows_are_written_as_csv_writer_writes_them(ids):
     out = io.StringIO()
     _write(out, cols)
     assert out.getvalue() == ref.getvalue()
+
+
+@pytest.mark.parametrize("make, kind", [
+    (lambda p: os.mkfifo(p), "a FIFO (named pipe)"),
+    (lambda p: p.mkdir(), "a folder"),
+])
+def test_jobs_that_is_not_a_regular_file_is_one_line_not_a_hang(tmp_path, capsys, make, kind):
+    jobs = tmp_path / "jobs"
+    make(jobs)  # opening a FIFO for reading would wait for a writer for ever
+    rc = main(["simulate", "--jobs", str(jobs), "--gpus", "1", "--scheduler", "fifo",
+               "--out", str(tmp_path / "o.csv")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err == f"evalstop: error: {jobs}: {kind}, not a regular file\n"

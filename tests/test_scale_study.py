@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from evalstop.experiments import FULL, select
@@ -64,3 +65,24 @@ def test_toy_scale_reports_with_the_generic_section(tmp_path):
     md = files.markdown.read_text()
     assert exp.title in md and "Default+Tiresias" in md
     assert (tmp_path / "scale_summary.csv").is_file()
+
+
+def test_a_trace_of_ones_own_replaces_philly_and_travels_with_its_tasks():
+    import pickle
+
+    from evalstop.experiments.registry import with_trace
+    from evalstop.workload import JobTable
+
+    table = JobTable(job_id=["x", "y", "z"], arrival_s=np.array([0.0, 5.0, 9.0]),
+                     duration_s=np.array([60.0, 30.0, 90.0]), gpus=np.array([1, 2, 1]),
+                     source="mine.csv")
+    (exp,) = with_trace(select("main,scale"), table, n_gpus=4)  # main has no trace point
+    assert exp.name == "scale" and exp.n_gpus == 4
+    assert [(p.label, p.n_gpus) for p in exp.points] == [("trace", 4)]
+    assert "the 3 jobs of mine.csv, on 4 GPUs" in exp.question
+    settings = replace(FULL, n_seeds=1)
+    (task, *_) = plan([exp], settings)
+    task = pickle.loads(pickle.dumps(task))  # a worker process (or Ray) gets the jobs
+    assert make_workload(task.point, 0, settings, task.n_gpus).job_id == ["x", "y", "z"]
+    with pytest.raises(ValueError, match="none of the selected studies replays a trace"):
+        with_trace(select("main"), table)

@@ -109,3 +109,15 @@ def test_names_that_cannot_be_replayed(tmp_path):
     with pytest.raises(InputError, match="cannot be replayed"):
         write_specs(w, tmp_path, 1.0)
     assert np.asarray(w.gpus).tolist() == [1]
+
+
+def test_docs_name_the_rule_the_committed_slurm_run_ran():
+    """The page names the committed run's `default` by its spec, which the summary records:
+    once the default moves, the alias alone would name another rule."""
+    root = Path(__file__).resolve().parents[1]
+    summary = json.loads((root / "benchmarks/results/slurm/summary.json").read_text())
+    specs = {name: w["spec"] for name, w in summary["ways"].items()}
+    assert specs["base"] is None and specs["k2"] == "evalstop:k=2"
+    assert not specs["default"].startswith("default")
+    page = " ".join((root / "docs/testbed.md").read_text().split())
+    assert f"The `default` rule of this run was `{specs['default']}`" in page

@@ -14,17 +14,16 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import SLURM_GPUS, require_slurm
 
 from evalstop.integrations.watch.store import StateStore
 from evalstop.testbed import compare, measure, sacct
-from evalstop.testbed.cluster import LocalCluster, missing_programs
 from evalstop.testbed.replay import (
     ReplayRun,
     replay,
@@ -36,15 +35,9 @@ from evalstop.testbed.replay import (
 )
 from evalstop.workload import read_job_csv, trace_workload
 
-MISSING = missing_programs()
-if MISSING:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI must have Slurm (.ci/run installs it); missing {', '.join(MISSING)}",
-                    pytrace=False)
-    pytest.skip(f"no Slurm ({', '.join(MISSING)} not found; apt-get install -y slurm-wlm "
-                "slurmdbd munge mariadb-server)", allow_module_level=True)
+require_slurm()
 
-GPUS, HOUR_S, POLL_S = 8, 4.0, 0.5
+GPUS, HOUR_S, POLL_S = SLURM_GPUS, 4.0, 0.5
 SCHED_S = 1.0  # Slurm's scheduling cycle (sched_interval=1 in the testbed)
 ROUND_S = 1.0  # sacct's whole seconds
 
@@ -69,16 +62,8 @@ def _job_csv(path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    # Not under pytest's private (0700) temp folder: another user (the permission test's
-    # `nobody`) must read slurm.conf and reach munge's socket.
-    root = Path(tempfile.mkdtemp(prefix="evalstop-slurm-"))
-    root.chmod(0o755)
-    try:
-        with LocalCluster(root, gpus=GPUS, tenants=["a", "b", "c"]) as c:
-            yield c
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+def cluster(slurm_cluster):
+    return slurm_cluster
 
 
 @pytest.fixture(scope="module")

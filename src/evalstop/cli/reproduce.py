@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from evalstop.experiments import FULL, QUICK, names, run_experiments, select
-from evalstop.experiments.registry import with_preset
+from evalstop.experiments.registry import get, with_preset, with_trace
 from evalstop.experiments.runner import default_workers, plan
 from evalstop.parallel import stop_pool
 from evalstop.parent_death import die_with_parent
@@ -73,6 +73,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="run every study on a workload knob preset (known: "
                         "paper-assumptions: the knobs under which the paper's main table "
                         "holds; see docs/workloads.md)")
+    p.add_argument("--trace", default=None, metavar="FILE",
+                   help="run the studies that replay a recorded trace (scale; the Philly "
+                        "trace) on this job trace instead: a job CSV (the format of "
+                        "simulate --jobs) or a Slurm accounting export (sacct --parsable2); "
+                        "only their trace points run (with --only: of the named studies)")
+    p.add_argument("--trace-gpus", type=int, default=None, metavar="N",
+                   help="cluster size for --trace (default: the study's, 512)")
     p.add_argument("--no-progress", action="store_true",
                    help="no progress bar (on a terminal) or progress lines (elsewhere)")
     add_ray_option(p)
@@ -92,6 +99,10 @@ def _command(args) -> str:
         parts += ["--only", args.only]
     if args.preset is not None:
         parts += ["--preset", args.preset]
+    if args.trace is not None:
+        parts += ["--trace", args.trace]
+    if args.trace_gpus is not None:
+        parts += ["--trace-gpus", str(args.trace_gpus)]
     if args.no_detectors:
         parts.append("--no-detectors")
     return " ".join(shlex.quote(p) for p in parts)
@@ -100,12 +111,14 @@ def _command(args) -> str:
 def _check(args) -> None:
     """Range checks here, not in argparse types, so a bad value is one line (exit 2)."""
     for option, value, low in (("--seeds", args.seeds, 1), ("--workers", args.workers, 1),
-                               ("--seed", args.seed, 0)):
+                               ("--seed", args.seed, 0), ("--trace-gpus", args.trace_gpus, 1)):
         if value is not None and value < low:
             raise ValueError(f"{option} must be >= {low}, got {value}")
     # The task list is built up front: --seeds 99999999999999 hung building it.
     if args.seeds is not None and args.seeds > MAX_SEEDS:
         raise ValueError(f"--seeds must be <= {MAX_SEEDS}, got {args.seeds}")
+    if args.trace_gpus is not None and args.trace is None:
+        raise ValueError("--trace-gpus needs --trace")
     check_ray_option(args)
 
 
@@ -115,7 +128,7 @@ def run(args) -> int:
     settings = replace(settings, base_seed=args.seed,
                        n_seeds=args.seeds if args.seeds is not None else settings.n_seeds)
     # ValueError on an unknown study or preset name, before any work
-    experiments = with_preset(select(args.only), args.preset)
+    experiments = _selected(args)
     if not experiments:
         raise ValueError(f"--only {args.only!r} names only studies that --preset skips")
     settings = replace(settings, preset=args.preset)
@@ -139,6 +152,22 @@ def run(args) -> int:
           + (f", detector benchmark {bench_s:.1f} s" if bench_s is not None else "")
           + f", total {total:.1f} s")
     return 0
+
+
+def _selected(args) -> list:
+    """The studies to run: ``--only``'s (or the default set), cut to their trace points on
+    ``--trace``'s jobs when it is given (every trace study, opt-in ones too, without
+    ``--only``), then laid under ``--preset``. The trace is read here, once, so bad input
+    stops the run before any work."""
+    if args.trace is None:
+        return with_preset(select(args.only), args.preset)
+    from evalstop.workload import read_jobs
+
+    studies = select(args.only) if args.only is not None else [get(n) for n in names()]
+    table = read_jobs(args.trace)  # InputError (one line, exit 2) on any bad input
+    if len(table) == 0:
+        raise ValueError(f"--trace {args.trace}: no job the cluster ran on GPUs in it")
+    return with_preset(with_trace(studies, table, n_gpus=args.trace_gpus), args.preset)
 
 
 def _run_into(stage: Path, args, experiments, settings, workers: int,

@@ -7,6 +7,7 @@ The report shows any experiment with a generic table; a custom section is option
 from __future__ import annotations
 
 import importlib
+from dataclasses import replace
 
 from evalstop.experiments.spec import Experiment
 from evalstop.suggest import unknown
@@ -74,3 +75,37 @@ def with_preset(experiments: list[Experiment], preset: str | None) -> list[Exper
     knobs = assumptions.get(preset)
     return [e if e.name in PRESET_EXEMPT else assumptions.apply(e, knobs)
             for e in experiments if e.name != "assumptions"]
+
+
+def trace_studies(experiments: list[Experiment]) -> list[Experiment]:
+    """The studies that replay a recorded trace, each cut to its trace points."""
+    cut = [replace(e, points=tuple(p for p in e.points if p.trace is not None))
+           for e in experiments]
+    return [e for e in cut if e.points]
+
+
+def with_trace(experiments: list[Experiment], table, *, n_gpus: int | None = None
+               ) -> list[Experiment]:
+    """The trace studies on the jobs of ``table`` (a JobTable: ``read_jobs`` of a job CSV or
+    a Slurm accounting export) in place of their shipped trace, on ``n_gpus`` GPUs (None:
+    the study's own). Studies with no trace point are left out; none left is a ValueError."""
+    studies = trace_studies(experiments)
+    if not studies:
+        known = ", ".join(e.name for e in trace_studies([get(n) for n in names()]))
+        raise ValueError(f"--trace: none of the selected studies replays a trace "
+                         f"(those that do: {known})")
+    note = (f"Jobs from {table.source} ({len(table):,} jobs: arrivals, durations and GPU "
+            f"demands as recorded; types, hacking labels and curves drawn per seed), in "
+            f"place of the study's shipped trace.")
+    out = []
+    for e in studies:
+        gpus = n_gpus if n_gpus is not None else e.n_gpus
+        points = tuple(replace(p, label="trace", table=table, n_jobs=None,
+                               n_gpus=gpus if p.n_gpus is not None else None)
+                       for p in e.points)
+        out.append(replace(e, title=f"{e.title.split(':')[0]}: a job trace of your own",
+                           question=(f"Do EvalStop's JCT and waste savings, and its stop "
+                                     f"decisions, hold on the {len(table):,} jobs of "
+                                     f"{table.source}, on {gpus} GPUs?"),
+                           points=points, n_gpus=gpus, notes=(note,)))
+    return out

@@ -70,7 +70,8 @@ def make_workload(point: Point, seed: int, settings: Settings, n_gpus: int):
 
     rng = np.random.default_rng([settings.base_seed, seed])
     if point.trace == "philly":  # the trace's jobs; the seed draws types, labels, curves
-        return trace_workload(load_philly(point.n_jobs), rng, **point.workload)
+        table = point.table if point.table is not None else load_philly(point.n_jobs)
+        return trace_workload(table, rng, **point.workload)
     return synthetic_workload(rng, n_jobs=point.jobs(settings.n_jobs), n_gpus=n_gpus,
                               **point.workload)
 

@@ -71,6 +71,9 @@ class Point:
     n_jobs: int | None = None
     n_gpus: int | None = None
     trace: str | None = None
+    # A trace point's jobs read from the user's file (``registry.with_trace``), in place of
+    # the shipped trace; a JobTable, carried with the task so remote workers need no file.
+    table: Any = field(default=None, compare=False, repr=False)
 
     def jobs(self, settings_n_jobs: int) -> int:
         """Jobs in this point's workload: a point that fixes its GPUs too is a study of its

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from evalstop.detectors.registry import canonical
 from evalstop.fileio import atomic_write
 from evalstop.testbed import compare, measure
 from evalstop.testbed.replay import replay
@@ -27,7 +28,9 @@ def way_result(workload: Workload, run, n_gpus: int, detector: str | None,
     sim = compare.simulated(workload, n_gpus, detector)
     rows = compare.per_job(workload, sim, real, recs, run.submitted, run.t0, run.hour_s,
                            poll_s)
-    return {"detector": detector, "hour_s": run.hour_s, "poll_s": poll_s,
+    # The rule spelled out: an alias ("default") names another rule once the default moves.
+    spec = None if detector is None else canonical(detector)
+    return {"detector": detector, "spec": spec, "hour_s": run.hour_s, "poll_s": poll_s,
             "real": compare.aggregate(workload, real), "sim": compare.aggregate(workload, sim),
             "overheads_s": compare.slurm_overheads(workload, real, recs, run.hour_s),
             "within": sum(r["within"] for r in rows), "n_jobs": len(rows),

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from evalstop.errors import InputError
 from evalstop import lines as line_limits
+from evalstop.errors import InputError
+from evalstop.fileio import special_kind
 from evalstop.lines import bounded_lines
 from evalstop.workload.build import DEFAULT_TENANT
 from evalstop.workload.model import JOB_TYPES
@@ -119,6 +120,11 @@ def read_job_csv(path: str | Path) -> JobTable:
     short, UTF-8) is read whole and parsed at once (``_whole_file``); anything else, and
     every error, goes the line-by-line way."""
     path = str(path)
+    # Opening a FIFO for reading waits for a writer, for ever: refuse anything but a regular
+    # file (or a link to one) first.
+    kind = None if os.path.isfile(path) else special_kind(path)
+    if kind is not None:
+        raise InputError(f"{path}: {kind}, not a regular file")
     table = _whole_file(path)
     if table is not None:
         return table
@@ -259,8 +265,7 @@ def _plain_columns(data: bytes, raw: np.ndarray, breaks: np.ndarray, text: str):
         return None  # a blank line or a short row: the csv way says which
     width = int(per_line[0]) + 1
     body = text.replace("\r\n", "\n")
-    if body.endswith("\n"):
-        body = body[:-1]
+    body = body.removesuffix("\n")
     fields = body.replace("\n", ",").split(",")
     return fields[:width], [fields[width + j:: width] for j in range(width)], len(per_line)
 
