@@ -24,6 +24,7 @@ from evalstop.integrations.watch.budget import (
 from evalstop.integrations.watch.controller import DEFAULT_MAX_JOBS
 from evalstop.integrations.watch.http_guard import MAX_CONNECTIONS, ServeLimits
 from evalstop.integrations.watch.page import MAX_PAGE_SIZE, PAGE_SIZE
+from evalstop.integrations.watch.quota import DEFAULT_TENANT_BYTES
 from evalstop.integrations.watch.store import KEEP_EVALS
 
 
@@ -88,6 +89,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--max-jobs", type=int, default=DEFAULT_MAX_JOBS, metavar="N",
                    help="jobs kept per tenant; records of further new jobs are refused "
                         f"(default: {DEFAULT_MAX_JOBS})")
+    p.add_argument("--tenant-bytes", type=int, default=DEFAULT_TENANT_BYTES, metavar="N",
+                   help="state-file bytes per tenant: each job reserves the most it can "
+                        "take (--keep-evals evals of its key), and a new job that does not "
+                        f"fit is refused (default: {DEFAULT_TENANT_BYTES}, 1 GiB)")
     p.add_argument("--keep-evals", type=int, default=KEEP_EVALS, metavar="N",
                    help=f"evals kept per job in the state file, the newest (default: "
                         f"{KEEP_EVALS})")
@@ -185,7 +190,7 @@ def _budget(args):
     from evalstop.integrations.watch.budget import Budget
 
     for flag in ("budget_lines", "budget_bytes", "budget_files", "budget_events",
-                 "max_jobs", "keep_evals"):
+                 "max_jobs", "keep_evals", "tenant_bytes"):
         if getattr(args, flag) < 1:
             raise ValueError(f"--{flag.replace('_', '-')} must be >= 1, "
                              f"got {getattr(args, flag)}")
@@ -373,7 +378,8 @@ def run(args) -> int:
                                 action_timeout=args.action_timeout,
                                 retry_running=args.retry_pending,
                                 action_workers=args.action_workers,
-                                max_jobs=args.max_jobs, metrics=metrics, health=health)
+                                max_jobs=args.max_jobs, tenant_bytes=args.tenant_bytes,
+                                metrics=metrics, health=health)
         page = None
         if server is not None:
             h, p = server.address
