@@ -74,7 +74,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="directory of TensorBoard runs; each run dir is a job (repeatable)")
     p.add_argument("--rotated-gz", action="store_true",
                    help="rotated logs may be gzip-compressed (logrotate's compress): the rest "
-                        "of a log is drained from NAME.jsonl.N.gz")
+                        "of a log is drained from NAME.jsonl.N.gz (the rotated-name pattern "
+                        "{name}.{n}.gz; a policy's `rotated` key names others per tenant)")
     p.add_argument("--budget-lines", type=int, default=DEFAULT_LINES, metavar="N",
                    help="lines read per tenant per poll, refused ones included; the rest "
                         "is read by the next polls, which then come without waiting for "
