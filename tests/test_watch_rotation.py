@@ -201,7 +201,7 @@ def test_compressed_rotation_named_in_the_policy(tmp_path):
 def test_a_tenants_rotated_name_is_its_own(tmp_path):
     """Tenant u's policy names no dateext generations: its ``b.jsonl-20261201.gz`` is no
     rotated log of ``b.jsonl`` (not read as one)."""
-    ctl, err, _ = _policy_ctl(tmp_path, DATEEXT)
+    ctl, _err, _ = _policy_ctl(tmp_path, DATEEXT)
     other = str(tmp_path / "logs" / "u" / "b.jsonl")
     append(other, b"".join(line("u", s, float(s)) for s in range(1, 4)))
     ctl.run_until_idle()
@@ -234,5 +234,5 @@ def test_a_rotated_name_that_could_leave_the_folder_is_refused_at_load(tmp_path,
     pol.write_text(f"[tenants.t]\nrotated = [{pattern!r}]\n".replace("'", '"'))
     with pytest.raises(PolicyError) as exc:
         load_policy(str(pol))
-    assert f"tenants.t.rotated" in str(exc.value) and problem in str(exc.value)
+    assert "tenants.t.rotated" in str(exc.value) and problem in str(exc.value)
     assert "\n" not in str(exc.value)
