@@ -17,6 +17,7 @@ import threading
 from evalstop.detectors import DEFAULT_SPEC
 from evalstop.integrations.watch.budget import (
     DEFAULT_BYTES,
+    DEFAULT_ENTRIES,
     DEFAULT_EVENTS,
     DEFAULT_FILES,
     DEFAULT_LINES,
@@ -87,6 +88,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--budget-events", type=int, default=DEFAULT_EVENTS, metavar="N",
                    help="TensorBoard events read per tenant per poll "
                         f"(default: {DEFAULT_EVENTS})")
+    p.add_argument("--budget-entries", type=int, default=DEFAULT_ENTRIES, metavar="N",
+                   help="folder entries looked at per tenant per poll; a tenant with more "
+                        "is listed a window a poll, resuming where the last one stopped "
+                        f"(default: {DEFAULT_ENTRIES})")
     p.add_argument("--max-jobs", type=int, default=DEFAULT_MAX_JOBS, metavar="N",
                    help="jobs kept per tenant; records of further new jobs are refused "
                         f"(default: {DEFAULT_MAX_JOBS})")
@@ -191,12 +196,13 @@ def _budget(args):
     from evalstop.integrations.watch.budget import Budget
 
     for flag in ("budget_lines", "budget_bytes", "budget_files", "budget_events",
+                 "budget_entries",
                  "max_jobs", "keep_evals", "tenant_bytes"):
         if getattr(args, flag) < 1:
             raise ValueError(f"--{flag.replace('_', '-')} must be >= 1, "
                              f"got {getattr(args, flag)}")
     return Budget(lines=args.budget_lines, bytes=args.budget_bytes, files=args.budget_files,
-                  events=args.budget_events)
+                  events=args.budget_events, entries=args.budget_entries)
 
 
 def _sources(args, policy=None) -> list:

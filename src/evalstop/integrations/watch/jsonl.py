@@ -44,7 +44,7 @@ import stat as st_mod
 from collections.abc import Sequence
 
 from evalstop.integrations.watch import rotation, walk
-from evalstop.integrations.watch.budget import Budget, Share, Shares
+from evalstop.integrations.watch.budget import Budget, Share, Shares, Windows
 from evalstop.integrations.watch.records import Refused, name_problem, parse_line, show
 from evalstop.integrations.watch.sources import Batch, Item
 from evalstop.integrations.watch.store import Offset
@@ -85,6 +85,7 @@ class JsonlDirSource:
         self.max_bytes = max_bytes
         self.max_line = min(max_line, max_bytes)
         self.budget = budget if budget is not None else Budget()
+        self._windows = Windows(self.budget.entries)
         self.missing_polls = missing_polls
         self.offsets: dict[str, Offset] = {}
         self._announced: set[str] = set()  # refused files, logged once per run
@@ -113,7 +114,7 @@ class JsonlDirSource:
 
     def _owner(self, path: str) -> str:
         try:
-            return self.tenancy.tenant(self.root, self._source_of(path), suffix=self.suffix)
+            return self._tenant(self._source_of(path))
         except Refused:
             return ""
 
@@ -127,7 +128,9 @@ class JsonlDirSource:
 
     def _files(self, batch: Batch) -> tuple[dict, dict, walk.Listing]:
         """(live ``*.jsonl`` files, rotated ``*.jsonl.N`` files, the listing)."""
-        listing = walk.walk(self.root)
+        self._windows.begin()
+        listing = walk.walk(self.root, self._admit)
+        self._windows.end()
         for rel, exc in sorted(listing.unreadable.items()):
             self._fail_once(batch, os.path.join(self.root, rel) if rel else self.root, exc,
                             "list it")
@@ -161,6 +164,15 @@ class JsonlDirSource:
             else:
                 (live if is_live else rotated)[path] = e.stat
         return live, rotated, listing
+
+    def _admit(self, rel: str) -> bool:
+        """Whether this poll looks at entry ``rel``: within its tenant's window."""
+        return self._windows.admit(self._owner(self._prefix + rel), tuple(rel.split("/")))
+
+    def _covered(self, path: str) -> bool:
+        """Whether this poll's listing looked where ``path`` would be."""
+        rel = self._rel(path)
+        return self._windows.covered(self._owner(path), tuple(rel.split("/")))
 
     def _name_problem(self, rel: str) -> str | None:
         """The first problem of any name on ``rel``'s path (cached: each poll meets the
@@ -297,7 +309,7 @@ class JsonlDirSource:
             if path in listed:
                 batch.problems.append(f"{show(path)}: log replaced; reading it from the start")
                 gone_now[path] = off
-            elif listing.under_unreadable(self._rel(path)):
+            elif listing.under_unreadable(self._rel(path)) or not self._covered(path):
                 kept[path] = off  # not listed this time: nothing is known, keep it
             elif self._missing.get(path, 0) + 1 < self.missing_polls:
                 self._missing[path] = self._missing.get(path, 0) + 1
