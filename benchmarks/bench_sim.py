@@ -112,7 +112,7 @@ def twins_state():
     from importlib.metadata import version
 
     when = ("at any size" if jit.mode() == "on"
-            else f"for {jit.MIN_JOBS:,} jobs or more (EVALSTOP_JIT unset)")
+            else "where they repay their load (EVALSTOP_JIT unset; EVALSTOP_JIT=1: always)")
     return (f"on {when} (numba {version('numba')}; a configuration's first call pays "
             "numba's import and loading the compiled code)")
 

@@ -228,7 +228,7 @@ def test_the_mean_bound_leaves_out_more_jobs():
     from evalstop.detectors import make_detector
     from evalstop.workload import load_philly, trace_workload
     w = trace_workload(load_philly(limit=2000), np.random.default_rng(2))
-    det = make_detector("default")
+    det = make_detector("cusum-default")  # cusum-drop's twin
     vt = np.ascontiguousarray(w.eval_obs.T)
     m, c = vt.shape
     widths, lo, hi, n_top = twin._bound_ranks(m, det.smooth, det.smooth_min, det.trim)

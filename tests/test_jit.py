@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 
@@ -16,15 +17,85 @@ def test_env_zero_turns_twins_off(monkeypatch):
     assert jit.twin("evalstop.no_such_module", 10**9) is None  # not even imported
 
 
-def test_by_default_only_big_workloads_get_a_twin(monkeypatch):
+SRTF, PLAN = "evalstop.sim.srtf_jit", "evalstop.detectors.cusum_drop_jit"
+
+
+def _break_even(module: str, n_evals: int, numba_loaded: bool) -> float:
+    """Jobs at which twin ``module`` saves exactly what loading it costs."""
+    c = jit.COSTS.get(module, jit.UNMEASURED)
+    return (c.load_s + (0.0 if numba_loaded else jit.NUMBA_S)) / (c.job_s + n_evals * c.eval_s)
+
+
+@pytest.fixture
+def fresh(monkeypatch):
+    """numba "installed", no twin loaded yet, EVALSTOP_JIT unset; twins stand in as the
+    harmless module ``evalstop.errors`` so nothing compiles."""
     monkeypatch.delenv("EVALSTOP_JIT", raising=False)
     monkeypatch.setattr(jit, "_installed", lambda: True)
     monkeypatch.setattr(jit, "_loaded", {})
+    real = jit.importlib.import_module
+    monkeypatch.setattr(jit.importlib, "import_module", lambda name: real("evalstop.errors"))
+    monkeypatch.delitem(sys.modules, "numba", raising=False)
+    return monkeypatch
+
+
+@pytest.mark.parametrize("module,n_evals", [(SRTF, 0), (SRTF, 20), (PLAN, 20), (PLAN, 100),
+                                            ("evalstop.not_measured_jit", 0)])
+@pytest.mark.parametrize("numba_loaded", [False, True])
+def test_by_default_a_twin_runs_only_above_its_break_even(fresh, module, n_evals,
+                                                          numba_loaded):
+    if numba_loaded:
+        fresh.setitem(sys.modules, "numba", sys.modules["evalstop.errors"])
     assert jit.mode() == "auto"
-    assert jit.twin("evalstop.no_such_module", jit.MIN_JOBS - 1) is None
-    assert jit.twin("evalstop.errors", jit.MIN_JOBS) is sys.modules["evalstop.errors"]
-    monkeypatch.setenv("EVALSTOP_JIT", "1")  # any size
-    assert jit.twin("evalstop.errors", 1) is sys.modules["evalstop.errors"]
+    n = _break_even(module, n_evals, numba_loaded)
+    assert jit.twin(module, int(n * 0.99), n_evals) is None
+    assert module not in jit._loaded  # below: not even imported
+    assert jit.twin(module, int(n * 1.01) + 1, n_evals) is sys.modules["evalstop.errors"]
+    assert jit.twin(module, 1, n_evals) is not None  # once loaded, it has been paid for
+
+
+def test_the_measured_thresholds(fresh):
+    """The switch's decisions on the sizes that were measured: 1x Philly (82,247 jobs, 20
+    evals each) stays in Python, since no twin repaid its load there; SRTF-Est's loop pays
+    from about 2.6x (measured faster at 4x), the default rule's plan only past 8x."""
+    philly = 82_247
+    assert not jit.pays(SRTF, philly, 20) and not jit.pays(PLAN, philly, 20)
+    assert jit.pays(SRTF, 4 * philly, 20) and not jit.pays(PLAN, 8 * philly, 20)
+    assert jit.pays(PLAN, 20 * philly, 20)
+    assert jit.pays(PLAN, philly, 400)  # twenty times the evals per job: the same work
+
+
+@pytest.mark.parametrize("flag,n,expected", [("1", 1, True), ("1", 10**9, True),
+                                             ("0", 1, False), ("0", 10**9, False),
+                                             ("", 1, False), ("", 10**9, True)])
+def test_env_forces_or_forbids_at_any_size(fresh, flag, n, expected):
+    fresh.setenv("EVALSTOP_JIT", flag)
+    assert (jit.twin(SRTF, n, 20) is not None) == expected
+
+
+def test_a_cold_cache_is_told_once_on_a_terminal(fresh, tmp_path, capsys):
+    fresh.setattr(jit, "_cold", lambda module: True)
+    fresh.setattr(sys.stderr, "isatty", lambda: True)
+    fresh.setenv("EVALSTOP_JIT", "1")
+    jit.twin(SRTF, 1)
+    jit.twin(SRTF, 1)
+    assert capsys.readouterr().err.count(f"compiling {SRTF}") == 1
+
+
+def test_cold_means_no_fresh_index_beside_the_module(tmp_path, monkeypatch):
+    pkg = tmp_path / "coldpkg"
+    (pkg / "__pycache__").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "twin.py").write_text("x = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert jit._cold("coldpkg.twin")
+    index = pkg / "__pycache__" / "twin.loop-3.py311.nbi"
+    index.write_text("")
+    assert not jit._cold("coldpkg.twin")
+    os.utime(index, (1, 1))  # older than the source: numba recompiles
+    assert jit._cold("coldpkg.twin")
+    assert not jit._cold("coldpkg.no_such_twin")
+    sys.modules.pop("coldpkg", None)
 
 
 def test_without_numba_there_is_no_twin(monkeypatch):

@@ -37,7 +37,7 @@ def test_noise_options_parse_and_round_trip(rule):
 
 @pytest.mark.parametrize("spec, word", [
     ("default:eval_n=0", "eval_n must"), ("default:eval_n=-5", "eval_n must"),
-    ("default:eval_n=1.5", "not a int"), ("default:eval_n=abc", "not a int"),
+    ("default:eval_n=1.5", "not an int"), ("default:eval_n=abc", "not an int"),
     ("default:sigma=0", "sigma must"), ("default:sigma=-1", "sigma must"),
     ("default:sigma=nan", "sigma must"), ("default:sigma=inf", "sigma must"),
     ("default:sigma=0.1,eval_n=100", "not both"), ("noise-drop:eval_n=0", "eval_n must"),
@@ -192,9 +192,10 @@ def test_precedence_stated_over_fleet_over_own():
     fleet = FleetNoise()
     for d in [0.5, -0.5] * 30:
         fleet.add(d)
-    own = make_detector("default")
-    with_fleet = make_detector("default", fleet=fleet)
-    stated = make_detector("default:sigma=0.01", fleet=fleet)
+    # cusum-drop's own parts (block-cusum's: tests/test_detector_block_cusum.py)
+    own = make_detector("cusum-default")
+    with_fleet = make_detector("cusum-default", fleet=fleet)
+    stated = make_detector("cusum-default:sigma=0.01", fleet=fleet)
     vals = [0.5, 0.52, 0.49, 0.51, 0.5, 0.48]
     for i, v in enumerate(vals):
         for det in (own, with_fleet, stated):

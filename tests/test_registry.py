@@ -19,7 +19,7 @@ def test_parse(spec, name, args):
 
 @pytest.mark.parametrize("spec, message", [
     ("nope:k=2", "unknown detector 'nope'"),
-    ("zzzz:k=2", "unknown detector 'zzzz'; known: cusum-drop, "),
+    ("zzzz:k=2", "unknown detector 'zzzz'; known: block-cusum, cusum-drop, "),
     ("cusum-drp", r"unknown detector 'cusum-drp' \(did you mean 'cusum-drop'\?\)"),
     ("defualt", r"\(did you mean 'default'\?\)"),
     ("evalstop:q=2", "unknown key 'q' for"),

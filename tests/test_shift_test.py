@@ -79,7 +79,7 @@ def test_shift_z_with_noise_free_scores():
 @pytest.mark.parametrize("extra, word", [
     (",shift=0", "shift must"), (",shift=-1", "shift must"), (",shift=nan", "shift must"),
     (",shift=inf", "shift must"), (",shift_m=3", "shift_m needs shift"),
-    (",shift=3,shift_m=1", "shift_m must"), (",shift=3,shift_m=x", "not a int"),
+    (",shift=3,shift_m=1", "shift_m must"), (",shift=3,shift_m=x", "not an int"),
 ])
 def test_bad_shift_options_are_one_line_value_errors(extra, word):
     with pytest.raises(ValueError, match=word) as err:
@@ -110,7 +110,7 @@ def test_the_array_version_is_left_out_with_the_shift_test():
 
 
 # ---- properties, with the noise stated or from a fleet ---------------------------------
-SHIFTED = ("default:shift=2.25", "default:shift=3,shift_m=3", "cusum-drop:shift=0.5")
+SHIFTED = ("cusum-default:shift=2.25", "cusum-default:shift=3,shift_m=3", "cusum-drop:shift=0.5")
 rises = st.lists(st.floats(0.0, 1.0, allow_nan=False), min_size=2, max_size=40).map(sorted)
 
 

@@ -118,13 +118,13 @@ def test_pooled_rules_and_listening_overlays_keep_the_event_path():
     assert plan_for(w, build("fifo", "evalstop:k=2")) is not None
 
 
-# The default and its relatives: fixed and growing level windows, medians, stated noise
+# The default before block-cusum and its relatives: fixed and growing level windows, medians, stated noise
 # (sigma=, eval_n=), the noise-free sigma=0, and options where one eval's z is exactly the
 # clip and W lands exactly on h (k=1, clip=2, h=3 on scores on a 1/8 grid with sigma=1/8).
 CUSUM_SPECS = [
-    "default", "cusum-drop", "cusum-drop:trim=-1,smooth=4", "cusum-drop:smooth=1,trim=0",
-    "cusum-drop:smooth=6,trim=1,min_evals=1", "cusum-known:sigma=0.02",
-    "cusum-known:sigma=0", "default:sigma=0.03", "default:eval_n=100", "default:eval_n=7",
+    "cusum-default", "cusum-drop", "cusum-drop:trim=-1,smooth=4", "cusum-drop:smooth=1,trim=0",
+    "cusum-drop:smooth=6,trim=1,min_evals=1", "cusum-known:sigma=0.02", "cusum-known:sigma=0",
+    "cusum-default:sigma=0.03", "cusum-default:eval_n=100", "cusum-default:eval_n=7",
     "cusum-drop:smooth_min=2,smooth=5,trim=1", "cusum-drop:smooth_min=3,smooth=12,trim=-1",
     "cusum-drop:smooth_min=4,smooth=4,trim=1,min_evals=1",
     "cusum-known:eval_n=50,smooth_min=3,smooth=15,trim=3,h=1,k=0.5,clip=1",
@@ -226,19 +226,20 @@ def test_the_bound_keeps_every_job_the_rule_stops(seed, spec, mode, kind):
 
 @pytest.mark.parametrize("twin", [True, False], ids=["twin", "numpy"])
 def test_the_bound_leaves_out_jobs_on_the_trace(twin):
-    """The default rule's bound spares the level windows of a share of the Philly jobs
-    (else it would only cost time), and the planned stops are still the objects'."""
+    """cusum-drop's bound (the default before block-cusum) spares the level windows of a
+    share of the Philly jobs (else it would only cost time), and the planned stops are
+    still the objects'."""
     from evalstop.detectors.cusum_drop_array import _may_stop
     w = trace_workload(load_philly(limit=300), np.random.default_rng(2))
-    det = make_detector("default")
+    det = make_detector("cusum-default")
     may = _may_stop(det, w.eval_obs.T.copy())
     assert 0.1 < 1 - may.mean() < 0.9
     grid = w.eval_progress
     with jit_env(twin):
-        fast = stop_index(lambda: make_detector("default"), w.eval_obs, w.loss, w.proxy,
+        fast = stop_index(lambda: make_detector("cusum-default"), w.eval_obs, w.loss, w.proxy,
                           grid)
     assert list(zip(fast.end_eval, fast.kept_eval, fast.stopped)) == _objects(
-        "default", "max", w.eval_obs, grid)
+        "cusum-default", "max", w.eval_obs, grid)
 
 
 @pytest.mark.parametrize("twin", [True, False], ids=["twin", "numpy"])

@@ -1,18 +1,23 @@
-"""Compiled loops, when the ``fast`` extra (numba) is installed.
+"""Compiled loops, when the ``fast`` extra (numba) is installed, and only where they pay.
 
 A few hot loops of the simulator have a numba twin (a module whose functions are
 ``numba.njit``-compiled) that gives the same floats and the same decisions as the Python
 or numpy version; the tests compare them. Nothing is imported until a twin is asked for.
 
-A twin has costs the Python version does not: the first use in a process pays about one
-CPU-second (numba's import, which also imports ``scipy.linalg`` for its BLAS check, and
-loading the compiled code), and the first use on a machine compiles it (12-20 CPU-s per
-twin; cached on disk with ``cache=True``, beside the module or in numba's user cache
-directory when that is not writable). On the Philly trace (82k jobs) a twin saves about
-0.9 s per SRTF-Est run and 0.1 s per plan of the default rule, so by default
-(``EVALSTOP_JIT`` unset) twins are used for workloads of ``MIN_JOBS`` jobs or more, where
-they pay for themselves, and small runs never load numba. ``EVALSTOP_JIT=1`` uses them at
-any size (the tests do), ``EVALSTOP_JIT=0`` never. Results are the same either way.
+A twin has costs the Python version does not. The first twin in a process pays numba's
+import and its first load (``NUMBA_S``: numba also imports ``scipy.linalg`` for its BLAS
+check), each twin the load of its cached compiled code (``Cost.load_s``), and the first
+use on a machine compiles it (12-20 CPU-s per twin, cached on disk with ``cache=True``,
+beside the module or in numba's user cache directory when that is not writable). So by
+default (``EVALSTOP_JIT`` unset) a twin runs only when its estimated saving, linear in the
+work (``Cost.job_s`` per job plus ``Cost.eval_s`` per (job, eval) pair, measured by
+``benchmarks/bench_jit_switch.py`` as whole ``evalstop simulate`` processes), exceeds what
+loading it still costs in this process; small runs never load numba. ``EVALSTOP_JIT=1``
+uses twins at any size (the tests do), ``EVALSTOP_JIT=0`` never. Results are the same
+either way.
+
+When a twin's compiled code is not yet cached beside its module and stderr is a terminal,
+one line says it is compiling (first run only), since that run takes 10-20 s longer.
 """
 
 from __future__ import annotations
@@ -20,17 +25,40 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import sys
 import warnings
 from functools import cache
+from pathlib import Path
 from types import ModuleType
+from typing import NamedTuple
 
-MIN_JOBS = 50_000
+
+class Cost(NamedTuple):
+    """What a twin costs to load and saves per unit of work, in CPU-seconds."""
+
+    load_s: float
+    job_s: float = 0.0
+    eval_s: float = 0.0
+
+
+# Whole-process runs of the Philly trace at 1x and 4x (bench_jit_switch; docs/benchmarks.md),
+# taking the smallest saving seen so that a run the switch sends to a twin is not slower.
+# SRTF-Est's loop saved 4-7 us per job: it pays from about 2.6x Philly. The default rule's
+# plan saves about 0.09 s per 1.64M (job, eval) pairs inside one process, but whole
+# processes showed no saving up to 4x; counted at half that, it pays from about 16x.
+NUMBA_S = 0.7
+COSTS = {
+    "evalstop.sim.srtf_jit": Cost(load_s=0.15, job_s=4e-6),
+    "evalstop.detectors.cusum_drop_jit": Cost(load_s=0.08, eval_s=3e-8),
+}
+# A twin not measured yet is taken to save what the default rule's plan saves per job.
+UNMEASURED = Cost(load_s=0.1, job_s=20 * COSTS["evalstop.detectors.cusum_drop_jit"].eval_s)
 _loaded: dict[str, ModuleType | None] = {}
 
 
 def mode() -> str:
-    """``off``, ``on`` (any size) or ``auto`` (``MIN_JOBS`` or more), from ``EVALSTOP_JIT``
-    and whether numba is installed."""
+    """``off``, ``on`` (any size) or ``auto`` (where a twin repays its load), from
+    ``EVALSTOP_JIT`` and whether numba is installed."""
     flag = os.environ.get("EVALSTOP_JIT", "").strip()
     if flag == "0" or not _installed():
         return "off"
@@ -48,13 +76,26 @@ def _installed() -> bool:
     return importlib.util.find_spec("numba") is not None
 
 
-def twin(module: str, n_jobs: int) -> ModuleType | None:
-    """The compiled twin ``module`` (imported once) for a workload of ``n_jobs`` jobs, or
-    None when the Python version should run."""
+def pays(module: str, n_jobs: int, n_evals: int = 0) -> bool:
+    """Whether twin ``module`` saves more than loading it still costs in this process, for
+    ``n_jobs`` jobs of ``n_evals`` evals each."""
+    cost = COSTS.get(module, UNMEASURED)
+    if module in _loaded:
+        return True  # already paid for
+    to_pay = cost.load_s + (0.0 if "numba" in sys.modules else NUMBA_S)
+    return n_jobs * (cost.job_s + n_evals * cost.eval_s) > to_pay
+
+
+def twin(module: str, n_jobs: int, n_evals: int = 0) -> ModuleType | None:
+    """The compiled twin ``module`` (imported once) for a workload of ``n_jobs`` jobs with
+    ``n_evals`` evals each, or None when the Python version should run."""
     m = mode()
-    if m == "off" or (m == "auto" and n_jobs < MIN_JOBS):
+    if m == "off" or (m == "auto" and not pays(module, n_jobs, n_evals)):
         return None
     if module not in _loaded:
+        if _cold(module) and sys.stderr.isatty():
+            print(f"evalstop: compiling {module} with numba (first run only, 10-20 s)",
+                  file=sys.stderr, flush=True)
         try:
             _loaded[module] = importlib.import_module(module)
         except ImportError as exc:
@@ -65,3 +106,24 @@ def twin(module: str, n_jobs: int) -> ModuleType | None:
                           stacklevel=2)
             _loaded[module] = None
     return _loaded[module]
+
+
+def _cold(module: str) -> bool:
+    """Whether no compiled code newer than the module's source is cached beside it (numba
+    names its index files ``__pycache__/STEM.FUNCTION-LINE.pyXY.nbi``). False when unsure:
+    a cache elsewhere (a read-only package) is not looked for."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return False
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return False
+    src = Path(spec.origin)
+    if not os.access(src.parent, os.W_OK):
+        return False
+    try:
+        born = src.stat().st_mtime
+        return not any(p.stat().st_mtime >= born
+                       for p in (src.parent / "__pycache__").glob(f"{src.stem}.*.nbi"))
+    except OSError:
+        return False

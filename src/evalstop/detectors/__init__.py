@@ -1,6 +1,7 @@
 """Stop rules. Each is a small ``Detector`` subclass registered under its spec name."""
 
 from evalstop.detectors.base import Decision, Detector
+from evalstop.detectors.block_cusum import BlockCusum
 from evalstop.detectors.cusum_drop import CusumDrop
 from evalstop.detectors.cusum_known import CusumKnown
 from evalstop.detectors.fleet import FleetNoise
@@ -20,26 +21,34 @@ from evalstop.detectors.slope_test import SlopeTest
 from evalstop.detectors.stopat import StopAt
 
 for _cls in (KDecline, StopAt, LossPlateau, Patience, NoiseDrop, SlopeTest, CusumDrop,
-             CusumKnown):
+             CusumKnown, BlockCusum):
     register(_cls)
 
-# The recommended default, chosen on tuning material only by benchmarks/tune_default.py
-# (issue 11: runs of 5-60 evals, pass rates over N prompts, short runs; see
-# docs/stop-rules.md, "The default on real-shaped runs"); the paper's rule stays as
-# evalstop:k=2. Issue 11's third round (tuning short drops that fall over two evals or
-# after a rise) lowered h and raised clip from ROUND1_DEFAULT_SPEC, the first round's pick.
-# Before issue 11 the default was cusum-drop:h=2.0,k=0.75,clip=2.0,smooth=9,min_evals=6,
-# trim=2 (PREVIOUS_DEFAULT_SPEC), which replaced noise-drop:m=1.4,n=2,smooth=9; all are still
-# spellable unchanged.
-DEFAULT_SPEC = "cusum-drop:h=2.5,k=1.5,clip=3.0,smooth=15,min_evals=4,trim=3,smooth_min=3"
+# The recommended default: block-cusum (cusum-drop's CUSUM on blocks of training progress,
+# with a minimum fall relative to the run's gain), chosen on tuning material only by
+# benchmarks/tune_long_default.py (runs of 100-1,000 evals at 1x, 2x and 4x the eval
+# frequency, 6-12-eval runs, the 20-eval benchmark families) and judged once by
+# benchmarks/judge_long_default.py (docs/results-long-runs.md). Up to 20 evals it is
+# CUSUM_DEFAULT_SPEC's CUSUM plus rel. CUSUM_DEFAULT_SPEC (alias cusum-default) was the
+# default before it, chosen by benchmarks/tune_default.py (issue 11: runs of 5-60 evals,
+# see docs/results-default-rule.md); its third round lowered h and raised clip from
+# ROUND1_DEFAULT_SPEC, the first round's pick. Before issue 11 the default was
+# PREVIOUS_DEFAULT_SPEC (cusum-drop at its defaults), which replaced noise-drop:m=1.4,n=2,
+# smooth=9; the paper's rule stays as evalstop:k=2. All are still spellable unchanged.
+CUSUM_DEFAULT_SPEC = "cusum-drop:h=2.5,k=1.5,clip=3.0,smooth=15,min_evals=4,trim=3,smooth_min=3"
+DEFAULT_SPEC = ("block-cusum:h=2.5,k=1.5,clip=3.0,smooth=15,min_evals=4,trim=3,smooth_min=3,"
+                "blocks=16,wblocks=4,rel=0.05,hg=0.0,hn=20,lags=4,gmin=5.0")
 ROUND1_DEFAULT_SPEC = "cusum-drop:h=3.0,k=1.5,clip=2.5,smooth=15,min_evals=4,trim=3,smooth_min=3"
 PREVIOUS_DEFAULT_SPEC = "cusum-drop:h=2.0,k=0.75,clip=2.0,smooth=9,min_evals=6,trim=2"
 alias("default", DEFAULT_SPEC)
+alias("cusum-default", CUSUM_DEFAULT_SPEC)  # the default before block-cusum, one spec away
 
 __all__ = [
+    "CUSUM_DEFAULT_SPEC",
     "DEFAULT_SPEC",
     "PREVIOUS_DEFAULT_SPEC",
     "ROUND1_DEFAULT_SPEC",
+    "BlockCusum",
     "CusumDrop",
     "CusumKnown",
     "Decision",

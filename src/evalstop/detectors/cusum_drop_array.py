@@ -24,8 +24,9 @@ of the evals so far, see ``_may_stop``), never reaches h. Only the other jobs' l
 found.
 
 With numba installed (the ``fast`` extra) the plan comes from a compiled twin,
-``cusum_drop_jit``, the same rule job by job with the same floats (about half the time
-on 1x Philly once compiled); ``EVALSTOP_JIT=0`` keeps this numpy version.
+``cusum_drop_jit``, the same rule job by job with the same floats (about a quarter of the
+time on 1x Philly once loaded), where ``evalstop.jit`` finds that it repays numba's load
+(``EVALSTOP_JIT=1``: always); ``EVALSTOP_JIT=0`` keeps this numpy version.
 
 The cost is in sorting windows. A window of width w ending at eval e is the window of width
 w - 1 ending at e - 1 with one more value, so the sorted windows of each width are built
@@ -357,7 +358,7 @@ def stop_index(det, obs: np.ndarray):
     kept = np.full(n, -1, dtype=np.int64)
     if m == 0 or not done.any():
         return stop_at, kept, done
-    twin = jit.twin("evalstop.detectors.cusum_drop_jit", n)
+    twin = jit.twin("evalstop.detectors.cusum_drop_jit", n, m)
     if twin is not None:
         _planned_by(twin, det, raw, done, stop_at, kept)
         return stop_at, kept, done

@@ -1,0 +1,297 @@
+"""``block-cusum:...``: ``cusum-drop`` judged on blocks of training progress, with a
+minimum decline relative to the run's own gain. A rule for runs of any eval count.
+
+Why: a CUSUM with a fixed threshold has a fixed mean number of evals between false
+alarms, so the more often a job is evaluated the surer a false stop. And on a fixed eval
+set the level also wanders slowly, which eval-to-eval noise does not show.
+
+* **Blocks.** Evals are averaged into blocks of ``b`` consecutive evals. ``b`` starts at 1
+  and doubles whenever the history reaches ``2 * blocks`` blocks (neighbours are merged
+  pairwise), so the rule always sees between ``blocks`` and ``2 * blocks`` block means,
+  each a fixed share of the run so far. The same run evaluated twice as often has twice
+  the block size at the same point of training and the same block boundaries, so it sees
+  the same level path (with less eval noise per block): the decision depends on training
+  progress, not on the eval count. The rule is judged when a block completes.
+* **Level and CUSUM**, ``cusum-drop``'s over the block means: the best level L is the
+  highest trimmed mean of W consecutive blocks; while ``b = 1``, W grows with the history
+  exactly as ``cusum-drop``'s window (min(smooth, max(smooth_min, ceil(n / 2)))), and from
+  the first merge on W = ``wblocks`` blocks (a fixed share of the run). Each block after
+  the window that set L adds z = min((L - m) / s, clip) and C = max(0, C + z - k); the
+  CUSUM fires when C >= h + hg * log2(max(1, n / hn)) after n evals (a threshold that
+  grows with the number of looks beyond ``hn`` evals; hg = 0: fixed).
+* **Noise of a block mean, s.** With ``b = 1``: as ``cusum-drop`` (stated > fleet > the
+  job's own estimate), except that a rule given a fleet that is not ready yet waits for it
+  (no stop) up to ``hn`` evals rather than trust its own estimate from a few evals. With ``b >= 2`` the stated or fleet noise of one eval divided by
+  sqrt(b) is a floor that the job's own estimate over its block means can raise: the
+  largest robust scale of their second differences at lags 1, 2, 4, ..., ``lags``
+  (m[i - l] - 2 m[i] + m[i + l] cancels level and slope at any lag l, and holds the
+  level's wander over l blocks), each widened as ``noise.sigma_hat``. A stated noise is
+  the noise of one eval; it does not see the slow wander of the level, which a CUSUM over
+  many looks would take for a decline.
+* **Gain.** The gain is L minus the start level (the first window's, kept for good). A
+  stop also needs the mean of the blocks in the CUSUM's current excursion above 0 (the
+  evidence for the stop) to sit at least ``rel`` of the gain below L: a fall of a few
+  percent of what the run has gained is no reason to stop it, however many sigmas it is.
+  After ``hn`` evals it also needs the gain to be at least ``gmin`` noise sigmas s: a run
+  that has not yet gained has no scale to judge a fall on (and a late riser, stopped in
+  its flat start, would lose all of its gain).
+
+With ``rel=0``, up to ``hn`` evals (or up to ``2 * blocks`` evals with ``gmin=0`` and
+``hg=0``), the rule is ``cusum-drop`` with the same options, stop for stop (with a fleet:
+once the fleet is ready): a short run is judged as before.
+
+State: at most ``2 * blocks`` block means, the open block's sum and count, the last three
+evals (for the fleet) and a few numbers: O(blocks), whatever the run's length. Each eval
+costs O(1) unless it completes a block, then O(blocks) (O(blocks * W log W) when the
+window changes or blocks merge).
+
+The stop reason says what a tenant can act on: how far below its best level the job is
+(as a share of its gain and in noise sigmas), since which eval, over what share of the run.
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import median
+from typing import Any, ClassVar
+
+from evalstop.detectors.noise import MIN_DIFFS, diff_scale, sigma_hat
+from evalstop.detectors.stated_noise import NOISE_PARAMS, NoiseAware, binomial_sigma
+
+
+class BlockCusum(NoiseAware):
+    name: ClassVar[str] = "block-cusum"
+    per_job = True  # see Detector.per_job
+    PARAMS: ClassVar[dict[str, tuple[type, Any]]] = {
+        "h": (float, 2.5), "k": (float, 1.5), "clip": (float, 3.0), "smooth": (int, 15),
+        "min_evals": (int, 4), "trim": (int, 3), "smooth_min": (int, 3),
+        "blocks": (int, 16), "wblocks": (int, 4), "rel": (float, 0.05), "hg": (float, 0.0),
+        "hn": (int, 20), "lags": (int, 4), "gmin": (float, 5.0), **NOISE_PARAMS,
+    }
+
+    def __init__(self, *, h: float = 2.5, k: float = 1.5, clip: float = 3.0,
+                 smooth: int = 15, min_evals: int = 4, trim: int = 3,
+                 smooth_min: int | None = 3, blocks: int = 16, wblocks: int = 4,
+                 rel: float = 0.05, hg: float = 0.0, hn: int = 20, lags: int = 4,
+                 gmin: float = 5.0, sigma: float | None = None, eval_n: int | None = None,
+                 fleet=None, mode: str = "max") -> None:
+        super().__init__(mode=mode)
+        self._init_noise(sigma, eval_n, fleet)
+        if not (h > 0.0 and math.isfinite(h)):
+            raise ValueError(f"h must be finite and > 0, got {h}")
+        for key, v in (("k", k), ("clip", clip), ("hg", hg), ("gmin", gmin)):
+            if not (v >= 0.0 and math.isfinite(v)):
+                raise ValueError(f"{key} must be finite and >= 0, got {v}")
+        if not clip > k:
+            raise ValueError(f"clip must be > k, got clip={clip}, k={k}")
+        if not (0.0 <= rel < 1.0):
+            raise ValueError(f"rel must be in [0, 1) (a share of the run's gain), got {rel}")
+        if lags < 1 or lags & (lags - 1):
+            raise ValueError(f"lags must be a power of 2 (1, 2, 4, ...), got {lags}")
+        if smooth < 1:
+            raise ValueError(f"smooth must be >= 1, got {smooth}")
+        if min_evals < 1:
+            raise ValueError(f"min_evals must be >= 1, got {min_evals}")
+        if trim < -1 or 2 * trim >= smooth:
+            raise ValueError(f"trim must be -1 (median) or 0 <= 2 * trim < smooth, "
+                             f"got trim={trim}, smooth={smooth}")
+        if smooth_min is not None and not 2 <= smooth_min <= smooth:
+            raise ValueError(f"smooth_min must be in 2..smooth, got smooth_min={smooth_min}, "
+                             f"smooth={smooth}")
+        # after a merge the rule sees `blocks` blocks: a fixed window must fit in them
+        lowest = smooth if smooth_min is None else smooth_min
+        if blocks < max(4, lowest):
+            raise ValueError(f"blocks must be >= 4 and >= the smallest level window "
+                             f"({lowest}), got {blocks}")
+        self.h, self.k, self.clip = float(h), float(k), float(clip)
+        self.smooth, self.min_evals, self.trim = smooth, min_evals, trim
+        if not 1 <= wblocks <= blocks // 2:
+            raise ValueError(f"wblocks must be in 1..blocks // 2, got wblocks={wblocks}, "
+                             f"blocks={blocks}")
+        if hn < 1:
+            raise ValueError(f"hn must be >= 1 (evals), got {hn}")
+        self.smooth_min, self.blocks, self.wblocks, self.hn = smooth_min, blocks, wblocks, hn
+        self.rel, self.hg, self.lags, self.gmin = float(rel), float(hg), lags, float(gmin)
+        self._b = 1  # evals per block
+        self._means: list[float] = []  # completed block means, at most 2 * blocks
+        self._open_sum, self._open_n = 0.0, 0
+        self._tail: list[float] = []  # the last three evals (the fleet's second differences)
+        self._width = lowest
+        self._level: float | None = None  # best smoothed level (over blocks)
+        self._start: float | None = None  # level of the first window (kept for good)
+        self._since = 0  # blocks after the window that set the best level
+        self.last_w = 0.0  # the CUSUM at the last completed block (for tuning scripts)
+
+    # ---- levels -----------------------------------------------------------------------
+    def _trim_for(self, width: int) -> int:
+        return self.trim if width == self.smooth else min(self.trim, (width - 1) // 3)
+
+    def _smoothed(self, window: list[float]) -> float:
+        if self.trim < 0:
+            return median(window)
+        trim = self._trim_for(len(window))
+        kept = sorted(window)[trim: len(window) - trim]
+        # clamped so that rounding never puts the level above every value it averages
+        return min(max(sum(kept) / len(kept), kept[0]), kept[-1])
+
+    def _want_width(self) -> int:
+        if self._b > 1:
+            return self.wblocks
+        if self.smooth_min is None:
+            return self.smooth
+        return min(self.smooth, max(self.smooth_min, (len(self._means) + 1) // 2))
+
+    def _refind(self, width: int) -> None:
+        """The window or the blocks changed: find the best and first levels again."""
+        self._width, self._level, self._since = width, None, 0
+        means = self._means
+        n = len(means)
+        for end in range(width, n + 1):
+            level = self._smoothed(means[end - width: end])
+            if self._start is None:
+                self._start = level
+            if self._level is None or level > self._level:
+                self._level, self._since = level, n - end
+
+    def _merge(self) -> None:
+        m = self._means
+        self._means = [(m[i] + m[i + 1]) / 2.0 for i in range(0, len(m) - 1, 2)]
+        self._b *= 2
+
+    # ---- noise ------------------------------------------------------------------------
+    def _eval_sigma(self) -> float | None:
+        """The stated or fleet noise of one eval, None when neither is known."""
+        if self.sigma is not None:
+            return self.sigma
+        if self.eval_n is not None:
+            ref = self._level if self._level is not None else self._means[-1]
+            return binomial_sigma(min(max(self._sign * ref, 0.0), 1.0), self.eval_n)
+        if self.fleet is not None:
+            return self.fleet.sigma()
+        return None
+
+    def _block_sigma(self) -> float | None:
+        one = self._eval_sigma()
+        if one is None and self.fleet is not None and self._n_evals <= self.hn:
+            return None  # wait for the fleet: an own estimate from a few evals stops too much
+        if self._b == 1:
+            return one if one is not None else sigma_hat(self._means)
+        own = self._own_block_sigma()
+        floor = None if one is None else one / math.sqrt(self._b)
+        if own is None:
+            return floor
+        return own if floor is None else max(own, floor)
+
+    def _own_block_sigma(self) -> float | None:
+        """The largest noise scale of the block means over lags 1, 2, 4, ..., ``lags``: a
+        second difference at lag l, m[i - l] - 2 m[i] + m[i + l], cancels the level and
+        slope as at lag 1 but also holds the wander over l blocks."""
+        best = sigma_hat(self._means)
+        lag = 2
+        while best is not None and lag <= self.lags:
+            m = self._means
+            d = [m[i - lag] - 2.0 * m[i] + m[i + lag] for i in range(lag, len(m) - lag)]
+            if len(d) < MIN_DIFFS:
+                break
+            best = max(best, diff_scale(d) / math.sqrt(6.0) * (1.0 + 1.0 / math.sqrt(len(d))))
+            lag *= 2
+        return best
+
+    # ---- the rule ---------------------------------------------------------------------
+    def _observe(self, step, value, loss, proxy, progress):
+        tail = self._tail
+        tail.append(value)
+        del tail[:-3]
+        self._feed_fleet(tail)
+        self._open_sum += value
+        self._open_n += 1
+        if self._open_n < self._b:
+            return None
+        self._means.append(self._open_sum / self._open_n)
+        self._open_sum, self._open_n = 0.0, 0
+        merged = len(self._means) >= 2 * self.blocks
+        if merged:
+            self._merge()
+        width = self._want_width()
+        if merged or width != self._width:
+            self._refind(width)
+        else:
+            self._since += 1
+            if width <= len(self._means):
+                level = self._smoothed(self._means[-width:])
+                if self._start is None:
+                    self._start = level
+                if self._level is None or level > self._level:
+                    self._level, self._since = level, 0
+        return self._judge()
+
+    def _judge(self) -> str | None:
+        self.last_w = 0.0
+        if self._level is None or self._since == 0 or self._n_evals < self.min_evals:
+            return None
+        level, means = self._level, self._means
+        since = means[len(means) - min(self._since, len(means)):]
+        if not any(v < level for v in since):
+            return None  # no drop adds to W (z <= 0); skips the noise estimate
+        sigma = self._block_sigma()
+        if sigma is None:
+            return None
+        w, run_from = 0.0, 0  # run_from: where the current excursion of W above 0 began
+        for i, v in enumerate(since):
+            if sigma > 0.0:
+                z = min((level - v) / sigma, self.clip)
+            else:  # noise-free scores: any value below the level is a full-size drop
+                z = self.clip if v < level else (0.0 if v == level else -math.inf)
+            if w == 0.0:
+                run_from = i
+            w = max(0.0, w + z - self.k)
+        self.last_w = w
+        threshold = self.h + self.hg * math.log2(max(1.0, self._n_evals / self.hn))
+        if w < threshold:
+            return None
+        recent = since[run_from:]
+        now = sum(recent) / len(recent)
+        gain = max(level - self._start, 0.0)
+        fall = level - now
+        if self.rel > 0.0 and fall < self.rel * gain:
+            return None
+        if self._n_evals > self.hn and gain < self.gmin * sigma:
+            return None  # a long run that has not gained yet: no scale to judge a fall on
+        share = f"{fall / gain:.0%} of its gain" if gain > 0.0 else "it never gained"
+        if sigma <= 0.0:
+            noise = "noise-free scores"
+        elif self._b > 1:
+            noise = f"{fall / sigma:.1f} noise sigmas of a mean of {self._b} evals"
+        else:
+            noise = f"{fall / sigma:.1f} noise sigmas"
+        span = len(recent) * self._b
+        first = self._n_evals - span + 1
+        return (f"the level is {self._sign * fall:.4g} below its best "
+                f"({self._sign * level:.4g}): {share}, {noise}, over the last {span} evals "
+                f"(from the {_ordinal(first)} finite eval on, {span / self._n_evals:.0%} of "
+                f"the run so far); CUSUM {w:.2f} >= {threshold:.2f}")
+
+    def _rule_state(self) -> dict[str, Any]:
+        return {"b": self._b, "means": list(self._means), "open_sum": self._open_sum,
+                "open_n": self._open_n, "tail": list(self._tail), "width": self._width,
+                "level": self._level, "start": self._start, "since": self._since,
+                **self._noise_state()}
+
+    def _load_rule_state(self, state: dict[str, Any]) -> None:
+        b = int(state["b"])
+        means = [float(v) for v in state["means"]]
+        if b < 1 or b & (b - 1) or len(means) >= 2 * self.blocks:
+            raise ValueError("bad block-cusum state: block size or block count out of range")
+        self._b, self._means = b, means
+        self._open_sum, self._open_n = float(state["open_sum"]), int(state["open_n"])
+        self._tail = [float(v) for v in state["tail"]][-3:]
+        self._width = int(state["width"])
+        self._level = None if state["level"] is None else float(state["level"])
+        self._start = None if state["start"] is None else float(state["start"])
+        self._since = int(state["since"])
+        self._load_noise_state(state)
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
