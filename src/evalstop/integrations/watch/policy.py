@@ -168,7 +168,7 @@ def load_policy(path: str) -> Policy:
 def parse_policy(doc: dict[str, Any], path: str = "<policy>") -> Policy:
     unknown = set(doc) - {"defaults", "tenants"}
     if unknown:
-        raise PolicyError(f"{path}: {sorted(unknown)[0]}: unknown table "
+        raise PolicyError(f"{path}: {min(unknown)}: unknown table "
                           "(expected [defaults] and [tenants.NAME])")
     defaults = doc.get("defaults", {})
     if not isinstance(defaults, dict):
