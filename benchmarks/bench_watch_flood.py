@@ -23,7 +23,7 @@ Target: p95 lag <= 2 poll intervals + the budget's drain time (the longest poll,
 reads at most one budget per tenant), and peak RSS <= 300 MB.
 
     python benchmarks/bench_watch_flood.py [--scale 1.0] [--seconds 30] [--interval 1.0]
-                                           [--only 1file,invalid]
+                                           [--only 1file,invalid] [--tenant-bytes N]
 
 ``--scale`` multiplies every flood size (0.01 runs in well under a minute). Not a test:
 timings depend on the machine; quote them with its load.
@@ -44,6 +44,7 @@ import time
 import numpy as np
 
 from evalstop.integrations.watch import Controller, JsonlDirSource, StateStore
+from evalstop.integrations.watch.quota import DEFAULT_TENANT_BYTES
 
 SCENARIOS = ("idle", "1file", "200files", "50kfiles", "invalid", "200kjobs")
 QUIET_JOBS, QUIET_EVERY = 5, 0.5
@@ -109,7 +110,8 @@ def quiet_writer(logdir: str, seconds: float) -> None:
             time.sleep(max(0.0, t0 + step * QUIET_EVERY - time.time()))
 
 
-def run_scenario(name: str, scale: float, seconds: float, interval: float) -> dict:
+def run_scenario(name: str, scale: float, seconds: float, interval: float,
+                 tenant_bytes: int = DEFAULT_TENANT_BYTES) -> dict:
     with tempfile.TemporaryDirectory() as root:
         logdir = os.path.join(root, "logs")
         os.makedirs(logdir)
@@ -118,7 +120,7 @@ def run_scenario(name: str, scale: float, seconds: float, interval: float) -> di
         write_s = time.perf_counter() - t0
         store = StateStore(os.path.join(root, "state.db"))
         ctl = Controller(store, [JsonlDirSource(logdir)], detector="evalstop:k=1000",
-                         err=io.StringIO(), out=io.StringIO())
+                         tenant_bytes=tenant_bytes, err=io.StringIO(), out=io.StringIO())
         proc = subprocess.Popen([sys.executable, __file__, "--_quiet", logdir, str(seconds)])
         lags, polls, flood_fed, refused = [], [], 0, 0
         t_end = time.time() + seconds + 2 * interval
@@ -158,12 +160,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if argv and argv[0] == "--_scenario":
         name, scale, seconds, interval = argv[1], *map(float, argv[2:5])
-        print(json.dumps(run_scenario(name, scale, seconds, interval)))
+        print(json.dumps(run_scenario(name, scale, seconds, interval, int(argv[5]))))
         return 0
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--scale", type=float, default=1.0, help="flood sizes times this")
     p.add_argument("--seconds", type=float, default=30.0, help="measured seconds each")
     p.add_argument("--interval", type=float, default=1.0, help="poll interval (s)")
+    p.add_argument("--tenant-bytes", type=int, default=DEFAULT_TENANT_BYTES,
+                   help="the controller's state-file quota per tenant (as watch's option)")
     p.add_argument("--only", default=",".join(SCENARIOS), help="scenarios, comma-separated")
     args = p.parse_args(argv)
     names = [s for s in args.only.split(",") if s]
@@ -176,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for name in names:
         out = subprocess.run([sys.executable, __file__, "--_scenario", name, str(args.scale),
-                              str(args.seconds), str(args.interval)],
+                              str(args.seconds), str(args.interval),
+                              str(args.tenant_bytes)],
                              capture_output=True, text=True, check=True)
         r = json.loads(out.stdout.strip().splitlines()[-1])
         results.append(r)
@@ -189,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
               f"({'met' if r['rss_ok'] else 'MISSED'})", flush=True)
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
     print(json.dumps({"scale": args.scale, "interval_s": args.interval,
+                      "tenant_bytes": args.tenant_bytes,
                       "seconds": args.seconds, "scenarios": results}))
     return 0
 

@@ -52,3 +52,26 @@ def test_jobs_per_tenant_are_bounded_with_one_line(tmp_path):
     append(str(tmp_path / "logs/flood/a.jsonl"), line("new", 1, 0.5))
     assert ctl.run_until_idle()[0].refused == {"quota": 1}
     ctl.close()
+
+
+def test_state_bytes_per_tenant_are_a_quota_with_one_line(tmp_path):
+    from evalstop.integrations.watch.quota import job_bytes
+
+    logs = tmp_path / "logs"
+    one = job_bytes(str(logs / "flood/a.jsonl"), "j0", 50)
+    ctl, err = _ctl(tmp_path, keep_evals=50, tenant_bytes=3 * one + one // 2)
+    append(str(logs / "flood/a.jsonl"), b"".join(line(f"j{i}", 1, 0.5) for i in range(8)))
+    append(str(logs / "quiet/a.jsonl"), b"".join(line(f"q{i}", 1, 0.5) for i in range(3)))
+    res = ctl.run_until_idle()[0]
+    tenants = [j.tenant for j in ctl.store.jobs().values()]
+    assert tenants.count("flood") == 3 and tenants.count("quiet") == 3  # quiet: unaffected
+    assert res.refused == {"quota": 5}
+    (msg,) = err.getvalue().splitlines()
+    assert "tenant flood: holds" in msg and "(--tenant-bytes)" in msg
+    ctl.close()
+    ctl, err = _ctl(tmp_path, keep_evals=50, tenant_bytes=3 * one + one // 2)
+    append(str(logs / "flood/a.jsonl"), line("j0", 2, 0.5) + line("new", 1, 0.5))
+    res = ctl.run_until_idle()[0]  # across a restart: old jobs go on, new ones refused
+    assert res.refused == {"quota": 1}
+    assert ctl.store.jobs()[(str(logs / "flood/a.jsonl"), "j0")].n_evals == 2
+    ctl.close()

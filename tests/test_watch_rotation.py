@@ -155,3 +155,84 @@ def test_a_rotated_log_cut_by_the_budget_is_drained_before_the_new_one(tmp_path)
     ctl.run_until_idle()
     assert _taken(ctl, err) == (N, N)
     ctl.close()
+
+
+def _policy_ctl(tmp_path, text, **kw):
+    from evalstop.integrations.watch.policy import PolicyTenancy, load_policy
+
+    pol = tmp_path / "policy.toml"
+    pol.write_text(text)
+    policy = load_policy(str(pol))
+    (tmp_path / "logs" / "t").mkdir(parents=True, exist_ok=True)
+    err = io.StringIO()
+    src = JsonlDirSource(str(tmp_path / "logs"), tenancy=PolicyTenancy(policy), **kw)
+    ctl = Controller(StateStore(str(tmp_path / "s.db")), [src], policy=policy, err=err,
+                     out=io.StringIO())
+    return ctl, err, str(tmp_path / "logs" / "t" / "a.jsonl")
+
+
+DATEEXT = """
+[defaults]
+detector = "evalstop:k=2"
+[tenants.t]
+rotated = "{name}-{date}.gz"
+[tenants.u]
+"""
+
+
+def test_compressed_rotation_named_in_the_policy(tmp_path):
+    """logrotate's dateext + compress: a.jsonl -> a.jsonl-YYYYMMDD.gz, twice between
+    two polls, with a backlog left: no record lost or fed twice."""
+    ctl, err, log = _policy_ctl(tmp_path, DATEEXT, max_bytes=2000)
+    append(log, _recs(1, 60))
+    ctl.poll_once()  # reads ~2000 bytes: a backlog is left
+    for day in ("20261201", "20261202"):
+        os.rename(log, f"{log}-{day}")
+        with open(f"{log}-{day}", "rb") as src, gzip.open(f"{log}-{day}.gz", "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        os.remove(f"{log}-{day}")
+        append(log, _recs(60, 120) if day == "20261201" else b"")
+    append(log, _recs(120, N + 1))
+    ctl.run_until_idle()
+    assert _taken(ctl, err) == (N, N)
+    ctl.close()
+
+
+def test_a_tenants_rotated_name_is_its_own(tmp_path):
+    """Tenant u's policy names no dateext generations: its ``b.jsonl-20261201.gz`` is no
+    rotated log of ``b.jsonl`` (not read as one)."""
+    ctl, _err, _ = _policy_ctl(tmp_path, DATEEXT)
+    other = str(tmp_path / "logs" / "u" / "b.jsonl")
+    append(other, b"".join(line("u", s, float(s)) for s in range(1, 4)))
+    ctl.run_until_idle()
+    with gzip.open(other + "-20261201.gz", "wb") as fh:
+        fh.write(b"".join(line("u", s, float(s)) for s in range(1, 9)))
+    os.truncate(other, 0)  # a copytruncate whose copy u's policy does not name
+    append(other, b"".join(line("u", s, float(s)) for s in range(9, 12)))
+    ctl.run_until_idle()
+    (job,) = ctl.store.jobs().values()
+    assert job.n_evals == 6  # 1-3, then 9-11 read from the start: 4-8 never taken
+    ctl.close()
+
+
+@pytest.mark.parametrize("pattern, problem", [
+    ("../{name}.{n}", "may hold only"),
+    ("{name}/{n}", "may hold only"),
+    ("/tmp/{name}.{n}", "may hold only"),
+    ("{name}.{n}.jsonl", "must not end in"),
+    ("{n}.gz", "{name} exactly once"),
+    ("{name}.gz", "one generation"),
+    ("{name}.{n}.{date}", "one generation"),
+    ("{name}.{m}", "may hold only"),
+    ("x" * 65, "1-64 characters"),
+])
+def test_a_rotated_name_that_could_leave_the_folder_is_refused_at_load(tmp_path, pattern,
+                                                                        problem):
+    from evalstop.integrations.watch.policy import PolicyError, load_policy
+
+    pol = tmp_path / "policy.toml"
+    pol.write_text(f"[tenants.t]\nrotated = [{pattern!r}]\n".replace("'", '"'))
+    with pytest.raises(PolicyError) as exc:
+        load_policy(str(pol))
+    assert "tenants.t.rotated" in str(exc.value) and problem in str(exc.value)
+    assert "\n" not in str(exc.value)

@@ -17,6 +17,7 @@ import threading
 from evalstop.detectors import DEFAULT_SPEC
 from evalstop.integrations.watch.budget import (
     DEFAULT_BYTES,
+    DEFAULT_ENTRIES,
     DEFAULT_EVENTS,
     DEFAULT_FILES,
     DEFAULT_LINES,
@@ -24,6 +25,7 @@ from evalstop.integrations.watch.budget import (
 from evalstop.integrations.watch.controller import DEFAULT_MAX_JOBS
 from evalstop.integrations.watch.http_guard import MAX_CONNECTIONS, ServeLimits
 from evalstop.integrations.watch.page import MAX_PAGE_SIZE, PAGE_SIZE
+from evalstop.integrations.watch.quota import DEFAULT_TENANT_BYTES
 from evalstop.integrations.watch.store import KEEP_EVALS
 
 
@@ -73,7 +75,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="directory of TensorBoard runs; each run dir is a job (repeatable)")
     p.add_argument("--rotated-gz", action="store_true",
                    help="rotated logs may be gzip-compressed (logrotate's compress): the rest "
-                        "of a log is drained from NAME.jsonl.N.gz")
+                        "of a log is drained from NAME.jsonl.N.gz (the rotated-name pattern "
+                        "{name}.{n}.gz; a policy's `rotated` key names others per tenant)")
     p.add_argument("--budget-lines", type=int, default=DEFAULT_LINES, metavar="N",
                    help="lines read per tenant per poll, refused ones included; the rest "
                         "is read by the next polls, which then come without waiting for "
@@ -85,9 +88,17 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--budget-events", type=int, default=DEFAULT_EVENTS, metavar="N",
                    help="TensorBoard events read per tenant per poll "
                         f"(default: {DEFAULT_EVENTS})")
+    p.add_argument("--budget-entries", type=int, default=DEFAULT_ENTRIES, metavar="N",
+                   help="folder entries looked at per tenant per poll; a tenant with more "
+                        "is listed a window a poll, resuming where the last one stopped "
+                        f"(default: {DEFAULT_ENTRIES})")
     p.add_argument("--max-jobs", type=int, default=DEFAULT_MAX_JOBS, metavar="N",
                    help="jobs kept per tenant; records of further new jobs are refused "
                         f"(default: {DEFAULT_MAX_JOBS})")
+    p.add_argument("--tenant-bytes", type=int, default=DEFAULT_TENANT_BYTES, metavar="N",
+                   help="state-file bytes per tenant: each job reserves the most it can "
+                        "take (--keep-evals evals of its key), and a new job that does not "
+                        f"fit is refused (default: {DEFAULT_TENANT_BYTES}, 1 GiB)")
     p.add_argument("--keep-evals", type=int, default=KEEP_EVALS, metavar="N",
                    help=f"evals kept per job in the state file, the newest (default: "
                         f"{KEEP_EVALS})")
@@ -185,12 +196,13 @@ def _budget(args):
     from evalstop.integrations.watch.budget import Budget
 
     for flag in ("budget_lines", "budget_bytes", "budget_files", "budget_events",
-                 "max_jobs", "keep_evals"):
+                 "budget_entries",
+                 "max_jobs", "keep_evals", "tenant_bytes"):
         if getattr(args, flag) < 1:
             raise ValueError(f"--{flag.replace('_', '-')} must be >= 1, "
                              f"got {getattr(args, flag)}")
     return Budget(lines=args.budget_lines, bytes=args.budget_bytes, files=args.budget_files,
-                  events=args.budget_events)
+                  events=args.budget_events, entries=args.budget_entries)
 
 
 def _sources(args, policy=None) -> list:
@@ -373,7 +385,8 @@ def run(args) -> int:
                                 action_timeout=args.action_timeout,
                                 retry_running=args.retry_pending,
                                 action_workers=args.action_workers,
-                                max_jobs=args.max_jobs, metrics=metrics, health=health)
+                                max_jobs=args.max_jobs, tenant_bytes=args.tenant_bytes,
+                                metrics=metrics, health=health)
         page = None
         if server is not None:
             h, p = server.address

@@ -20,6 +20,7 @@ DEFAULT_LINES = 10_000
 DEFAULT_BYTES = 2 * 1024 * 1024
 DEFAULT_FILES = 1_000
 DEFAULT_EVENTS = 5_000  # each checksummed in Python: ~40 us
+DEFAULT_ENTRIES = 5_000  # folder entries looked at (lstat) per tenant and poll
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,9 +32,10 @@ class Budget:
     bytes: int = DEFAULT_BYTES
     files: int = DEFAULT_FILES
     events: int = DEFAULT_EVENTS
+    entries: int = DEFAULT_ENTRIES
 
     def __post_init__(self) -> None:
-        for name in ("lines", "bytes", "files", "events"):
+        for name in ("lines", "bytes", "files", "events", "entries"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"budget {name} must be an integer >= 1, got {v!r}")
@@ -96,3 +98,52 @@ def _after(paths: Sequence[str], last: str) -> int:
         else:
             hi = mid
     return lo if lo < len(paths) else 0
+
+
+class Windows:
+    """The part of the listing each tenant's entries may take in one poll: at most
+    ``cap`` of them, from the one after where its last poll stopped; one that reaches
+    the end starts again from the beginning on its next poll. So a tenant with a huge
+    tree costs one window a poll, and lists all of it over several polls, while a
+    tenant with fewer entries than the cap is listed whole on every poll.
+
+    Keys are a path's parts (a tuple), the walk's order. ``covered`` says whether this
+    poll looked where a path would be: only then does its absence count (a log is taken
+    as deleted after ``missing_polls`` such listings in a row)."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self._cursor: dict[str, tuple] = {}  # tenant -> last key examined (across polls)
+        self.begin()
+
+    def begin(self) -> None:
+        self._start = dict(self._cursor)
+        self._count: dict[str, int] = {}
+        self._last: dict[str, tuple] = {}
+        self._stop: dict[str, tuple] = {}  # tenants cut this poll -> their last key
+
+    def admit(self, tenant: str, key: tuple) -> bool:
+        start = self._start.get(tenant)
+        if (start is not None and key <= start) or tenant in self._stop:
+            return False
+        n = self._count.get(tenant, 0)
+        if n >= self.cap:
+            self._stop[tenant] = self._last[tenant]
+            return False
+        self._count[tenant], self._last[tenant] = n + 1, key
+        return True
+
+    def end(self) -> None:
+        for tenant in set(self._start) | set(self._count):
+            if tenant in self._stop:
+                self._cursor[tenant] = self._stop[tenant]
+            else:  # reached the end of the walk: the next window starts at the beginning
+                self._cursor.pop(tenant, None)
+
+    def covered(self, tenant: str, key: tuple) -> bool:
+        start, stop = self._start.get(tenant), self._stop.get(tenant)
+        return (start is None or key > start) and (stop is None or key <= stop)
+
+    def cut(self) -> set[str]:
+        """The tenants whose entries did not all fit this poll."""
+        return set(self._stop)

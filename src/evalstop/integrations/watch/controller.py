@@ -10,8 +10,8 @@ is still read on every poll). Each record is already validated (``records``); re
 lines and files are logged once (at most ``throttle.DEFAULT_BURST`` lines per tenant and
 interval, then one summary line with counts: ``throttle``), counted per reason in
 ``Controller.refused`` and the poll's ``PollResult.refused``, and their offsets
-committed so they are never read again. A tenant over its job quota (``max_jobs``) gets
-no new job: those records are refused (reason ``quota``). The poll feeds each job's
+committed so they are never read again. A tenant over its job quota (``max_jobs``) or
+its state-file bytes (``tenant_bytes``, reserved per job: ``quota``) gets no new job: those records are refused (reason ``quota``). The poll feeds each job's
 records to its detector in step order, then commits, in one SQLite transaction, the
 detector states, the read offsets and a ``pending`` action row for each new stop.
 Actions then run off the poll loop in a bounded pool of ``action_workers`` threads, each
@@ -57,6 +57,7 @@ from evalstop.detectors.fleet import FleetNoise
 from evalstop.evallog import EvalRecord
 from evalstop.integrations.watch.actions import CheckpointEscape, ShellAction, check_seconds
 from evalstop.integrations.watch.policy import Policy, Rule, single_rule
+from evalstop.integrations.watch.quota import DEFAULT_TENANT_BYTES, check_bytes, job_bytes
 from evalstop.integrations.watch.records import show
 from evalstop.integrations.watch.sources import Batch, Item
 from evalstop.integrations.watch.store import ActionRow, JobRow, StateStore
@@ -113,6 +114,7 @@ class Controller:
         retry_running: bool = False,
         action_workers: int = DEFAULT_ACTION_WORKERS,
         max_jobs: int = DEFAULT_MAX_JOBS,
+        tenant_bytes: int = DEFAULT_TENANT_BYTES,
         throttle: Throttle | None = None,
         metrics: Any = None,
         health: Any = None,
@@ -126,6 +128,7 @@ class Controller:
         if isinstance(max_jobs, bool) or not isinstance(max_jobs, int) or max_jobs < 1:
             raise ValueError(f"--max-jobs must be an integer >= 1, got {max_jobs!r}")
         self.max_jobs = max_jobs
+        self.tenant_bytes = check_bytes(tenant_bytes)
         if policy is not None and (detector is not None or action is not None):
             raise ValueError("give the detector and action in the policy, not beside it")
         self.spec = make_detector(detector or "default", mode=mode).spec  # ValueError if bad
@@ -151,6 +154,7 @@ class Controller:
         self.refused: Counter = Counter()  # refused lines/files per reason, since start
         self.throttle = throttle if throttle is not None else Throttle(self._say)
         self._tenant_jobs: Counter = Counter()  # tenant -> jobs kept (the quota)
+        self._tenant_held: Counter = Counter()  # tenant -> state bytes reserved (quota)
         if store.on_wait is None:
             store.on_wait = self._say
         if policy is None:
@@ -171,6 +175,7 @@ class Controller:
             self.jobs[key] = _Job(
                 det, row.tenant, row.last_step, row.last_score, row.skipped, row.updated)
             self._tenant_jobs[row.tenant] += 1
+            self._tenant_held[row.tenant] += self._job_bytes(key)
         offsets = store.offsets()
         for src in sources:
             src.load(offsets)
@@ -330,19 +335,29 @@ class Controller:
                                f"{self.throttle.interval:g} s)")
 
     def _admit(self, key: JobKey, items: list[Item], res: PollResult) -> _Job | None:
-        """A new job for its tenant, or None (its records refused) over the quota."""
+        """A new job for its tenant, or None (its records refused) over a quota."""
         tenant = items[0].tenant
+        need = self._job_bytes(key)
         if self._tenant_jobs[tenant] >= self.max_jobs:
-            res.refused["quota"] += len(items)
-            self.throttle.note(tenant, "quota", f"tenant {show(tenant)}: has "
-                               f"{self.max_jobs} jobs, its quota (--max-jobs); records of "
-                               f"new jobs (first: {show(key.name)} at {items[0].where}) are "
-                               "refused (said at most once per "
-                               f"{self.throttle.interval:g} s)")
-            return None
-        self._tenant_jobs[tenant] += 1
-        job = self.jobs[key] = _Job(self._new_detector(tenant), tenant)
-        return job
+            said = f"has {self.max_jobs} jobs, its quota (--max-jobs)"
+        elif self._tenant_held[tenant] + need > self.tenant_bytes:
+            said = (f"holds {self._tenant_held[tenant]} bytes of state, and a new job may "
+                    f"take {need} more: over its quota of {self.tenant_bytes} "
+                    "(--tenant-bytes)")
+        else:
+            self._tenant_jobs[tenant] += 1
+            self._tenant_held[tenant] += need
+            job = self.jobs[key] = _Job(self._new_detector(tenant), tenant)
+            return job
+        res.refused["quota"] += len(items)
+        self.throttle.note(tenant, "quota", f"tenant {show(tenant)}: {said}; records of "
+                           f"new jobs (first: {show(key.name)} at {items[0].where}) are "
+                           "refused (said at most once per "
+                           f"{self.throttle.interval:g} s)")
+        return None
+
+    def _job_bytes(self, key: JobKey) -> int:
+        return job_bytes(key.source, key.name, self.store.keep_evals)
 
     def _fleet_rows(self, changed: dict[JobKey, _Job]) -> dict[str, tuple[dict, int]]:
         """The eval groups this poll's jobs fed, with how many jobs each has had."""

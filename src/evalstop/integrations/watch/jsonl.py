@@ -26,8 +26,9 @@ with that name's identity): an inode number reused by another file must not inhe
 offset. A log truncated in place (``copytruncate``) or rewritten (its bytes before the
 offset, ``tail``, changed) is read again from the start, after the rest of its old
 content is drained from the rotated copy whose bytes before the offset match
-(``a.jsonl.N``, or ``a.jsonl.N.gz`` with ``compressed=True``). The job identity stays
-the original log's path (its ``source``) across a rotation.
+(``a.jsonl.N``, or ``a.jsonl.N.gz`` with ``compressed=True``, or any name of the
+``rotated`` patterns, and of the owning tenant's own, see ``rotation``). The job identity
+stays the original log's path (its ``source``) across a rotation.
 
 Passing errors: a folder that cannot be listed or a file that cannot be read (``EIO``,
 out of file descriptors) keeps its offsets and is retried, said in one line; a log is
@@ -39,11 +40,11 @@ from __future__ import annotations
 import errno
 import gzip
 import os
-import re
 import stat as st_mod
+from collections.abc import Sequence
 
-from evalstop.integrations.watch import walk
-from evalstop.integrations.watch.budget import Budget, Share, Shares
+from evalstop.integrations.watch import rotation, walk
+from evalstop.integrations.watch.budget import Budget, Share, Shares, Windows
 from evalstop.integrations.watch.records import Refused, name_problem, parse_line, show
 from evalstop.integrations.watch.sources import Batch, Item
 from evalstop.integrations.watch.store import Offset
@@ -63,7 +64,8 @@ class JsonlDirSource:
     def __init__(self, root: str, *, tenancy: Tenancy | None = None,
                  pattern_suffix: str = ".jsonl", max_bytes: int = MAX_BYTES_PER_POLL,
                  max_line: int = MAX_LINE, budget: Budget | None = None,
-                 missing_polls: int = MISSING_POLLS, compressed: bool = False) -> None:
+                 missing_polls: int = MISSING_POLLS, compressed: bool = False,
+                 rotated: Sequence[str] = ()) -> None:
         if not os.path.isdir(root):
             raise ValueError(f"--jsonl {root!r} is not a directory")
         if max_bytes < 1 or max_line < 1:
@@ -73,13 +75,18 @@ class JsonlDirSource:
         self.root = os.path.realpath(root)
         self._prefix = self.root + os.sep
         self.suffix = pattern_suffix
-        gz = r"(\.gz)?" if compressed else ""
-        self._rotated = re.compile(re.escape(pattern_suffix) + r"\.([0-9]{1,6})" + gz + "$")
+        self.tenancy = tenancy if tenancy is not None else Tenancy()
+        # Rotated names everyone's logs may take; a tenant's policy may add its own.
+        common = [rotation.DEFAULT, *([rotation.GZ] if compressed else []), *rotated]
+        self._common = frozenset(common)
+        names = dict.fromkeys([*common, *self.tenancy.rotated_names()])
+        self._rotations = [rotation.RotatedName.of(p, pattern_suffix) for p in names]
+        self._matched: dict[str, tuple[str, int] | None] = {}  # path -> (source, gen)
         self.max_bytes = max_bytes
         self.max_line = min(max_line, max_bytes)
         self.budget = budget if budget is not None else Budget()
+        self._windows = Windows(self.budget.entries)
         self.missing_polls = missing_polls
-        self.tenancy = tenancy if tenancy is not None else Tenancy()
         self.offsets: dict[str, Offset] = {}
         self._announced: set[str] = set()  # refused files, logged once per run
         self._missing: dict[str, int] = {}  # path -> listings in a row it was absent from
@@ -107,7 +114,7 @@ class JsonlDirSource:
 
     def _owner(self, path: str) -> str:
         try:
-            return self.tenancy.tenant(self.root, self._source_of(path), suffix=self.suffix)
+            return self._tenant(self._source_of(path))
         except Refused:
             return ""
 
@@ -121,7 +128,9 @@ class JsonlDirSource:
 
     def _files(self, batch: Batch) -> tuple[dict, dict, walk.Listing]:
         """(live ``*.jsonl`` files, rotated ``*.jsonl.N`` files, the listing)."""
-        listing = walk.walk(self.root)
+        self._windows.begin()
+        listing = walk.walk(self.root, self._admit)
+        self._windows.end()
         for rel, exc in sorted(listing.unreadable.items()):
             self._fail_once(batch, os.path.join(self.root, rel) if rel else self.root, exc,
                             "list it")
@@ -142,7 +151,7 @@ class JsonlDirSource:
                                   f"{show(path)}: symbolic link; not followed")
                 continue
             is_live = e.name.endswith(self.suffix)
-            if not (is_live or self._rotated.search(e.name)):
+            if not (is_live or self._match(path)):
                 continue
             # Not UTF-8 shows up as lone surrogates (surrogateescape): refused too.
             problem = self._name_problem(e.rel)
@@ -155,6 +164,15 @@ class JsonlDirSource:
             else:
                 (live if is_live else rotated)[path] = e.stat
         return live, rotated, listing
+
+    def _admit(self, rel: str) -> bool:
+        """Whether this poll looks at entry ``rel``: within its tenant's window."""
+        return self._windows.admit(self._owner(self._prefix + rel), tuple(rel.split("/")))
+
+    def _covered(self, path: str) -> bool:
+        """Whether this poll's listing looked where ``path`` would be."""
+        rel = self._rel(path)
+        return self._windows.covered(self._owner(path), tuple(rel.split("/")))
 
     def _name_problem(self, rel: str) -> str | None:
         """The first problem of any name on ``rel``'s path (cached: each poll meets the
@@ -181,13 +199,38 @@ class JsonlDirSource:
             raise got
         return got
 
+    def _match(self, path: str) -> tuple[str, int] | None:
+        """(its live log's path, its generation) for a rotated log's ``path``, else None.
+        A pattern of one tenant's policy names only that tenant's rotated logs."""
+        cache = _bounded(self._matched)
+        if path not in cache:
+            cache[path] = self._rotated_of(path)
+        return cache[path]
+
+    def _rotated_of(self, path: str) -> tuple[str, int] | None:
+        folder, _, base = path.rpartition(os.sep)
+        for rot in self._rotations:
+            got = rot.match(base)
+            if got is None:
+                continue
+            source = folder + os.sep + got[0]
+            if rot.pattern in self._common or rot.pattern in self._owner_rotations(source):
+                return source, got[1]
+        return None
+
+    def _owner_rotations(self, source: str) -> tuple[str, ...]:
+        try:
+            return self.tenancy.rotated(self._tenant(source))
+        except Refused:
+            return ()
+
     def _source_of(self, path: str) -> str:
-        m = self._rotated.search(path)
-        return path[: m.start() + len(self.suffix)] if m else path
+        m = self._match(path)
+        return m[0] if m else path
 
     def _generation(self, path: str) -> int:
-        m = self._rotated.search(path)
-        return int(m.group(1)) if m else 0
+        m = self._match(path)
+        return m[1] if m else 0
 
     # ---- one poll -----------------------------------------------------------------------
     def poll(self) -> Batch:
@@ -266,7 +309,7 @@ class JsonlDirSource:
             if path in listed:
                 batch.problems.append(f"{show(path)}: log replaced; reading it from the start")
                 gone_now[path] = off
-            elif listing.under_unreadable(self._rel(path)):
+            elif listing.under_unreadable(self._rel(path)) or not self._covered(path):
                 kept[path] = off  # not listed this time: nothing is known, keep it
             elif self._missing.get(path, 0) + 1 < self.missing_polls:
                 self._missing[path] = self._missing.get(path, 0) + 1
@@ -274,7 +317,7 @@ class JsonlDirSource:
             else:
                 self._missing.pop(path, None)
                 gone_now[path] = off
-                if not self._rotated.search(path):  # a drained rotated log removed: quiet
+                if not self._match(path):  # a drained rotated log removed: quiet
                     batch.problems.append(f"{show(path)}: log deleted; its jobs keep their "
                                           "state")
         for path in self.offsets:

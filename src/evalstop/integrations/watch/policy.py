@@ -13,6 +13,7 @@
     checkpoint_root = "/ckpt"         # {best_checkpoint} must resolve under it
     dry_run = false                   # decide and log, never run the action
     allow = ["*"]                     # job-name globs this controller may stop
+    rotated = ["{name}-{date}.gz"]    # names its rotated logs take (beside "{name}.{n}")
 
     [tenants.alice]                   # sources default to ["alice/**"]
     mode = "min"
@@ -44,7 +45,7 @@ from evalstop.integrations.watch.tenants import Tenancy
 
 TENANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 _KEYS = ("metric", "mode", "detector", "eval_group", "eval_n", "sigma", "action",
-         "checkpoint_template", "checkpoint_root", "dry_run", "allow")
+         "checkpoint_template", "checkpoint_root", "dry_run", "allow", "rotated")
 MAX_POLICY_BYTES = 1 << 20
 
 
@@ -69,6 +70,7 @@ class Rule:
     checkpoint_root: str | None = None
     dry_run: bool = False
     allow: tuple[str, ...] = ("*",)
+    rotated: tuple[str, ...] = ()
 
     def matches(self, source: str) -> bool:
         return any(fnmatch.fnmatchcase(source, pat) for pat in self.sources)
@@ -166,7 +168,7 @@ def load_policy(path: str) -> Policy:
 def parse_policy(doc: dict[str, Any], path: str = "<policy>") -> Policy:
     unknown = set(doc) - {"defaults", "tenants"}
     if unknown:
-        raise PolicyError(f"{path}: {sorted(unknown)[0]}: unknown table "
+        raise PolicyError(f"{path}: {min(unknown)}: unknown table "
                           "(expected [defaults] and [tenants.NAME])")
     defaults = doc.get("defaults", {})
     if not isinstance(defaults, dict):
@@ -253,11 +255,28 @@ def _value(key: str, v: Any, where: str) -> Any:
                 or not (math.isfinite(v) and v > 0)):
             raise PolicyError(f"{where}: must be a finite number > 0")
         return float(v)
+    if key == "rotated":
+        return _rotated(v, where)
     # allow
     if (not isinstance(v, list) or not v
             or not all(isinstance(s, str) and s for s in v)):
         raise PolicyError(f"{where}: must be a non-empty list of job-name globs")
     return tuple(v)
+
+
+def _rotated(v: Any, where: str) -> tuple[str, ...]:
+    """Rotated-log name patterns (``rotation``): one string or a list of them."""
+    from evalstop.integrations.watch import rotation
+
+    patterns = [v] if isinstance(v, str) else v
+    if not isinstance(patterns, list) or not patterns:
+        raise PolicyError(f"{where}: must be a pattern or a non-empty list of patterns "
+                          "(e.g. \"{name}.{n}.gz\")")
+    for pat in patterns:
+        why = rotation.problem(pat)
+        if why is not None:
+            raise PolicyError(f"{where}: {show(str(pat))}: {why}")
+    return tuple(patterns)
 
 
 class PolicyTenancy(Tenancy):
@@ -280,6 +299,13 @@ class PolicyTenancy(Tenancy):
             raise Refused("tenant", f"{show(source)}: no tenant of policy "
                                     f"{show(self.policy.path)} owns it; not read")
         return rule.tenant
+
+    def rotated(self, tenant: str) -> tuple[str, ...]:
+        rule = self.policy.rule_of(tenant)
+        return () if rule is None else rule.rotated
+
+    def rotated_names(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(p for rule in self.policy.rules for p in rule.rotated))
 
     def metric(self, tenant: str, default: str = "eval") -> str:
         rule = self.policy.rule_of(tenant)

@@ -103,6 +103,15 @@ class Tenancy:
                 f"{{tenant}} in --job-prefix {self.job_prefix!r}, which no tenant name may "
                 "hold")
 
+    def rotated(self, tenant: str) -> tuple[str, ...]:
+        """The rotated-log name patterns of ``tenant``'s own (``rotation``), beside the
+        ones every tenant's logs may take."""
+        return ()
+
+    def rotated_names(self) -> tuple[str, ...]:
+        """Every tenant's own rotated-log name patterns."""
+        return ()
+
     def metric(self, tenant: str, default: str = "eval") -> str:
         """The record field (JSONL) or scalar tag (TensorBoard) holding ``tenant``'s eval:
         one for everyone here; a policy (``policy.PolicyTenancy``) sets it per tenant."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno
 import os
 import stat as st_mod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -63,9 +64,11 @@ def open_root(root: str) -> int:
     return os.open(root, DIR_FLAGS)
 
 
-def walk(root: str) -> Listing:
+def walk(root: str, admit: Callable[[str], bool] | None = None) -> Listing:
     """Walk ``root`` (trusted: the operator's path) depth first, one open descriptor per
-    level."""
+    level, each folder's entries in name order (so the walk's order is the order of the
+    paths' parts). ``admit(rel)``, when given, is asked before a non-folder entry is
+    looked at (``lstat``): one it refuses is left out of the listing (a budget)."""
     out = Listing()
     try:
         fd = open_root(root)
@@ -73,49 +76,55 @@ def walk(root: str) -> Listing:
         out.unreadable[""] = exc
         return out
     try:
-        _walk(fd, "", 0, out)
+        _walk(fd, "", 0, out, admit)
     finally:
         os.close(fd)
     return out
 
 
-def _walk(fd: int, rel: str, depth: int, out: Listing) -> None:
+def _walk(fd: int, rel: str, depth: int, out: Listing,
+          admit: Callable[[str], bool] | None) -> None:
     try:
         with os.scandir(fd) as it:
-            entries = list(it)
+            entries = sorted(it, key=lambda e: e.name)
     except OSError as exc:
         if exc.errno not in GONE:
             out.unreadable[rel] = exc
         return
-    subdirs = []
     for e in entries:
         path = f"{rel}/{e.name}" if rel else e.name
         try:
-            st = e.stat(follow_symlinks=False)
+            is_dir = e.is_dir(follow_symlinks=False)  # the entry's type: no lstat needed
+            if not is_dir and admit is not None and not admit(path):
+                continue
+            st = None if is_dir else e.stat(follow_symlinks=False)
         except OSError as exc:
             if exc.errno not in GONE:
                 out.unreadable[path] = exc
             continue
-        if st_mod.S_ISDIR(st.st_mode):
-            subdirs.append((e.name, path))
+        if st is None:
+            _enter(fd, e.name, path, depth, out, admit)
         else:
             out.entries.append(Entry(path, e.name, st))
-    for name, path in sorted(subdirs):
-        if depth + 1 > MAX_DEPTH:
-            out.too_deep.append(path)
-            continue
-        try:
-            child = os.open(name, DIR_FLAGS, dir_fd=fd)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP or exc.errno == errno.ENOTDIR:
-                out.links.append(path)  # swapped for a link (or a file) since listing
-            elif exc.errno not in GONE:
-                out.unreadable[path] = exc
-            continue
-        try:
-            _walk(child, path, depth + 1, out)
-        finally:
-            os.close(child)
+
+
+def _enter(fd: int, name: str, path: str, depth: int, out: Listing,
+           admit: Callable[[str], bool] | None) -> None:
+    if depth + 1 > MAX_DEPTH:
+        out.too_deep.append(path)
+        return
+    try:
+        child = os.open(name, DIR_FLAGS, dir_fd=fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or exc.errno == errno.ENOTDIR:
+            out.links.append(path)  # swapped for a link (or a file) since listing
+        elif exc.errno not in GONE:
+            out.unreadable[path] = exc
+        return
+    try:
+        _walk(child, path, depth + 1, out, admit)
+    finally:
+        os.close(child)
 
 
 def open_file(root: str, rel: str) -> int:
