@@ -157,10 +157,10 @@ def main():
         # The configurations take turns, round after round, and each keeps its best round:
         # run back to back, the first ones paid the process's warm-up (memory it had not
         # yet grown to) and the load of whichever minute they fell in.
-        runs = {"bare": lambda: bare_fifo(w.arrival_s, w.duration_s, w.gpus, n_gpus)}
+        runs = {"bare": lambda w=w: bare_fifo(w.arrival_s, w.duration_s, w.gpus, n_gpus)}
         for sched, det in CONFIGS:
             spec = rule.get(det, det)
-            runs[sched, det] = lambda s=sched, d=spec: simulate(
+            runs[sched, det] = lambda s=sched, d=spec, w=w: simulate(
                 w, n_gpus, build(s, d), record_timeline=False)
         best = {c: (float("inf"), None) for c in runs}
         first = {}

@@ -105,7 +105,7 @@ def find_markers(text: str) -> list[Marker]:
         sign, pct = num.group("sign"), num.group("pct")
         # A sign counts only at the start of a word: after a digit, letter or "%" it is the
         # hyphen of a range ("0.01-0.12", "0.2%-30.9%"), not a minus.
-        if sign and num.start() > 0 and not before[-40:][num.start() - 1] in " \t\n([{/:=~*_|":
+        if sign and num.start() > 0 and before[-40:][num.start() - 1] not in " \t\n([{/:=~*_|":
             sign = ""
         quoted = sign + num.group("num") + pct
         try:

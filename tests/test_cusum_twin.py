@@ -181,8 +181,14 @@ def test_the_twin_noise_is_the_objects_float(values):
     """The noise from the sorted second differences (the deviations' median read off them
     in their order) and the direct one both give ``noise.sigma_hat``'s float, bit for bit."""
     from evalstop.detectors import cusum_drop_jit as twin
-    from evalstop.detectors.noise import (CLIP, CLIPPED_MEAN_ABS, MAD_N01, MEAN_ABS,
-                                          MIN_DIFFS, sigma_hat)
+    from evalstop.detectors.noise import (
+        CLIP,
+        CLIPPED_MEAN_ABS,
+        MAD_N01,
+        MEAN_ABS,
+        MIN_DIFFS,
+        sigma_hat,
+    )
     want = sigma_hat(list(values))
     v = np.array(values)
     d = v[:-2] - 2.0 * v[1:-1] + v[2:]

@@ -3,7 +3,6 @@ the same table, or the same one-line error from the line-by-line reader itself."
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

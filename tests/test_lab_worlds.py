@@ -10,8 +10,8 @@ import pytest
 
 from evalstop.lab.config import RunConfig
 from evalstop.lab.corpus import corpus_files, load_corpus, load_metadata
-from evalstop.lab.worlds import WORLDS, world_spec
 from evalstop.lab.world_trigram import SEQ_LEN, make_trigram_world
+from evalstop.lab.worlds import WORLDS, world_spec
 
 TINY = {"steps": 30, "eval_every": 10, "n_eval": 32, "n_prompts": 4, "group": 4,
         "sft_steps": 20, "sft_batch": 32, "proxy_steps": 20, "proxy_batch": 64}

@@ -9,10 +9,10 @@ import subprocess
 import sys
 
 import pytest
+from ray_outputs import assert_same_outputs
 
 from evalstop import parallel
 from evalstop.cli.main import main
-from ray_outputs import assert_same_outputs
 
 
 def _square(x):

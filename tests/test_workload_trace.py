@@ -17,7 +17,6 @@ from evalstop.workload import JobTable, load_philly, read_job_csv, trace_workloa
 from evalstop.workload.philly import PHILLY_N_JOBS
 
 
-
 def packaged_philly_text() -> str:
     return gzip.decompress(
         resources.files("evalstop").joinpath("data/philly.csv.gz").read_bytes()).decode()

@@ -18,7 +18,6 @@ from typing import Any
 from evalstop.parent_death import die_with_parent
 from evalstop.progress import progress_bar
 
-
 # Another engine for every parallel_map call (evalstop.ray_engine sets Ray's for a run);
 # None: local processes.
 _ENGINE: Callable | None = None

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from evalstop.experiments.spec import Experiment, Method, Point
+from evalstop.experiments.spec import Experiment, Method
 from evalstop.suggest import unknown
 from evalstop.workload.build import DEFAULT_EVAL_INTERVAL, DEFAULT_SIGMA
 from evalstop.workload.curves import eval_grid

@@ -12,8 +12,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from evalstop.experiments import assumptions, composability, main_table, sweep_hacking, sweep_k
-from evalstop.experiments import sweep_sigma
+from evalstop.experiments import (
+    assumptions,
+    composability,
+    main_table,
+    sweep_hacking,
+    sweep_k,
+    sweep_sigma,
+)
 from evalstop.experiments.spec import Experiment
 
 PRESET = assumptions.PAPER_ASSUMPTIONS

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import heapq
 import math
-
 from collections import deque
 
 import numpy as np

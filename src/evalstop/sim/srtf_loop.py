@@ -109,9 +109,8 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
     if twin is not None:
         return _run_twin(twin, workload, n_gpus, scheduler, depth, margin, restart_overhead_s,
                          record_timeline, plan, wall0)
-    n, m = workload.n_jobs, workload.n_evals
+    n = workload.n_jobs
     grid = [float(x) for x in workload.eval_progress]
-    last = m - 1
     dur = workload.duration_s.tolist()
     gpus = workload.gpus.tolist()
     arrival = workload.arrival_s.tolist()

@@ -7,7 +7,12 @@ from evalstop.report.blocks import Block, Image, Para, Table
 from evalstop.report.context import SectionContext
 from evalstop.report.fmt import num, pvalue, with_ci
 from evalstop.report.sections.common import (
-    H, HARM_HEADER, HARM_NOTE, claims, harm_cells, header,
+    HARM_HEADER,
+    HARM_NOTE,
+    H,
+    claims,
+    harm_cells,
+    header,
 )
 
 

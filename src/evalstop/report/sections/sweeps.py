@@ -9,7 +9,11 @@ from evalstop.report.blocks import Block, Image, Table
 from evalstop.report.context import SectionContext
 from evalstop.report.fmt import pvalue, with_ci
 from evalstop.report.sections.common import (
-    HARM_HEADER, HARM_NOTE, claims, harm_cells, header,
+    HARM_HEADER,
+    HARM_NOTE,
+    claims,
+    harm_cells,
+    header,
 )
 
 
