@@ -112,7 +112,7 @@ def test_missing_file_is_an_input_error(tmp_path):
 
 
 def test_directory_is_an_input_error(tmp_path):
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match="a folder, not a regular file"):
         read_job_csv(tmp_path)
 
 

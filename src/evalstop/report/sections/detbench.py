@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# detbench.report imports report.plots (so this package) first: its names are read when a
+# section is written, not at import, or the import would be circular.
+from evalstop.detbench import report as bench_report
 from evalstop.detbench.bench import shortfall_text, target_on
 from evalstop.detbench.lineup import same_rule
-from evalstop.detbench.report import HARM_TEXT
 from evalstop.experiments.methods import EVALSTOP_SPEC
 from evalstop.report.blocks import Block, Heading, Image, Para, Table
 from evalstop.report.fmt import num
@@ -189,7 +191,7 @@ def render(summary: dict, out_dir: Path, *, quick: bool = False, rel_dir: str = 
              f"hacking when its true quality peaks inside the run and falls by at least "
              f"{100 * c['hacking_min_drop']:g}% of the peak gain by the end. Quality kept: true "
              f"gain of the kept checkpoint over the run's peak gain; delay: evals from the true "
-             f"peak to the stop, over caught hacking runs. {HARM_TEXT} Full tables, CSV and "
+             f"peak to the stop, over caught hacking runs. {bench_report.HARM_TEXT} Full tables, CSV and "
              f"JSON in `{rel_dir}/`." + quick_note),
         Para("**The held-out part was not tuned on.** The default's design and every parameter "
              "were chosen on the tuning part's families only; the held-out families have other "
