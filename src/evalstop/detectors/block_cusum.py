@@ -55,6 +55,7 @@ import math
 from statistics import median
 from typing import Any, ClassVar
 
+from evalstop.detectors.cusum_drop import check_cusum_args
 from evalstop.detectors.noise import MIN_DIFFS, diff_scale, sigma_hat
 from evalstop.detectors.stated_noise import NOISE_PARAMS, NoiseAware, binomial_sigma
 
@@ -77,27 +78,15 @@ class BlockCusum(NoiseAware):
                  fleet=None, mode: str = "max") -> None:
         super().__init__(mode=mode)
         self._init_noise(sigma, eval_n, fleet)
-        if not (h > 0.0 and math.isfinite(h)):
-            raise ValueError(f"h must be finite and > 0, got {h}")
-        for key, v in (("k", k), ("clip", clip), ("hg", hg), ("gmin", gmin)):
+        check_cusum_args(h=h, k=k, clip=clip, smooth=smooth, min_evals=min_evals, trim=trim,
+                         smooth_min=smooth_min)
+        for key, v in (("hg", hg), ("gmin", gmin)):
             if not (v >= 0.0 and math.isfinite(v)):
                 raise ValueError(f"{key} must be finite and >= 0, got {v}")
-        if not clip > k:
-            raise ValueError(f"clip must be > k, got clip={clip}, k={k}")
         if not (0.0 <= rel < 1.0):
             raise ValueError(f"rel must be in [0, 1) (a share of the run's gain), got {rel}")
         if lags < 1 or lags & (lags - 1):
             raise ValueError(f"lags must be a power of 2 (1, 2, 4, ...), got {lags}")
-        if smooth < 1:
-            raise ValueError(f"smooth must be >= 1, got {smooth}")
-        if min_evals < 1:
-            raise ValueError(f"min_evals must be >= 1, got {min_evals}")
-        if trim < -1 or 2 * trim >= smooth:
-            raise ValueError(f"trim must be -1 (median) or 0 <= 2 * trim < smooth, "
-                             f"got trim={trim}, smooth={smooth}")
-        if smooth_min is not None and not 2 <= smooth_min <= smooth:
-            raise ValueError(f"smooth_min must be in 2..smooth, got smooth_min={smooth_min}, "
-                             f"smooth={smooth}")
         # after a merge the rule sees `blocks` blocks: a fixed window must fit in them
         lowest = smooth if smooth_min is None else smooth_min
         if blocks < max(4, lowest):

@@ -52,6 +52,27 @@ from evalstop.detectors.shift_test import shift_z
 from evalstop.detectors.stated_noise import NOISE_PARAMS, NoiseAware
 
 
+def check_cusum_args(*, h: float, k: float, clip: float, smooth: int, min_evals: int,
+                     trim: int, smooth_min: int | None) -> None:
+    """The CUSUM's own options, checked alike by every rule built on it."""
+    if not (h > 0.0 and math.isfinite(h)):
+        raise ValueError(f"h must be finite and > 0, got {h}")
+    for key, v in (("k", k), ("clip", clip)):
+        if not (v >= 0.0 and math.isfinite(v)):
+            raise ValueError(f"{key} must be finite and >= 0, got {v}")
+    if not clip > k:
+        raise ValueError(f"clip must be > k, got clip={clip}, k={k}")
+    if smooth < 1:
+        raise ValueError(f"smooth must be >= 1, got {smooth}")
+    if min_evals < 1:
+        raise ValueError(f"min_evals must be >= 1, got {min_evals}")
+    if trim < -1 or 2 * trim >= smooth:
+        raise ValueError(f"trim must be -1 (median) or 0 <= 2 * trim < smooth, "
+                         f"got trim={trim}, smooth={smooth}")
+    if smooth_min is not None and not 2 <= smooth_min <= smooth:
+        raise ValueError(f"smooth_min must be in 2..smooth, got smooth_min={smooth_min}, "
+                         f"smooth={smooth}")
+
 class CusumDrop(NoiseAware):
     name: ClassVar[str] = "cusum-drop"
     per_job = True  # see Detector.per_job
@@ -69,23 +90,8 @@ class CusumDrop(NoiseAware):
                  eval_n: int | None = None, fleet=None, mode: str = "max") -> None:
         super().__init__(mode=mode)
         self._init_noise(sigma, eval_n, fleet)
-        if not (h > 0.0 and math.isfinite(h)):
-            raise ValueError(f"h must be finite and > 0, got {h}")
-        for key, v in (("k", k), ("clip", clip)):
-            if not (v >= 0.0 and math.isfinite(v)):
-                raise ValueError(f"{key} must be finite and >= 0, got {v}")
-        if not clip > k:
-            raise ValueError(f"clip must be > k, got clip={clip}, k={k}")
-        if smooth < 1:
-            raise ValueError(f"smooth must be >= 1, got {smooth}")
-        if min_evals < 1:
-            raise ValueError(f"min_evals must be >= 1, got {min_evals}")
-        if trim < -1 or 2 * trim >= smooth:
-            raise ValueError(f"trim must be -1 (median) or 0 <= 2 * trim < smooth, "
-                             f"got trim={trim}, smooth={smooth}")
-        if smooth_min is not None and not 2 <= smooth_min <= smooth:
-            raise ValueError(f"smooth_min must be in 2..smooth, got smooth_min={smooth_min}, "
-                             f"smooth={smooth}")
+        check_cusum_args(h=h, k=k, clip=clip, smooth=smooth, min_evals=min_evals, trim=trim,
+                         smooth_min=smooth_min)
         if shift is not None and not (shift > 0.0 and math.isfinite(shift)):
             raise ValueError(f"shift must be finite and > 0, got {shift}")
         if shift_m is not None and shift is None:
