@@ -245,13 +245,17 @@ def test_slurm_refuses_unknown_accounts_and_other_users(cluster, tmp_path):
         subprocess.run(["scancel", jid], env=env, capture_output=True, check=False)
 
 
+STEPS = 250
+
+
 def test_real_training_is_stopped_mid_run_and_keeps_its_best_checkpoint(cluster, tmp_path):
     torch = pytest.importorskip("torch")
     src = str(Path(__file__).resolve().parents[1] / "src")
     env = {**cluster.env, "PYTHONPATH": os.pathsep.join(
         p for p in (src, os.environ.get("PYTHONPATH", "")) if p)}
     # (account, pairs, seed): runs that over-optimise early (the lab corpus's k=2 stops
-    # them at step 40 of 250); here 60 steps, so a stop is mid-run.
+    # them at step 40 of 250); the full 250 steps, so that the stop lands mid-run however
+    # fast the machine trains (with 60 steps an idle machine could finish first).
     runs = [("a", 100, 0), ("b", 100, 1), ("c", 100, 6)]
     watch = start_watch(tmp_path, "evalstop:k=2", env, POLL_S)
     ids = {}
@@ -259,7 +263,7 @@ def test_real_training_is_stopped_mid_run_and_keeps_its_best_checkpoint(cluster,
         for tenant, pairs, seed in runs:
             job = f"p{pairs}-b0-s{seed}"
             cmd = (f"exec {sys.executable} -m evalstop.testbed.lab_job --pairs {pairs} "
-                   f"--beta 0 --seed {seed} --steps 60 "
+                   f"--beta 0 --seed {seed} --steps {STEPS} "
                    f"--log {tmp_path}/logs/{tenant}/{job}.jsonl "
                    f"--ckpt {tmp_path}/ckpt/{tenant}/{job}")
             out = subprocess.run(["sbatch", "--parsable", f"--account={tenant}",
@@ -276,6 +280,6 @@ def test_real_training_is_stopped_mid_run_and_keeps_its_best_checkpoint(cluster,
         steps = [json.loads(x)["step"] for x in
                  (tmp_path / "logs" / tenant / f"{job}.jsonl").read_text().splitlines()]
         assert rec.stopped_by_evalstop, (job, rec)
-        assert max(steps) < 60  # stopped mid-run: the last step was never reached
+        assert max(steps) < STEPS  # stopped mid-run: the last step was never reached
         best = tmp_path / "ckpt" / tenant / job / f"checkpoint-{rec.best_step}"
         assert best.exists() and torch.load(best, weights_only=True)  # a loadable state
