@@ -86,3 +86,19 @@ def _call(det, obs, loss, grid):
     params = inspect.signature(det.stop_index).parameters
     extra = {k: t for k, t in (("loss", loss), ("progress", grid)) if k in params}
     return det.stop_index(obs, **extra)
+
+
+def object_stops(cls, kw, mode, obs):
+    """(stop_at, kept) per row from fresh ``cls(mode=mode, **kw)`` detectors fed eval by
+    eval (-1, -1: no stop)."""
+    out = []
+    for row in obs:
+        det = cls(mode=mode, **kw)
+        found = (-1, -1)
+        for j, x in enumerate(row):
+            d = det.update_stop(j + 1, x)
+            if d is not None:
+                found = (j, d.best_step - 1)
+                break
+        out.append(found)
+    return out

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from planned_stops import KINDS, by_objects, scores
+from planned_stops import KINDS, by_objects, object_stops, scores
 
 from evalstop import jit
 from evalstop.detectors import BlockCusum, CusumDrop, FleetNoise
@@ -61,18 +61,7 @@ def specs(draw):
 
 
 def objects(kw, mode, obs):
-    """(stop_at, kept) per row from fresh detectors fed eval by eval (-1, -1: no stop)."""
-    out = []
-    for row in obs:
-        det = BlockCusum(mode=mode, **kw)
-        found = (-1, -1)
-        for j, x in enumerate(row):
-            d = det.update_stop(j + 1, x)
-            if d is not None:
-                found = (j, d.best_step - 1)
-                break
-        out.append(found)
-    return out
+    return object_stops(BlockCusum, kw, mode, obs)
 
 
 def plan(kw, mode, obs, twin):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from planned_stops import KINDS, scores
+from planned_stops import KINDS, object_stops, scores
 
 from evalstop import jit
 from evalstop.detectors import CusumDrop
@@ -43,18 +43,7 @@ def specs(draw):
 
 
 def objects(kw, mode, obs):
-    """(stop_at, kept) per row from fresh detectors fed eval by eval (-1, -1: no stop)."""
-    out = []
-    for row in obs:
-        det = CusumDrop(mode=mode, **kw)
-        found = (-1, -1)
-        for j, x in enumerate(row):
-            d = det.update_stop(j + 1, x)
-            if d is not None:
-                found = (j, d.best_step - 1)
-                break
-        out.append(found)
-    return out
+    return object_stops(CusumDrop, kw, mode, obs)
 
 
 def twin_plan(kw, mode, obs, twin=True):

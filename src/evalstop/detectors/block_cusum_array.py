@@ -42,7 +42,7 @@ import numpy as np
 
 from evalstop import jit
 from evalstop.detectors.block_cusum import BlockCusum
-from evalstop.detectors.cusum_drop_array import _min_drops, plan_rows
+from evalstop.detectors.cusum_drop_array import _min_drops, answerable, plan_rows
 from evalstop.detectors.noise import (
     CLIP,
     CLIPPED_MEAN_ABS,
@@ -79,11 +79,7 @@ def stop_index(det, obs: np.ndarray):
         return None
     raw = np.asarray(obs, dtype=np.float64)
     n, m = raw.shape
-    # A finite row sum means finite values; a row whose sum overflows goes to the objects
-    # with the non-finite ones (correct, only slower).
-    done = np.isfinite(raw.sum(axis=1))
-    if det.eval_n is not None:  # the object raises on these: let it
-        done &= ((raw >= 0.0) & (raw <= 1.0)).all(axis=1)
+    done = answerable(det, raw)
     stop_at = np.full(n, -1, dtype=np.int64)
     kept = np.full(n, -1, dtype=np.int64)
     if m == 0 or not done.any():

@@ -378,17 +378,23 @@ def stop_index(det, obs: np.ndarray):
     n, m = raw.shape
     if m > max(MAX_VALUES, det.smooth):
         return None
-    # A finite row sum means finite values; a row whose sum overflows goes to the objects
-    # with the non-finite ones (correct, only slower).
-    done = np.isfinite(raw.sum(axis=1))
-    if det.eval_n is not None:  # the object raises on these: let it
-        done &= ((raw >= 0.0) & (raw <= 1.0)).all(axis=1)
+    done = answerable(det, raw)
     stop_at = np.full(n, -1, dtype=np.int64)
     kept = np.full(n, -1, dtype=np.int64)
     if m == 0 or not done.any():
         return stop_at, kept, done
     plan_rows(det, raw, done, stop_at, kept)
     return stop_at, kept, done
+
+
+def answerable(det, raw: np.ndarray) -> np.ndarray:
+    """The rows of ``raw`` an array may decide: finite values (a row whose sum overflows
+    goes to the objects with the non-finite ones: correct, only slower) and, with
+    ``eval_n``, scores in [0, 1] (the object raises on others: let it)."""
+    done = np.isfinite(raw.sum(axis=1))
+    if det.eval_n is not None:
+        done &= ((raw >= 0.0) & (raw <= 1.0)).all(axis=1)
+    return done
 
 
 def plan_rows(det, raw, done, stop_at, kept, thr=None, gates=None) -> None:
