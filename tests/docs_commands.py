@@ -11,7 +11,8 @@ page and on GitHub):
 - ``<!-- ci: test command ... -->``: the README's test command, which CI itself runs.
 
 In a block whose commands carry a ``$`` prompt, the lines without one are output and are
-not run. Every shell block of README.md must carry a marker; in docs/ only the blocks
+not run; in a runnable block that output is what its command must print, line for line
+(``Block.transcript``). Every shell block of README.md must carry a marker; in docs/ only the blocks
 marked runnable are run. ``python tests/docs_commands.py`` lists every block and its marker.
 """
 
@@ -53,6 +54,22 @@ class Block:
                     more = line.rstrip().endswith("\\")
             lines = out
         return "\n".join(lines)
+
+
+    def transcript(self) -> list[tuple[str, list[str]]]:
+        """(command, the output lines shown under it) for each ``$`` command of a prompted
+        block, in order; empty for a block without prompts."""
+        steps: list[tuple[str, list[str]]] = []
+        more = False
+        for line in self.text.splitlines():
+            if more:
+                steps[-1] = (steps[-1][0] + "\n" + line, steps[-1][1])
+            elif line.startswith("$ "):
+                steps.append((line.removeprefix("$ "), []))
+            elif steps:
+                steps[-1][1].append(line)
+            more = (line.startswith("$ ") or more) and line.rstrip().endswith("\\")
+        return steps
 
 
 def blocks(path: Path) -> list[Block]:

@@ -58,6 +58,21 @@ def test_a_runnable_block_runs_as_written(tmp_path, block):
         f"--- stderr ---\n{proc.stderr[-3000:]}")
 
 
+SHOWN = [b for b in RUN if b.marker == "runnable" and b.transcript()]
+
+
+@pytest.mark.parametrize("block", SHOWN, ids=lambda b: b.where)
+def test_the_output_a_block_shows_is_what_its_command_prints(tmp_path, block):
+    work, env = _folder(tmp_path)
+    for command, shown in block.transcript():
+        proc = subprocess.run(["bash", "-eo", "pipefail", "-c", command], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
+        assert proc.returncode == 0, f"{block.where}: {command!r} failed:\n{proc.stderr[-2000:]}"
+        if shown:
+            assert proc.stdout.splitlines() == shown, (
+                f"{block.where}: {command!r} prints something else than the page shows")
+
+
 def test_every_readme_command_is_run_or_says_why_not():
     """A new command in the README runs in CI unless its block says why it cannot."""
     readme = blocks(ROOT / "README.md")
@@ -89,3 +104,4 @@ def test_the_markers_are_read(tmp_path, monkeypatch):
                                                  (None, 12)]
     assert got[0].script() == "echo a \\\n  b\ntrue"
     assert got[1].script() == "echo small"
+    assert got[0].transcript() == [("echo a \\\n  b", ["out"]), ("true", [])]
