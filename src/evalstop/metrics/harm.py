@@ -63,6 +63,23 @@ class Harm:
         }
 
 
+def run_arrays(runs: int, width: int, stopped, kept_idx, hacking, n_evals, **more):
+    """``(stopped, kept_idx, hacking, n_evals)`` as arrays, each (and each of ``more``)
+    checked to be one value per run; ``n_evals`` defaults to every column and must be in
+    1..width."""
+    stopped = np.asarray(stopped, bool)
+    kept_idx = np.asarray(kept_idx, np.int64)
+    hacking = np.asarray(hacking, bool)
+    n = np.full(runs, width, np.int64) if n_evals is None else np.asarray(n_evals, np.int64)
+    for name, arr in (("stopped", stopped), ("kept_idx", kept_idx), ("hacking", hacking),
+                      ("n_evals", n), *more.items()):
+        if np.shape(arr) != (runs,):
+            raise ValueError(f"{name} must have shape ({runs},), got {np.shape(arr)}")
+    if runs and (n.min() < 1 or n.max() > width):
+        raise ValueError(f"n_evals must be in 1..{width}")
+    return stopped, kept_idx, hacking, n
+
+
 def harm(true: np.ndarray, stopped: np.ndarray, stop_idx: np.ndarray, kept_idx: np.ndarray,
          hacking: np.ndarray, *, n_evals: np.ndarray | None = None,
          tol: float = HARM_TOL) -> Harm:
@@ -78,18 +95,9 @@ def harm(true: np.ndarray, stopped: np.ndarray, stop_idx: np.ndarray, kept_idx: 
     if true.ndim != 2:
         raise ValueError(f"true must be (runs, evals), got shape {true.shape}")
     runs, width = true.shape
-    stopped = np.asarray(stopped, bool)
     stop_idx = np.asarray(stop_idx, np.int64)
-    kept_idx = np.asarray(kept_idx, np.int64)
-    hacking = np.asarray(hacking, bool)
-    n = (np.full(runs, width, np.int64) if n_evals is None
-         else np.asarray(n_evals, np.int64))
-    for name, arr in (("stopped", stopped), ("stop_idx", stop_idx), ("kept_idx", kept_idx),
-                      ("hacking", hacking), ("n_evals", n)):
-        if arr.shape != (runs,):
-            raise ValueError(f"{name} must have shape ({runs},), got {arr.shape}")
-    if runs and (n.min() < 1 or n.max() > width):
-        raise ValueError(f"n_evals must be in 1..{width}")
+    stopped, kept_idx, hacking, n = run_arrays(runs, width, stopped, kept_idx, hacking,
+                                               n_evals, stop_idx=stop_idx)
     if not 0 <= tol < 1:
         raise ValueError(f"tol must be in [0, 1), got {tol!r}")
     rows = np.arange(runs)

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from evalstop.metrics.harm import run_arrays
+
 TENANT_TOL = 0.05
 LEVEL_WINDOW = 0.025
 END_SHARE = 0.1
@@ -100,17 +102,8 @@ def tenant_harm(scores: np.ndarray, stopped: np.ndarray, kept_idx: np.ndarray,
     if scores.ndim != 2:
         raise ValueError(f"scores must be (runs, evals), got shape {scores.shape}")
     runs, width = scores.shape
-    stopped = np.asarray(stopped, bool)
-    kept_idx = np.asarray(kept_idx, np.int64)
-    hacking = np.asarray(hacking, bool)
-    n = (np.full(runs, width, np.int64) if n_evals is None
-         else np.asarray(n_evals, np.int64))
-    for name, arr in (("stopped", stopped), ("kept_idx", kept_idx), ("hacking", hacking),
-                      ("n_evals", n)):
-        if arr.shape != (runs,):
-            raise ValueError(f"{name} must have shape ({runs},), got {arr.shape}")
-    if runs and (n.min() < 1 or n.max() > width):
-        raise ValueError(f"n_evals must be in 1..{width}")
+    stopped, kept_idx, hacking, n = run_arrays(runs, width, stopped, kept_idx, hacking,
+                                               n_evals)
     if np.any(stopped & ((kept_idx < 0) | (kept_idx >= n))):
         raise ValueError("a kept_idx is outside its run's evals")
     for name, v in (("tol", tol), ("window", window), ("end", end)):

@@ -12,7 +12,7 @@ from evalstop.report.blocks import Block, Bullets, slug
 from evalstop.report.claims import compare
 from evalstop.report.fmt import pct, signed_pct
 from evalstop.report.sections import claim_map
-from evalstop.report.sections.claim_map import cell_values
+from evalstop.report.sections.claim_map import cell_values, paper_assumptions_cell
 from evalstop.workload.build import DEFAULT_SIGMA
 from evalstop.workload.curves import eval_grid
 from evalstop.workload.knobs import at_eval_count, default_snrs, lab_snrs
@@ -57,11 +57,7 @@ def conditions_line(summaries: dict, preset: str | None) -> str:
             f"noise sigmas per eval late in training (ours {late0:.2f}, the lab's real runs "
             f"{lab_late:.2f}), hacking runs lose about {decline_p:.1f} sigmas per eval after "
             f"their peak (ours {decline0:.2f}), and only RLHF jobs are watched")
-    pre = None
-    if "assumptions" in summaries:
-        pre = cell_values(summaries["assumptions"], "main: paper", EVALSTOP_SRTF.label)
-    elif preset == PAPER_ASSUMPTIONS.name and "main" in summaries:
-        pre = cell_values(summaries["main"], "paper", EVALSTOP_SRTF.label)
+    pre = paper_assumptions_cell(summaries, preset)
     if pre is not None:
         text += (f": on such a workload (`{PAPER_ASSUMPTIONS.name}`) k=2 gives precision "
                  f"{pct(pre['precision'])}, recall {pct(pre['recall'])}, FPR "

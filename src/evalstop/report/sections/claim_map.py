@@ -33,6 +33,16 @@ def cell_values(summary, point: str, method: str) -> dict[str, float]:
             "jct": summary.value(point, method, "jct_mean_s", "delta_pct")}
 
 
+def paper_assumptions_cell(summaries: dict, preset: str | None) -> dict[str, float] | None:
+    """k=2's main-table cell on the paper-assumptions workload: the ``assumptions`` study's,
+    or the main table's when the whole run used that preset; None when neither ran."""
+    if "assumptions" in summaries:
+        return cell_values(summaries["assumptions"], "main: paper", EVALSTOP_SRTF.label)
+    if preset == PAPER_ASSUMPTIONS.name and "main" in summaries:
+        return cell_values(summaries["main"], "paper", EVALSTOP_SRTF.label)
+    return None
+
+
 def in_region(v: dict[str, float]) -> bool:
     """The paper's main-table region, on the means (NaN is outside)."""
     return (v["precision"] >= MIN_PRECISION and v["recall"] >= MIN_RECALL
@@ -222,11 +232,7 @@ def first_page(summaries: dict, preset: str | None = None) -> list[Block]:
                      + ")")
     parts.append(f"EvalStop's main-table "
                  f"precision 98.3%, recall 99.3% and FPR 1.5% need {need}.")
-    pre = None
-    if "assumptions" in summaries:
-        pre = cell_values(summaries["assumptions"], "main: paper", EVALSTOP_SRTF.label)
-    elif preset == PAPER_ASSUMPTIONS.name and "main" in summaries:
-        pre = cell_values(summaries["main"], "paper", EVALSTOP_SRTF.label)
+    pre = paper_assumptions_cell(summaries, preset)
     if pre is not None:
         v = pre
         parts.append(f"The least-changed such workload (`paper-assumptions`: both stretches "
