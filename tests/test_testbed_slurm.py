@@ -194,25 +194,28 @@ def test_stops_go_through_the_action_once_and_free_gpus(cluster, workload, tmp_p
     assert recs[target].state == "COMPLETED" and not recs[target].note
 
     # A pending job starts on freed GPUs within a poll, the action and Slurm's cycle.
-    _check_freed_gpus(workload, folder, recs)
+    _check_freed_gpus(workload, folder, recs, run.ids)
     _check_agreement(rows)
 
 
-def _check_freed_gpus(workload, folder, recs):
+def _check_freed_gpus(workload, folder, recs, ids):
     gpus = dict(zip(workload.job_id, workload.gpus.tolist()))
     tenant = dict(zip(workload.job_id, workload.tenant.tolist()))
-    order = sorted(recs, key=lambda j: recs[j].submit)  # FIFO: submission order
+    order = sorted(recs, key=lambda j: ids[j])  # FIFO: submission order (Slurm's job ids)
     checked = 0
     for job, r in recs.items():
         if not r.stopped_by_evalstop:
             continue
-        pending = [k for k in order if recs[k].submit <= r.end < recs[k].start]
+        # sacct gives whole seconds: a job that starts in the second this one ends was
+        # still waiting when it ended (most often it is the one the freed GPUs went to).
+        pending = [k for k in order if k != job and recs[k].submit <= r.end <= recs[k].start]
         if not pending:
             continue
         head = pending[0]
-        # Counted as still running: every other job whose end is not before this one's.
+        # Still running: every other job that started before this one's end and ends
+        # after it (one that ends in the same second frees its GPUs within that second).
         used = sum(gpus[k] for k, q in recs.items()
-                   if k != job and q.start <= r.end and q.end >= r.end)
+                   if k != job and q.start < r.end < q.end)
         if gpus[head] > GPUS - used:
             continue  # the head needs more than was freed: FIFO keeps it waiting
         t_eval = _stop_record_time(folder, tenant[job], job, r.stop_step)
