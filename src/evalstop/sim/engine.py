@@ -249,7 +249,8 @@ def _loop(jobs: _Jobs, n_gpus, scheduler, hooks, restart_overhead_s, record_time
             changed = True
         # 2. Arrivals at t join the queue.
         while ai < n and arrival[ai] == t:
-            v = views[ai] = JobView(ai, ids[ai], types[ai], tenants[ai], gpus[ai], arrival[ai], est[ai])
+            v = views[ai] = JobView(ai, ids[ai], types[ai], tenants[ai], gpus[ai],
+                                    arrival[ai], est[ai])
             submit(v, t)
             ai += 1
             changed = True
