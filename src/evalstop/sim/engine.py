@@ -201,13 +201,11 @@ def _loop(jobs: _Jobs, n_gpus, scheduler, hooks, restart_overhead_s, record_time
     on_eval, submit, schedule, on_end = hooks
     end = _ender(jobs, on_end)
     heap: list = []
-    start_all, tl_t, tl_used = _starter(jobs, scheduler, heap, restart_overhead_s, n_gpus,
-                                        record_timeline)
+    apply = _applier(jobs, scheduler, heap, restart_overhead_s)
+    tl_t, tl_used, mark = _timeline()
     resched_on_eval = scheduler.reschedule_on_eval
     push, pop = heapq.heappush, heapq.heappop
-    seq = ai = 0
-    free = n_gpus
-    inf = math.inf
+    seq, ai, free, inf = 0, 0, n_gpus, math.inf
     while True:
         t_heap = heap[0][0] if heap else inf
         t_arr = arrival[ai] if ai < n else inf
@@ -258,9 +256,10 @@ def _loop(jobs: _Jobs, n_gpus, scheduler, hooks, restart_overhead_s, record_time
             continue
         # 3. One scheduling decision for the instant.
         to_start, to_preempt = schedule(t, free)
-        if to_preempt:
-            free, to_start = _preempt(jobs, scheduler, to_start, to_preempt, t, free)
-        free, seq = start_all(to_start, t, free, seq)
+        if to_start or to_preempt:
+            free, seq = apply(to_start, to_preempt, t, free, seq)
+        if record_timeline and n_gpus - free != tl_used[-1]:
+            mark(t, n_gpus - free)
         # Idle: no GPU in use (every job holds at least one). The heap may still hold stale
         # events of preempted jobs, so it is no test of idleness.
         if free == n_gpus and ai >= n and scheduler.queue_length:
@@ -299,19 +298,18 @@ def _preempt(jobs: _Jobs, scheduler, to_start, to_preempt, t, free):
     return free, to_start
 
 
-def _starter(jobs: _Jobs, scheduler, heap, restart_overhead_s, n_gpus, record_timeline):
-    """``start_all(to_start, t, free, seq)``, which starts the scheduler's picks at t, each
-    with its next eval's event, and records the GPUs then in use (once per scheduling
-    call: the only moments they change); it returns the free GPUs and the event counter.
-    Returned with the timeline it fills (times, GPUs in use)."""
+def _applier(jobs: _Jobs, scheduler, heap, restart_overhead_s):
+    """``apply(to_start, to_preempt, t, free, seq)``: the scheduler's answer at t, the
+    preemptions first, then the starts, each with its next eval's event; returns the free
+    GPUs and the event counter."""
     finish_s, start_s, gpus, seg_p0, seg_start, seg_oh, version, grid, next_eval, dur = (
         jobs.finish_s, jobs.start_s, jobs.gpus, jobs.seg_p0, jobs.seg_start, jobs.seg_oh,
         jobs.version, jobs.grid, jobs.next_eval, jobs.dur)
     push, name = heapq.heappush, scheduler.name
-    tl_t: list[float] = [0.0]
-    tl_used: list[int] = [0]
 
-    def start_all(to_start, t, free, seq):
+    def apply(to_start, to_preempt, t, free, seq):
+        if to_preempt:
+            free, to_start = _preempt(jobs, scheduler, to_start, to_preempt, t, free)
         for v in to_start:
             i = v.index
             if v.running or finish_s[i] == finish_s[i]:
@@ -329,17 +327,25 @@ def _starter(jobs: _Jobs, scheduler, heap, restart_overhead_s, n_gpus, record_ti
             seq += 1
             push(heap, (t + seg_oh[i] + (grid[next_eval[i]] - p0) * dur[i], seq, i,
                         version[i]))
-        if record_timeline:
-            used = n_gpus - free
-            if used != tl_used[-1]:
-                if tl_t[-1] == t:
-                    tl_used[-1] = used
-                else:
-                    tl_t.append(t)
-                    tl_used.append(used)
         return free, seq
 
-    return start_all, tl_t, tl_used
+    return apply
+
+
+def _timeline():
+    """The GPU timeline (times, GPUs in use from then on) and ``mark(t, used)``, called
+    when the GPUs in use at t differ from the last point's."""
+    tl_t: list[float] = [0.0]
+    tl_used: list[int] = [0]
+
+    def mark(t, used):
+        if tl_t[-1] == t:
+            tl_used[-1] = used
+        else:
+            tl_t.append(t)
+            tl_used.append(used)
+
+    return tl_t, tl_used, mark
 
 
 def _result(jobs: _Jobs, workload, tl_t, tl_used, n_gpus, scheduler, wall0) -> SimResult:
