@@ -11,7 +11,7 @@ every float is computed with the expression, and in the order, of the Python loo
 times, keys and GPU-seconds are the same floats. ``tests/test_sim_srtf_loop.py`` compares
 the twin with the Python loop and with the checkpoint loop.
 
-A change to ``srtf_loop.run`` must be made here too. Only ``run_kernel`` is called from
+A change to the loop of ``srtf_loop`` must be made here too. Only ``run_kernel`` is called from
 outside; it returns the arrays ``run`` builds its result from, and a count of jobs left
 waiting on an idle cluster (-1: none) for ``run`` to raise on. Its buffers are sized by
 the bounds of one scheduling call, which hold because every job needs at least one GPU
@@ -335,10 +335,18 @@ def _grow(A, rows):
 # ---- the loop -------------------------------------------------------------------------
 
 
+@_helper(I1, F1, I1, I1, F1, I1, I1)
+def _head(S, QF, QA, QB, BK, BS, BJ):
+    """The best waiting job's key and index (some job waits)."""
+    if S[S_Q] and not (S[S_B] and _tless(BK[0], BS[0], BJ[0], QF[0], QA[0], QB[0])):
+        return QF[0], QB[0]
+    return BK[0], BJ[0]
+
+
 @_helper(i8, f8, f8, i8, i8, I1, F1, F2, I2, F2, I2, F1, I1, I1, F1, I1, F1, I1, F1, i8, f8)
 def _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur, gpus, est,
            end_eval, grid, n_gpus, overhead):
-    """``start`` in ``srtf_loop.run``."""
+    """``start`` in ``srtf_loop`` (``_starter``)."""
     JI[i, MOVED] = cid
     S[S_ORDER] += 1
     order = S[S_ORDER]
@@ -514,10 +522,7 @@ def _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, 
     rounds = 0
     while (S[S_Q] or S[S_B]) and rounds < depth:
         rounds += 1
-        if S[S_Q] and not (S[S_B] and _tless(BK[0], BS[0], BJ[0], QF[0], QA[0], QB[0])):
-            head_key, h = QF[0], QB[0]
-        else:
-            head_key, h = BK[0], BJ[0]
+        head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
         need = gpus[h]
         if need <= free:
             free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF,
@@ -586,6 +591,124 @@ def _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, 
     return free
 
 
+@_helper(f8, i8, I1, F1, I1, I1, F2, I2, I1)
+def _end_events(t, free, S, EF, EA, EB, JF, JI, gpus):
+    """The end events at t; returns the free GPUs and whether a job ended."""
+    changed = False
+    while S[S_EV] and EF[0] == t:
+        _, i, _, S[S_EV] = _tpop(EF, EA, EB, S[S_EV])
+        if JF[i, END_T] != t:
+            continue  # a preempted segment's end, or a copy of one already handled
+        JF[i, END_T] = NAN
+        JF[i, FINISH] = t
+        JF[i, GPU_S] += gpus[i] * (t - JF[i, SEG_S])
+        free += gpus[i]
+        JI[i, LIVE] = 0
+        changed = True
+    return free, changed
+
+
+@_helper(i8, f8, i8, F1, I1, F1, I1, F1, I1, I1, F1, I1, I1)
+def _arrive(ai, t, free, arrival, gpus, est, S, QF, QA, QB, BK, BS, BJ):
+    """The arrivals at t, from job ``ai`` on (one at least): returns the next arrival and
+    the job to start at once (-1: none; they joined the queue)."""
+    n = arrival.shape[0]
+    if (S[S_Q] == 0 and S[S_B] == 0 and gpus[ai] <= free
+            and (ai + 1 == n or arrival[ai + 1] != t)):
+        # One arrival at an empty queue, and it fits: started without queueing.
+        return ai + 1, ai
+    while ai < n and arrival[ai] == t:
+        S[S_WSEQ] += 1
+        if gpus[ai] == 1:
+            S[S_Q] = _tpush(QF, QA, QB, S[S_Q], est[ai], S[S_WSEQ], ai)
+        else:
+            S[S_B] = _insort(BK, BS, BJ, S[S_B], est[ai], S[S_WSEQ], ai)
+        ai += 1
+    return ai, -1
+
+
+@_helper(f8, i8, I1, F2, I2, F1, I1, I1, I1, I1, F1, i8)
+def _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, gpus, grid, n_gpus):
+    """The preemptions of call ``cid`` at t (``srtf_loop._settle``)."""
+    for r in range(S[S_PRE]):
+        i = preempted[r]
+        if JI[i, GONE] != cid:
+            continue  # restarted in the same call: it never stopped
+        s, oh, p0, d = JF[i, SEG_S], JF[i, SEG_OH], JF[i, SEG_P0], JF[i, SEG_D]
+        x = t - s - oh
+        p = p0 + (x if x > 0.0 else 0.0) / d  # max(0.0, x), as Python picks
+        g = grid[JI[i, DONE] + 1]
+        JF[i, PROG] = g if g < p else p  # min(p, g), as Python picks
+        JF[i, GPU_S] += gpus[i] * (t - s)
+        JF[i, END_T] = NAN
+        JI[i, N_PRE] += 1
+    S[S_PRE] = 0
+    if S[S_EV] > 64 + 2 * n_gpus:
+        # Drop preempted segments' ends (they would stay until their time).
+        k = 0
+        for r in range(S[S_EV]):
+            if JF[EA[r], END_T] == EF[r]:
+                EF[k], EA[k], EB[k] = EF[r], EA[r], EB[r]
+                k += 1
+        S[S_EV] = k
+        _theapify(EF, EA, EB, k)
+
+
+@_helper(i8, i8, f8, i8, i8, i8, f8, I1, F1, F2, I2, F2, I2, F1, I1, I1, F1, I1, I1, F1, I1,
+         I1, F2, I2, F2, I2, I1, I1, I1, F1, I1, F1, I1, F1, i8, f8)
+def _schedule(alone, free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB,
+              QF, QA, QB, BK, BS, BJ, PPF, PPI, FRF, FRI, stack, victims, preempted, dur,
+              gpus, est, end_eval, grid, n_gpus, overhead):
+    """One scheduling call at t: start ``alone`` (-1: none) or fill from the queue, then
+    preempt for the head where it may. Returns the free GPUs."""
+    if alone >= 0:
+        free -= gpus[alone]
+        _start(alone, est[alone], t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur, gpus,
+               est, end_eval, grid, n_gpus, overhead)
+    elif free > 0 and (S[S_Q] or S[S_B]):
+        free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF, QA, QB,
+                     BK, BS, BJ, dur, gpus, est, end_eval, grid, n_gpus, overhead)
+    if S[S_Q] or S[S_B]:
+        head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
+        # The search's first test, without the call: no running key above the head's.
+        if gpus[h] <= free or (S[S_W] and -WF[0, W_NKEY] > head_key + margin):
+            free = _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI,
+                                     EF, EA, EB, QF, QA, QB, BK, BS, BJ, PPF, PPI, FRF, FRI,
+                                     stack, victims, preempted, dur, gpus, est, end_eval,
+                                     grid, n_gpus, overhead)
+        if S[S_PRE]:
+            _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, gpus, grid, n_gpus)
+    return free
+
+
+@_helper(F1, I1, i8, f8, i8)
+def _mark(tl_t, tl_used, tl_n, t, used):
+    """The GPU timeline (its first ``tl_n`` points) with ``used`` GPUs from t on; returns
+    it (grown when full) and its length."""
+    if used != tl_used[tl_n - 1]:
+        if tl_t[tl_n - 1] == t:
+            tl_used[tl_n - 1] = used
+        else:
+            if tl_n == tl_t.shape[0]:
+                tl_t, tl_used = _grow(tl_t, tl_n + 1), _grow(tl_used, tl_n + 1)
+            tl_t[tl_n] = t
+            tl_used[tl_n] = used
+            tl_n += 1
+    return tl_t, tl_used, tl_n
+
+
+@_helper(i8)
+def _job_tables(n):
+    """The per-job floats and ints (JF, JI), as a job that has not arrived has them."""
+    JF = np.zeros((n, 10))
+    JI = np.zeros((n, 8), np.int64)
+    for i in range(n):  # (numba's slice assignment costs seconds to compile)
+        JF[i, START] = JF[i, FINISH] = JF[i, END_T] = NAN
+        JF[i, NXT] = INF
+        JI[i, DONE] = -1
+    return JF, JI
+
+
 @njit(cache=True)
 def run_kernel(arrival, dur, gpus, est, end_eval, grid, n_gpus, depth, margin, overhead,
                record_timeline):
@@ -597,12 +720,7 @@ def run_kernel(arrival, dur, gpus, est, end_eval, grid, n_gpus, depth, margin, o
     # returned, so they outlive every view (the inputs are held by the caller).
     arrival, dur, gpus, est = _borrow(arrival), _borrow(dur), _borrow(gpus), _borrow(est)
     end_eval, grid = _borrow(end_eval), _borrow(grid)
-    JF_o = np.zeros((n, 10))
-    JI_o = np.zeros((n, 8), np.int64)
-    for i in range(n):  # (numba's slice assignment costs seconds to compile)
-        JF_o[i, START] = JF_o[i, FINISH] = JF_o[i, END_T] = NAN
-        JF_o[i, NXT] = INF
-        JI_o[i, DONE] = -1
+    JF_o, JI_o = _job_tables(n)
     S_o = np.zeros(9, np.int64)
     SF_o = np.full(1, INF)  # ea_limit
     JF, JI, S, SF = _borrow(JF_o), _borrow(JI_o), _borrow(S_o), _borrow(SF_o)
@@ -626,12 +744,8 @@ def run_kernel(arrival, dur, gpus, est, end_eval, grid, n_gpus, depth, margin, o
     stack_o = np.empty(cap_w, np.int64)
     WF, WI, PPF, PPI = _borrow(WF_o), _borrow(WI_o), _borrow(PPF_o), _borrow(PPI_o)
     FRF, FRI, stack = _borrow(FRF_o), _borrow(FRI_o), _borrow(stack_o)
-    tl_t, tl_used = np.zeros(1024), np.zeros(1024, np.int64)
-    tl_n = 1
-
-    free = n_gpus
-    ai = 0
-    left = -1
+    tl_t, tl_used, tl_n = np.zeros(1024), np.zeros(1024, np.int64), 1
+    free, ai, left = n_gpus, 0, -1
     t_call, call, cid = NAN, 0, 0
     while True:
         t_heap = EF[0] if S[S_EV] else INF
@@ -639,33 +753,11 @@ def run_kernel(arrival, dur, gpus, est, end_eval, grid, n_gpus, depth, margin, o
         t = t_heap if t_heap <= t_arr else t_arr
         if t == INF:
             break
-        changed = False
-        while S[S_EV] and EF[0] == t:
-            _, i, _, S[S_EV] = _tpop(EF, EA, EB, S[S_EV])
-            if JF[i, END_T] != t:
-                continue  # a preempted segment's end, or a copy of one already handled
-            JF[i, END_T] = NAN
-            JF[i, FINISH] = t
-            JF[i, GPU_S] += gpus[i] * (t - JF[i, SEG_S])
-            free += gpus[i]
-            JI[i, LIVE] = 0
-            changed = True
+        free, changed = _end_events(t, free, S, EF, EA, EB, JF, JI, gpus)
         alone = -1
         if ai < n and arrival[ai] == t:
             changed = True
-            if (S[S_Q] == 0 and S[S_B] == 0 and gpus[ai] <= free
-                    and (ai + 1 == n or arrival[ai + 1] != t)):
-                # One arrival at an empty queue, and it fits: started without queueing.
-                alone = ai
-                ai += 1
-            else:
-                while ai < n and arrival[ai] == t:
-                    S[S_WSEQ] += 1
-                    if gpus[ai] == 1:
-                        S[S_Q] = _tpush(QF, QA, QB, S[S_Q], est[ai], S[S_WSEQ], ai)
-                    else:
-                        S[S_B] = _insort(BK, BS, BJ, S[S_B], est[ai], S[S_WSEQ], ai)
-                    ai += 1
+            ai, alone = _arrive(ai, t, free, arrival, gpus, est, S, QF, QA, QB, BK, BS, BJ)
         if not changed:
             continue
         if S[S_EV] + 2 * n_gpus + 2 > EF.shape[0] - 1:
@@ -679,64 +771,14 @@ def run_kernel(arrival, dur, gpus, est, end_eval, grid, n_gpus, depth, margin, o
             FRF_o, FRI_o, stack_o = _grow(FRF_o, size), _grow(FRI_o, size), _grow(stack_o, size)
             WF, WI, PPF, PPI = _borrow(WF_o), _borrow(WI_o), _borrow(PPF_o), _borrow(PPI_o)
             FRF, FRI, stack = _borrow(FRF_o), _borrow(FRI_o), _borrow(stack_o)
-        if t == t_call:
-            call += 1
-        else:
-            t_call, call = t, 0
+        call = call + 1 if t == t_call else 0
+        t_call = t
         cid += 1
-        if alone >= 0:
-            free -= gpus[alone]
-            _start(alone, est[alone], t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur,
-                   gpus, est, end_eval, grid, n_gpus, overhead)
-        elif free > 0 and (S[S_Q] or S[S_B]):
-            free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF,
-                         QA, QB, BK, BS, BJ, dur, gpus, est, end_eval, grid, n_gpus,
-                         overhead)
-        if S[S_Q] or S[S_B]:
-            if S[S_Q] and not (S[S_B] and _tless(BK[0], BS[0], BJ[0], QF[0], QA[0], QB[0])):
-                head_key, h = QF[0], QB[0]
-            else:
-                head_key, h = BK[0], BJ[0]
-            # The search's first test, without the call: no running key above the head's.
-            if gpus[h] <= free or (S[S_W] and -WF[0, W_NKEY] > head_key + margin):
-                free = _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI,
-                                         WF, WI, EF, EA, EB, QF, QA, QB, BK, BS, BJ, PPF,
-                                         PPI, FRF, FRI, stack, victims, preempted, dur,
-                                         gpus, est, end_eval, grid, n_gpus, overhead)
-            if S[S_PRE]:
-                for r in range(S[S_PRE]):
-                    i = preempted[r]
-                    if JI[i, GONE] != cid:
-                        continue  # restarted in the same call: it never stopped
-                    s, oh, p0, d = JF[i, SEG_S], JF[i, SEG_OH], JF[i, SEG_P0], JF[i, SEG_D]
-                    x = t - s - oh
-                    p = p0 + (x if x > 0.0 else 0.0) / d  # max(0.0, x), as Python picks
-                    g = grid[JI[i, DONE] + 1]
-                    JF[i, PROG] = g if g < p else p  # min(p, g), as Python picks
-                    JF[i, GPU_S] += gpus[i] * (t - s)
-                    JF[i, END_T] = NAN
-                    JI[i, N_PRE] += 1
-                S[S_PRE] = 0
-                if S[S_EV] > 64 + 2 * n_gpus:
-                    # Drop preempted segments' ends (they would stay until their time).
-                    k = 0
-                    for r in range(S[S_EV]):
-                        if JF[EA[r], END_T] == EF[r]:
-                            EF[k], EA[k], EB[k] = EF[r], EA[r], EB[r]
-                            k += 1
-                    S[S_EV] = k
-                    _theapify(EF, EA, EB, k)
+        free = _schedule(alone, free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF,
+                         EA, EB, QF, QA, QB, BK, BS, BJ, PPF, PPI, FRF, FRI, stack, victims,
+                         preempted, dur, gpus, est, end_eval, grid, n_gpus, overhead)
         if record_timeline:
-            used = n_gpus - free
-            if used != tl_used[tl_n - 1]:
-                if tl_t[tl_n - 1] == t:
-                    tl_used[tl_n - 1] = used
-                else:
-                    if tl_n == tl_t.shape[0]:
-                        tl_t, tl_used = _grow(tl_t, tl_n + 1), _grow(tl_used, tl_n + 1)
-                    tl_t[tl_n] = t
-                    tl_used[tl_n] = used
-                    tl_n += 1
+            tl_t, tl_used, tl_n = _mark(tl_t, tl_used, tl_n, t, n_gpus - free)
         if free == n_gpus and ai >= n and (S[S_Q] or S[S_B]):
             left = S[S_Q] + S[S_B]
             break
