@@ -39,6 +39,14 @@ def _helper(*argtypes):
     return njit(argtypes, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 
 
+def _step(fn):
+    """A step of the loop (``run_kernel``'s or a helper's), inlined where it is called
+    (numba IR inlining, ``inline="always"``): split out for reading, compiled as one
+    function, so the loop pays no call, and no passing of its arrays, per instant."""
+    return njit(inline="always", cache=True, no_cpython_wrapper=True,
+                no_cfunc_wrapper=True)(fn)
+
+
 INF = np.inf
 NAN = np.nan
 
@@ -335,14 +343,6 @@ def _grow(A, rows):
 # ---- the loop -------------------------------------------------------------------------
 
 
-@_helper(I1, F1, I1, I1, F1, I1, I1)
-def _head(S, QF, QA, QB, BK, BS, BJ):
-    """The best waiting job's key and index (some job waits)."""
-    if S[S_Q] and not (S[S_B] and _tless(BK[0], BS[0], BJ[0], QF[0], QA[0], QB[0])):
-        return QF[0], QB[0]
-    return BK[0], BJ[0]
-
-
 @_helper(i8, f8, f8, i8, i8, I1, F1, F2, I2, F2, I2, F1, I1, I1, F1, I1, F1, I1, F1, i8, f8)
 def _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur, gpus, est,
            end_eval, grid, n_gpus, overhead):
@@ -522,7 +522,10 @@ def _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, 
     rounds = 0
     while (S[S_Q] or S[S_B]) and rounds < depth:
         rounds += 1
-        head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
+        if S[S_Q] and not (S[S_B] and _tless(BK[0], BS[0], BJ[0], QF[0], QA[0], QB[0])):
+            head_key, h = QF[0], QB[0]
+        else:
+            head_key, h = BK[0], BJ[0]
         need = gpus[h]
         if need <= free:
             free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF,
@@ -591,7 +594,7 @@ def _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, 
     return free
 
 
-@_helper(f8, i8, I1, F1, I1, I1, F2, I2, I1)
+@_step
 def _end_events(t, free, S, EF, EA, EB, JF, JI, gpus):
     """The end events at t; returns the free GPUs and whether a job ended."""
     changed = False
@@ -608,7 +611,7 @@ def _end_events(t, free, S, EF, EA, EB, JF, JI, gpus):
     return free, changed
 
 
-@_helper(i8, f8, i8, F1, I1, F1, I1, F1, I1, I1, F1, I1, I1)
+@_step
 def _arrive(ai, t, free, arrival, gpus, est, S, QF, QA, QB, BK, BS, BJ):
     """The arrivals at t, from job ``ai`` on (one at least): returns the next arrival and
     the job to start at once (-1: none; they joined the queue)."""
@@ -627,9 +630,11 @@ def _arrive(ai, t, free, arrival, gpus, est, S, QF, QA, QB, BK, BS, BJ):
     return ai, -1
 
 
-@_helper(f8, i8, I1, F2, I2, F1, I1, I1, I1, I1, F1, i8)
+@_step
 def _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, gpus, grid, n_gpus):
-    """The preemptions of call ``cid`` at t (``srtf_loop._settle``)."""
+    """The preemptions of call ``cid`` at t, if any (``srtf_loop._settle``)."""
+    if S[S_PRE] == 0:
+        return
     for r in range(S[S_PRE]):
         i = preempted[r]
         if JI[i, GONE] != cid:
@@ -654,99 +659,76 @@ def _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, gpus, grid, n_gpus):
         _theapify(EF, EA, EB, k)
 
 
-@_helper(i8, i8, f8, i8, i8, i8, f8, I1, F1, F2, I2, F2, I2, F1, I1, I1, F1, I1, I1, F1, I1,
-         I1, F2, I2, F2, I2, I1, I1, I1, F1, I1, F1, I1, F1, i8, f8)
-def _schedule(alone, free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB,
-              QF, QA, QB, BK, BS, BJ, PPF, PPI, FRF, FRI, stack, victims, preempted, dur,
-              gpus, est, end_eval, grid, n_gpus, overhead):
-    """One scheduling call at t: start ``alone`` (-1: none) or fill from the queue, then
-    preempt for the head where it may. Returns the free GPUs."""
-    if alone >= 0:
-        free -= gpus[alone]
-        _start(alone, est[alone], t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur, gpus,
-               est, end_eval, grid, n_gpus, overhead)
-    elif free > 0 and (S[S_Q] or S[S_B]):
-        free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF, QA, QB,
-                     BK, BS, BJ, dur, gpus, est, end_eval, grid, n_gpus, overhead)
-    if S[S_Q] or S[S_B]:
-        head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
-        # The search's first test, without the call: no running key above the head's.
-        if gpus[h] <= free or (S[S_W] and -WF[0, W_NKEY] > head_key + margin):
-            free = _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI,
-                                     EF, EA, EB, QF, QA, QB, BK, BS, BJ, PPF, PPI, FRF, FRI,
-                                     stack, victims, preempted, dur, gpus, est, end_eval,
-                                     grid, n_gpus, overhead)
-        if S[S_PRE]:
-            _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, gpus, grid, n_gpus)
-    return free
-
-
-@_helper(F1, I1, i8, f8, i8)
-def _mark(tl_t, tl_used, tl_n, t, used):
-    """The GPU timeline (its first ``tl_n`` points) with ``used`` GPUs from t on; returns
-    it (grown when full) and its length."""
-    if used != tl_used[tl_n - 1]:
-        if tl_t[tl_n - 1] == t:
-            tl_used[tl_n - 1] = used
-        else:
-            if tl_n == tl_t.shape[0]:
-                tl_t, tl_used = _grow(tl_t, tl_n + 1), _grow(tl_used, tl_n + 1)
-            tl_t[tl_n] = t
-            tl_used[tl_n] = used
-            tl_n += 1
-    return tl_t, tl_used, tl_n
-
-
 @_helper(i8)
-def _job_tables(n):
-    """The per-job floats and ints (JF, JI), as a job that has not arrived has them."""
+def _job_state(n):
+    """The per-job floats and ints (JF, JI), as a job that has not arrived has them, and
+    the shared scalars (S, and SF: ea_limit)."""
     JF = np.zeros((n, 10))
     JI = np.zeros((n, 8), np.int64)
     for i in range(n):  # (numba's slice assignment costs seconds to compile)
         JF[i, START] = JF[i, FINISH] = JF[i, END_T] = NAN
         JF[i, NXT] = INF
         JI[i, DONE] = -1
-    return JF, JI
+    return JF, JI, np.zeros(9, np.int64), np.full(1, INF)
+
+
+@_helper(i8, i8)
+def _queues(n, n_gpus):
+    """The wait queue in two, (key, seq, job) each: a heap of one-GPU jobs (QF, QA, QB)
+    and a sorted list of the rest (BK, BS, BJ); every job waits at most once. And the
+    victims and the preempted jobs of one call (two rows)."""
+    return (np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64),
+            np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64),
+            np.empty((2, n_gpus + 1), np.int64))
+
+
+@_helper(i8)
+def _heaps(n_gpus):
+    """The events' heap (EF, EA, EB) and the victims' heap (WF, WI) with its scratch rows
+    (PPF, PPI: popped; FRF, FRI: refreshed) and stack. Capacities: in one scheduling call
+    (each job holding a GPU) at most n_gpus starts, each pushing one end and one entry,
+    and at most n_gpus refreshed entries are pushed. Checked before each call (and grown,
+    ``_grown_events``, ``_grown_worst``); each heap keeps a spare last row."""
+    ce, cw = 64 + 4 * n_gpus + 1, 128 + 8 * n_gpus + 1
+    return (np.empty(ce), np.empty(ce, np.int64), np.zeros(ce, np.int64),
+            np.empty((cw, 6)), np.empty((cw, 8), np.int64), np.empty((cw, 6)),
+            np.empty((cw, 8), np.int64), np.empty((cw, 6)), np.empty((cw, 8), np.int64),
+            np.empty(cw, np.int64))
+
+
+@_helper(F1, I1, I1, i8)
+def _grown_events(EF, EA, EB, size):
+    return _grow(EF, size), _grow(EA, size), _grow(EB, size)
+
+
+@_helper(F2, I2, F2, I2, F2, I2, I1, i8)
+def _grown_worst(WF, WI, PPF, PPI, FRF, FRI, stack, size):
+    return (_grow(WF, size), _grow(WI, size), _grow(PPF, size), _grow(PPI, size),
+            _grow(FRF, size), _grow(FRI, size), _grow(stack, size))
 
 
 @njit(cache=True)
 def run_kernel(arrival, dur, gpus, est, end_eval, grid, n_gpus, depth, margin, overhead,
                record_timeline):
-    """``srtf_loop.run``'s loop. Returns start_s, finish_s, gpu_s, n_preemptions, the
-    timeline (times, GPUs used), the number of jobs left waiting on an idle cluster
-    (-1: none; the loop stopped there) and the loop's own arrays (to drop)."""
+    """``srtf_loop.run``'s loop: start_s, finish_s, gpu_s, n_preemptions, the timeline
+    (times, GPUs used), the jobs left waiting on an idle cluster (-1: none; the loop
+    stopped there), and the owners (``_o``) of the views it works on (``_borrow``),
+    returned so that they outlive every view (the caller holds the inputs)."""
     n = arrival.shape[0]
-    # Owners (``_o``) and the views the loop works on (``_borrow``); the owners are
-    # returned, so they outlive every view (the inputs are held by the caller).
     arrival, dur, gpus, est = _borrow(arrival), _borrow(dur), _borrow(gpus), _borrow(est)
     end_eval, grid = _borrow(end_eval), _borrow(grid)
-    JF_o, JI_o = _job_tables(n)
-    S_o = np.zeros(9, np.int64)
-    SF_o = np.full(1, INF)  # ea_limit
+    JF_o, JI_o, S_o, SF_o = _job_state(n)
     JF, JI, S, SF = _borrow(JF_o), _borrow(JI_o), _borrow(S_o), _borrow(SF_o)
-    QF_o, QA_o, QB_o = np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
+    QF_o, QA_o, QB_o, BK_o, BS_o, BJ_o, vp_o = _queues(n, n_gpus)
     QF, QA, QB = _borrow(QF_o), _borrow(QA_o), _borrow(QB_o)
-    BK_o, BS_o, BJ_o = np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
     BK, BS, BJ = _borrow(BK_o), _borrow(BS_o), _borrow(BJ_o)
-    vp_o = np.empty((2, n_gpus + 1), np.int64)
     victims, preempted = _borrow(vp_o[0]), _borrow(vp_o[1])
-    # Capacities: every job waits at most once; in one scheduling call (each job holding
-    # a GPU) at most n_gpus starts, each pushing one end and one entry, and at most
-    # n_gpus refreshed entries are pushed. Checked before each call; each heap keeps a
-    # spare last row.
-    EF_o = np.empty(64 + 4 * n_gpus + 1)
-    EA_o, EB_o = np.empty(EF_o.shape[0], np.int64), np.zeros(EF_o.shape[0], np.int64)
+    EF_o, EA_o, EB_o, WF_o, WI_o, PPF_o, PPI_o, FRF_o, FRI_o, stack_o = _heaps(n_gpus)
     EF, EA, EB = _borrow(EF_o), _borrow(EA_o), _borrow(EB_o)
-    cap_w = 128 + 8 * n_gpus + 1
-    WF_o, WI_o = np.empty((cap_w, 6)), np.empty((cap_w, 8), np.int64)
-    PPF_o, PPI_o = np.empty((cap_w, 6)), np.empty((cap_w, 8), np.int64)
-    FRF_o, FRI_o = np.empty((cap_w, 6)), np.empty((cap_w, 8), np.int64)
-    stack_o = np.empty(cap_w, np.int64)
     WF, WI, PPF, PPI = _borrow(WF_o), _borrow(WI_o), _borrow(PPF_o), _borrow(PPI_o)
     FRF, FRI, stack = _borrow(FRF_o), _borrow(FRI_o), _borrow(stack_o)
     tl_t, tl_used, tl_n = np.zeros(1024), np.zeros(1024, np.int64), 1
-    free, ai, left = n_gpus, 0, -1
-    t_call, call, cid = NAN, 0, 0
+    free, ai, left, t_call, call, cid = n_gpus, 0, -1, NAN, 0, 0
     while True:
         t_heap = EF[0] if S[S_EV] else INF
         t_arr = arrival[ai] if ai < n else INF
@@ -761,24 +743,43 @@ def run_kernel(arrival, dur, gpus, est, end_eval, grid, n_gpus, depth, margin, o
         if not changed:
             continue
         if S[S_EV] + 2 * n_gpus + 2 > EF.shape[0] - 1:
-            size = S[S_EV] + 4 * n_gpus + 2
-            EF_o, EA_o, EB_o = _grow(EF_o, size), _grow(EA_o, size), _grow(EB_o, size)
+            EF_o, EA_o, EB_o = _grown_events(EF_o, EA_o, EB_o, S[S_EV] + 4 * n_gpus + 2)
             EF, EA, EB = _borrow(EF_o), _borrow(EA_o), _borrow(EB_o)
         if S[S_W] + 3 * n_gpus + 2 > WF.shape[0] - 1:
-            size = S[S_W] + 6 * n_gpus + 2
-            WF_o, WI_o = _grow(WF_o, size), _grow(WI_o, size)
-            PPF_o, PPI_o = _grow(PPF_o, size), _grow(PPI_o, size)
-            FRF_o, FRI_o, stack_o = _grow(FRF_o, size), _grow(FRI_o, size), _grow(stack_o, size)
+            WF_o, WI_o, PPF_o, PPI_o, FRF_o, FRI_o, stack_o = _grown_worst(
+                WF_o, WI_o, PPF_o, PPI_o, FRF_o, FRI_o, stack_o, S[S_W] + 6 * n_gpus + 2)
             WF, WI, PPF, PPI = _borrow(WF_o), _borrow(WI_o), _borrow(PPF_o), _borrow(PPI_o)
             FRF, FRI, stack = _borrow(FRF_o), _borrow(FRI_o), _borrow(stack_o)
         call = call + 1 if t == t_call else 0
         t_call = t
         cid += 1
-        free = _schedule(alone, free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF,
-                         EA, EB, QF, QA, QB, BK, BS, BJ, PPF, PPI, FRF, FRI, stack, victims,
-                         preempted, dur, gpus, est, end_eval, grid, n_gpus, overhead)
-        if record_timeline:
-            tl_t, tl_used, tl_n = _mark(tl_t, tl_used, tl_n, t, n_gpus - free)
+        if alone >= 0:
+            free -= gpus[alone]
+            _start(alone, est[alone], t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur, gpus,
+                   est, end_eval, grid, n_gpus, overhead)
+        elif free > 0 and (S[S_Q] or S[S_B]):
+            free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF, QA, QB,
+                         BK, BS, BJ, dur, gpus, est, end_eval, grid, n_gpus, overhead)
+        if S[S_Q] or S[S_B]:
+            if S[S_Q] and not (S[S_B] and _tless(BK[0], BS[0], BJ[0], QF[0], QA[0], QB[0])):
+                head_key, h = QF[0], QB[0]
+            else:
+                head_key, h = BK[0], BJ[0]
+            # The search's first test, without the call: no running key above the head's.
+            if gpus[h] <= free or (S[S_W] and -WF[0, W_NKEY] > head_key + margin):
+                free = _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI,
+                                         EF, EA, EB, QF, QA, QB, BK, BS, BJ, PPF, PPI, FRF, FRI,
+                                         stack, victims, preempted, dur, gpus, est, end_eval,
+                                         grid, n_gpus, overhead)
+            _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, gpus, grid, n_gpus)
+        if record_timeline and n_gpus - free != tl_used[tl_n - 1]:
+            if tl_t[tl_n - 1] == t:
+                tl_used[tl_n - 1] = n_gpus - free
+            else:
+                if tl_n == tl_t.shape[0]:
+                    tl_t, tl_used = _grow(tl_t, tl_n + 1), _grow(tl_used, tl_n + 1)
+                tl_t[tl_n], tl_used[tl_n] = t, n_gpus - free
+                tl_n += 1
         if free == n_gpus and ai >= n and (S[S_Q] or S[S_B]):
             left = S[S_Q] + S[S_B]
             break
