@@ -613,13 +613,15 @@ def _end_events(t, free, S, EF, EA, EB, JF, JI, gpus):
 
 @_step
 def _arrive(ai, t, free, arrival, gpus, est, S, QF, QA, QB, BK, BS, BJ):
-    """The arrivals at t, from job ``ai`` on (one at least): returns the next arrival and
-    the job to start at once (-1: none; they joined the queue)."""
+    """The arrivals at t, from job ``ai`` on: returns the next arrival, the job to start
+    at once (-1: none; they joined the queue) and whether any arrived."""
     n = arrival.shape[0]
+    if ai == n or arrival[ai] != t:
+        return ai, -1, False
     if (S[S_Q] == 0 and S[S_B] == 0 and gpus[ai] <= free
             and (ai + 1 == n or arrival[ai + 1] != t)):
         # One arrival at an empty queue, and it fits: started without queueing.
-        return ai + 1, ai
+        return ai + 1, ai, True
     while ai < n and arrival[ai] == t:
         S[S_WSEQ] += 1
         if gpus[ai] == 1:
@@ -627,7 +629,7 @@ def _arrive(ai, t, free, arrival, gpus, est, S, QF, QA, QB, BK, BS, BJ):
         else:
             S[S_B] = _insort(BK, BS, BJ, S[S_B], est[ai], S[S_WSEQ], ai)
         ai += 1
-    return ai, -1
+    return ai, -1, True
 
 
 @_step
@@ -659,41 +661,39 @@ def _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, gpus, grid, n_gpus):
         _theapify(EF, EA, EB, k)
 
 
-@_helper(i8)
-def _job_state(n):
-    """The per-job floats and ints (JF, JI), as a job that has not arrived has them, and
-    the shared scalars (S, and SF: ea_limit)."""
-    JF = np.zeros((n, 10))
-    JI = np.zeros((n, 8), np.int64)
-    for i in range(n):  # (numba's slice assignment costs seconds to compile)
+@_step
+def _clear(JF, JI):
+    """The per-job floats and ints as a job that has not arrived has them."""
+    for i in range(JF.shape[0]):  # (numba's slice assignment costs seconds to compile)
         JF[i, START] = JF[i, FINISH] = JF[i, END_T] = NAN
         JF[i, NXT] = INF
         JI[i, DONE] = -1
-    return JF, JI, np.zeros(9, np.int64), np.full(1, INF)
 
 
-@_helper(i8, i8)
-def _queues(n, n_gpus):
-    """The wait queue in two, (key, seq, job) each: a heap of one-GPU jobs (QF, QA, QB)
-    and a sorted list of the rest (BK, BS, BJ); every job waits at most once. And the
-    victims and the preempted jobs of one call (two rows)."""
-    return (np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64),
-            np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64),
-            np.empty((2, n_gpus + 1), np.int64))
+@_step
+def _start_or_fill(alone, free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF,
+                   QA, QB, BK, BS, BJ, dur, gpus, est, end_eval, grid, n_gpus, overhead):
+    """The start of one scheduling call: start ``alone`` (-1: none), or fill from the
+    queue; returns the free GPUs."""
+    if alone >= 0:
+        free -= gpus[alone]
+        _start(alone, est[alone], t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur, gpus,
+               est, end_eval, grid, n_gpus, overhead)
+    elif free > 0 and (S[S_Q] or S[S_B]):
+        free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF, QA, QB,
+                     BK, BS, BJ, dur, gpus, est, end_eval, grid, n_gpus, overhead)
+    return free
 
 
-@_helper(i8)
-def _heaps(n_gpus):
-    """The events' heap (EF, EA, EB) and the victims' heap (WF, WI) with its scratch rows
-    (PPF, PPI: popped; FRF, FRI: refreshed) and stack. Capacities: in one scheduling call
-    (each job holding a GPU) at most n_gpus starts, each pushing one end and one entry,
-    and at most n_gpus refreshed entries are pushed. Checked before each call (and grown,
-    ``_grown_events``, ``_grown_worst``); each heap keeps a spare last row."""
-    ce, cw = 64 + 4 * n_gpus + 1, 128 + 8 * n_gpus + 1
-    return (np.empty(ce), np.empty(ce, np.int64), np.zeros(ce, np.int64),
-            np.empty((cw, 6)), np.empty((cw, 8), np.int64), np.empty((cw, 6)),
-            np.empty((cw, 8), np.int64), np.empty((cw, 6)), np.empty((cw, 8), np.int64),
-            np.empty(cw, np.int64))
+@_step
+def _mark(tl_t, tl_used, tl_n, t, used):
+    """The GPU timeline (its first ``tl_n`` points, room for one more) with ``used`` GPUs
+    from t on; returns its length."""
+    if tl_t[tl_n - 1] == t:
+        tl_used[tl_n - 1] = used
+        return tl_n
+    tl_t[tl_n], tl_used[tl_n] = t, used
+    return tl_n + 1
 
 
 @_helper(F1, I1, I1, i8)
@@ -713,17 +713,27 @@ def run_kernel(arrival, dur, gpus, est, end_eval, grid, n_gpus, depth, margin, o
     """``srtf_loop.run``'s loop: start_s, finish_s, gpu_s, n_preemptions, the timeline
     (times, GPUs used), the jobs left waiting on an idle cluster (-1: none; the loop
     stopped there), and the owners (``_o``) of the views it works on (``_borrow``),
-    returned so that they outlive every view (the caller holds the inputs)."""
+    returned so that they outlive every view. Every array is made here, not by a helper
+    (so made, the loop ran 4% slower); the heaps hold what one scheduling call can push
+    (n_gpus starts, each an end and an entry; n_gpus refreshed entries) and a spare row."""
     n = arrival.shape[0]
     arrival, dur, gpus, est = _borrow(arrival), _borrow(dur), _borrow(gpus), _borrow(est)
     end_eval, grid = _borrow(end_eval), _borrow(grid)
-    JF_o, JI_o, S_o, SF_o = _job_state(n)
+    JF_o, JI_o = np.zeros((n, 10)), np.zeros((n, 8), np.int64)
+    S_o, SF_o = np.zeros(9, np.int64), np.full(1, INF)  # (SF: ea_limit)
     JF, JI, S, SF = _borrow(JF_o), _borrow(JI_o), _borrow(S_o), _borrow(SF_o)
-    QF_o, QA_o, QB_o, BK_o, BS_o, BJ_o, vp_o = _queues(n, n_gpus)
+    _clear(JF, JI)
+    QF_o, QA_o, QB_o = np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
+    BK_o, BS_o, BJ_o = np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
+    vp_o = np.empty((2, n_gpus + 1), np.int64)
     QF, QA, QB = _borrow(QF_o), _borrow(QA_o), _borrow(QB_o)
     BK, BS, BJ = _borrow(BK_o), _borrow(BS_o), _borrow(BJ_o)
     victims, preempted = _borrow(vp_o[0]), _borrow(vp_o[1])
-    EF_o, EA_o, EB_o, WF_o, WI_o, PPF_o, PPI_o, FRF_o, FRI_o, stack_o = _heaps(n_gpus)
+    ce, cw = 64 + 4 * n_gpus + 1, 128 + 8 * n_gpus + 1
+    EF_o, EA_o, EB_o = np.empty(ce), np.empty(ce, np.int64), np.zeros(ce, np.int64)
+    WF_o, WI_o = np.empty((cw, 6)), np.empty((cw, 8), np.int64)
+    PPF_o, PPI_o = np.empty((cw, 6)), np.empty((cw, 8), np.int64)
+    FRF_o, FRI_o, stack_o = np.empty((cw, 6)), np.empty((cw, 8), np.int64), np.empty(cw, np.int64)
     EF, EA, EB = _borrow(EF_o), _borrow(EA_o), _borrow(EB_o)
     WF, WI, PPF, PPI = _borrow(WF_o), _borrow(WI_o), _borrow(PPF_o), _borrow(PPI_o)
     FRF, FRI, stack = _borrow(FRF_o), _borrow(FRI_o), _borrow(stack_o)
@@ -736,11 +746,8 @@ def run_kernel(arrival, dur, gpus, est, end_eval, grid, n_gpus, depth, margin, o
         if t == INF:
             break
         free, changed = _end_events(t, free, S, EF, EA, EB, JF, JI, gpus)
-        alone = -1
-        if ai < n and arrival[ai] == t:
-            changed = True
-            ai, alone = _arrive(ai, t, free, arrival, gpus, est, S, QF, QA, QB, BK, BS, BJ)
-        if not changed:
+        ai, alone, arrived = _arrive(ai, t, free, arrival, gpus, est, S, QF, QA, QB, BK, BS, BJ)
+        if not (changed or arrived):
             continue
         if S[S_EV] + 2 * n_gpus + 2 > EF.shape[0] - 1:
             EF_o, EA_o, EB_o = _grown_events(EF_o, EA_o, EB_o, S[S_EV] + 4 * n_gpus + 2)
@@ -753,13 +760,9 @@ def run_kernel(arrival, dur, gpus, est, end_eval, grid, n_gpus, depth, margin, o
         call = call + 1 if t == t_call else 0
         t_call = t
         cid += 1
-        if alone >= 0:
-            free -= gpus[alone]
-            _start(alone, est[alone], t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur, gpus,
-                   est, end_eval, grid, n_gpus, overhead)
-        elif free > 0 and (S[S_Q] or S[S_B]):
-            free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF, QA, QB,
-                         BK, BS, BJ, dur, gpus, est, end_eval, grid, n_gpus, overhead)
+        free = _start_or_fill(alone, free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA,
+                              EB, QF, QA, QB, BK, BS, BJ, dur, gpus, est, end_eval, grid,
+                              n_gpus, overhead)
         if S[S_Q] or S[S_B]:
             if S[S_Q] and not (S[S_B] and _tless(BK[0], BS[0], BJ[0], QF[0], QA[0], QB[0])):
                 head_key, h = QF[0], QB[0]
@@ -773,13 +776,9 @@ def run_kernel(arrival, dur, gpus, est, end_eval, grid, n_gpus, depth, margin, o
                                          grid, n_gpus, overhead)
             _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, gpus, grid, n_gpus)
         if record_timeline and n_gpus - free != tl_used[tl_n - 1]:
-            if tl_t[tl_n - 1] == t:
-                tl_used[tl_n - 1] = n_gpus - free
-            else:
-                if tl_n == tl_t.shape[0]:
-                    tl_t, tl_used = _grow(tl_t, tl_n + 1), _grow(tl_used, tl_n + 1)
-                tl_t[tl_n], tl_used[tl_n] = t, n_gpus - free
-                tl_n += 1
+            if tl_n == tl_t.shape[0]:
+                tl_t, tl_used = _grow(tl_t, tl_n + 1), _grow(tl_used, tl_n + 1)
+            tl_n = _mark(_borrow(tl_t), _borrow(tl_used), tl_n, t, n_gpus - free)
         if free == n_gpus and ai >= n and (S[S_Q] or S[S_B]):
             left = S[S_Q] + S[S_B]
             break
