@@ -142,6 +142,15 @@ def write_inputs(tmp: str, trace: str, head_jobs: int) -> str:
     return trace
 
 
+def trace_name(trace: str) -> str:
+    """The trace as the results record it: its file name and the SHA-256 of its bytes
+    (a path names one machine's folders), or the built-in's name."""
+    if trace.startswith("builtin:"):
+        return trace
+    with open(trace, "rb") as fh:
+        return f"{os.path.basename(trace)} sha256:{hashlib.sha256(fh.read()).hexdigest()}"
+
+
 def write_jobs(path: str, table, rows) -> None:
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
@@ -273,7 +282,7 @@ def main() -> None:
 
         result = {"load_before": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count(),
                   "python": sys.version.split()[0], "numba": numba.__version__,
-                  "trace": args.trace, "gpus": args.gpus, "head_jobs": args.head_jobs,
+                  "trace": trace_name(args.trace), "gpus": args.gpus, "head_jobs": args.head_jobs,
                   "repeat": args.repeat, "repeat_heavy": args.repeat_heavy,
                   "variants": variants, "imports_numba": {},
                   "load_by_round": []}
