@@ -49,6 +49,7 @@ choice is the same under either count. Both medians are in ``judge.json``
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import shutil
 import sys
@@ -67,6 +68,7 @@ from evalstop.detbench.realshape_score import score as score_cells
 from evalstop.detbench.scoring import Tally, run_detector, tally
 from evalstop.detectors import CUSUM_DEFAULT_SPEC, DEFAULT_SPEC
 from evalstop.metrics.tenant_harm import tenant_harm
+from evalstop.parallel import parallel_map
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from judge_default import lab_cell
@@ -112,10 +114,26 @@ def rules_with(candidate: str | None) -> list[tuple[str, str, str]]:
     return RULES + [(CANDIDATE, candidate, m) for m in ("stated", "fleet", "own")]
 
 
-def long_part(cells, rules) -> tuple[list[dict], dict]:
+@functools.lru_cache(maxsize=1)
+def held_out_long(seed: int, runs: int) -> list:
+    cells = long_cells(seed, runs, held_out=True, freqs=(1, 2, 4))
+    assert all(c.part == "long-held-out" for c in cells)
+    return cells
+
+
+def _long_outcomes(job: tuple) -> list[dict]:
+    (seed, runs), spec, mode = job
+    return [cell_outcome(spec, c, mode) for c in held_out_long(seed, runs)]
+
+
+def long_part(key: tuple[int, int], rules, jobs: int = 1) -> tuple[list[dict], dict]:
+    """The long part's rows and per-cell outcomes; ``key`` = (seed, runs) builds the cells
+    (in each worker: they are deterministic), one rule a job."""
+    cells = held_out_long(*key)
+    all_outs = parallel_map(_long_outcomes, [(key, spec, mode) for _, spec, mode in rules],
+                            workers=jobs, progress=False)
     rows, outcomes = [], {}
-    for label, spec, mode in rules:
-        outs = [cell_outcome(spec, c, mode) for c in cells]
+    for (label, spec, mode), outs in zip(rules, all_outs):
         outcomes[(label, mode)] = outs
         row = {"rule": label, "spec": spec, "noise": mode, **pool(cells, outs)}
         row["by_freq"] = {str(f): pool([c for c in cells if c.freq == f],
@@ -264,6 +282,7 @@ def main(argv=None):
     ap.add_argument("--candidate", default=None,
                     help="a spec chosen on tuning material, judged beside the default "
                          "(its targets are reported too)")
+    ap.add_argument("--jobs", type=int, default=1, help="long-part rules judged in parallel")
     ap.add_argument("--name", default="judge",
                     help="output files NAME.json and NAME.md; plots only for 'judge'")
     ap.add_argument("--figures", default="docs/figures/long-runs",
@@ -278,9 +297,8 @@ def main(argv=None):
                     "seen_before_choice": SEEN, "parts": {}}
     if args.candidate is not None:
         result["candidate"] = args.candidate
-    long = long_cells(args.seed, args.runs, held_out=True, freqs=(1, 2, 4))
-    assert all(c.part == "long-held-out" for c in long)
-    rows, outcomes = long_part(long, rules)
+    long = held_out_long(args.seed, args.runs)
+    rows, outcomes = long_part((args.seed, args.runs), rules, args.jobs)
     result["parts"]["long"] = {"runs": sum(c.runs for c in long), "rows": rows}
     print(f"long: {time.perf_counter() - t0:.0f}s", flush=True)
     short = realshape.short_cells(args.seed, args.short_runs, held_out=True)

@@ -38,6 +38,16 @@ tuning corpus (noise stated). Among those, take the highest recall on the small-
 tuning corpus (stated); ties: higher mean long-run catch rate, lower mean long-run
 tenant-harmful rate, lower mean delay, then the default. If only the default passes, the
 default stays.
+
+The runner-up (the other candidate with the smallest summed shortfall; ties: higher
+small-gain recall) is named too, so that the judge can show, for the record, what the
+held-out parts say about the trade-off; it is not chosen. It was added to the outputs
+after the scoring (``--rescore`` applies the criterion to the saved rows again), before
+anything held out was read.
+
+Outcome (seed 0): only the default passes; every candidate that asks less of the gain
+stops more long non-hacking runs with a tenant loss above 5% on the tuning material,
+above all with the fleet prior.
 """
 
 from __future__ import annotations
@@ -130,9 +140,16 @@ def main(argv=None):
                     help="folder of the packed small-gain corpora (default: the shipped ones)")
     ap.add_argument("--jobs", type=int, default=1, help="candidates scored in parallel")
     ap.add_argument("--out", default="benchmarks/results/rule21")
+    ap.add_argument("--rescore", action="store_true",
+                    help="only apply the criterion again to --out's tune_dense.json rows")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.rescore:
+        old = json.loads((out / "tune_dense.json").read_text())
+        write(out, choose(old["rows"]), seed=old["seed"], runs=old["runs"],
+              previous=old["previous_default_families"], wall_s=old["wall_s"])
+        return
     t0 = time.perf_counter()
     key = (args.seed, args.runs, args.short_runs, args.family_runs, args.synthetic_runs,
            args.small_path)
@@ -144,36 +161,57 @@ def main(argv=None):
         row["shortfalls"] = shortfalls(row, previous)
         row["shortfall"] = sum(row["shortfalls"].values())
         print(summary(row), flush=True)
+    write(out, choose(rows), seed=args.seed, runs=args.runs, previous=previous,
+          wall_s=round(time.perf_counter() - t0, 1))
+
+
+def choose(rows: list[dict]) -> dict:
+    """The criterion of the docstring over scored rows: the passing ones, the pick and the
+    runner-up (the non-default row with the smallest summed shortfall; ties: higher
+    small-gain dense recall), which is judged for the record, never chosen."""
     base = next(r for r in rows if r["default"])
 
     def passes(r):
         if any(v > base["shortfalls"][k] + 1e-12 for k, v in r["shortfalls"].items()):
             return False
         return all(r["dense"][n]["stated"]["tenant_harmful_stops"]
-                   <= base["dense"][n]["stated"]["tenant_harmful_stops"] for n in dense)
+                   <= base["dense"][n]["stated"]["tenant_harmful_stops"] for n in r["dense"])
 
     def mean(r, key):
         return sum(r["long"][m][key] or 0.0 for m in LONG_MODES) / len(LONG_MODES)
 
+    def small_recall(r):
+        return r["dense"]["dense small-gain"]["stated"]["recall"]
+
     passing = [r for r in rows if passes(r)]
-    pick = max(passing, key=lambda r: (r["dense"]["dense small-gain"]["stated"]["recall"],
-                                       mean(r, "caught"), -mean(r, "tenant_harmful"),
+    pick = max(passing, key=lambda r: (small_recall(r), mean(r, "caught"),
+                                       -mean(r, "tenant_harmful"),
                                        -mean(r, "delay_share_median"), r["default"]))
+    runner = min((r for r in rows if not r["default"]),
+                 key=lambda r: (r["shortfall"], -small_recall(r)))
+    return {"rows": rows, "passing": passing, "pick": pick, "runner_up": runner}
+
+
+def write(out: Path, chosen: dict, *, seed: int, runs: int, previous: dict,
+          wall_s: float) -> None:
+    rows, passing, pick = chosen["rows"], chosen["passing"], chosen["pick"]
     verdict = (f"{len(passing)} of {len(rows)} candidates (the default among them) are at "
                "least as good as the default on every tuning bar")
-    result = {"seed": args.seed, "runs": args.runs, "default": DEFAULT_SPEC,
+    result = {"seed": seed, "runs": runs, "default": DEFAULT_SPEC,
               "verdict": verdict, "pick": pick["spec"], "pick_is_default": pick["default"],
+              "runner_up": chosen["runner_up"]["spec"],
               "passing": [r["spec"] for r in passing],
               "seen_before_choice": ["every tuning part here"],
               "not_used": ["lab2_dense_* (trigram dense, seen when the default was judged: "
                            "no longer blind, not used to choose)",
                            "lab2s_held_* (the new held-out part: never read here)"],
-              "previous_default_families": previous,
-              "wall_s": round(time.perf_counter() - t0, 1), "rows": rows}
+              "previous_default_families": previous, "wall_s": wall_s, "rows": rows}
     (out / "tune_dense.json").write_text(json.dumps(result, indent=1))
-    lines = [f"Tuning material only (seed {args.seed}, {args.runs} runs per long cell). "
+    lines = [f"Tuning material only (seed {seed}, {runs} runs per long cell). "
              f"{verdict}.", "", f"Pick: `{pick['spec']}`"
-             + (" (the default: it stays)" if pick["default"] else ""), "", "```"]
+             + (" (the default: it stays)" if pick["default"] else ""), "",
+             f"Runner-up (smallest summed shortfall of the others; judged for the record, "
+             f"not chosen): `{chosen['runner_up']['spec']}`", "", "```"]
     lines += [("* " if r in passing else "  ") + summary(r) for r in rows]
     lines += ["```", "", "`*`: passes the criterion (see the script's docstring).", ""]
     (out / "tune_dense.md").write_text("\n".join(lines))
