@@ -153,7 +153,6 @@ def main(argv=None):
     t0 = time.perf_counter()
     key = (args.seed, args.runs, args.short_runs, args.family_runs, args.synthetic_runs,
            args.small_path)
-    dense = material(*key)["dense"]
     previous = families_score(PREVIOUS, material(*key)["families"])
     rows = parallel_map(score_row, [(spec, key) for spec in candidates()], workers=args.jobs,
                         desc="candidates", unit="spec")
