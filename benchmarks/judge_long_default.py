@@ -27,7 +27,8 @@ anything). Writes ``judge.json``, ``judge.md`` and plots (``freq.png``, ``loss.p
   Runs of different lengths are NaN-padded (a NaN eval is ignored by every rule);
 * ``lab dense small-gain (...)``: the small-gain dense corpora (``evalstop.lab.dense_small``):
   the tuning one (``lab2s_tune_*``, chosen on) and the held-out one (``lab2s_held_*``, 201
-  evals a run, seeds, pairs and run length of its own), never read before a choice.
+  evals a run; seeds, run length and two of its three pair counts its own), never read
+  before a choice.
 
 ``--candidate SPEC`` judges a spec chosen on tuning material beside the default (rows
 ``candidate``, its targets in ``candidate_targets``); ``--name`` names the output files
@@ -107,11 +108,11 @@ SEEN = [
 ]
 
 
-def rules_with(candidate: str | None) -> list[tuple[str, str, str]]:
+def rules_with(candidate: str | None, label: str = CANDIDATE) -> list[tuple[str, str, str]]:
     """RULES, and the candidate's three rows (stated, fleet, own) when one is given."""
     if candidate is None:
         return RULES
-    return RULES + [(CANDIDATE, candidate, m) for m in ("stated", "fleet", "own")]
+    return RULES + [(label, candidate, m) for m in ("stated", "fleet", "own")]
 
 
 @functools.lru_cache(maxsize=1)
@@ -282,6 +283,8 @@ def main(argv=None):
     ap.add_argument("--candidate", default=None,
                     help="a spec chosen on tuning material, judged beside the default "
                          "(its targets are reported too)")
+    ap.add_argument("--candidate-label", default=CANDIDATE,
+                    help="the candidate's rule name in the outputs")
     ap.add_argument("--jobs", type=int, default=1, help="long-part rules judged in parallel")
     ap.add_argument("--name", default="judge",
                     help="output files NAME.json and NAME.md; plots only for 'judge'")
@@ -291,12 +294,13 @@ def main(argv=None):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    rules = rules_with(args.candidate)
+    rules = rules_with(args.candidate, args.candidate_label)
     result: dict = {"default": DEFAULT_SPEC, "previous_default": CUSUM_DEFAULT_SPEC,
                     "seed": args.seed, "runs_per_long_cell": args.runs,
                     "seen_before_choice": SEEN, "parts": {}}
     if args.candidate is not None:
         result["candidate"] = args.candidate
+        result["candidate_label"] = args.candidate_label
     long = held_out_long(args.seed, args.runs)
     rows, outcomes = long_part((args.seed, args.runs), rules, args.jobs)
     result["parts"]["long"] = {"runs": sum(c.runs for c in long), "rows": rows}
@@ -326,7 +330,7 @@ def main(argv=None):
     print(f"lab: {time.perf_counter() - t0:.0f}s", flush=True)
     result["targets"] = targets_met(result)
     if args.candidate is not None:
-        result["candidate_targets"] = targets_met(result, CANDIDATE)
+        result["candidate_targets"] = targets_met(result, args.candidate_label)
     result["wall_s"] = round(time.perf_counter() - t0, 1)
     (out / f"{args.name}.json").write_text(json.dumps(result, indent=1))
     (out / f"{args.name}.md").write_text(markdown(result))
@@ -359,7 +363,7 @@ def markdown(result) -> str:
     lines.append("")
     if "candidate_targets" in result:
         c = result["candidate_targets"]
-        lines += [f"### Targets (the candidate, `{result['candidate']}`)", "",
+        lines += [f"### Targets ({result['candidate_label']}: `{result['candidate']}`)", "",
                   "| target | stated | fleet |", "| --- | --- | --- |"]
         for k, (op, v) in TARGETS.items():
             cells = [f"{_f(c[m][k]['value'])} {'met' if c[m][k]['met'] else 'MISSED'}"

@@ -29,10 +29,11 @@ def test_grids():
     assert SMALL["small-held-out"].role == "held-out"
 
 
-def test_parts_share_no_seed_pairs_or_length():
+def test_parts_share_no_seed_or_length_and_the_held_out_has_pairs_of_its_own():
     tune, held = small_grid("small-tuning"), small_grid("small-held-out")
-    for key in ("seed", "pairs", "steps"):
+    for key in ("seed", "steps"):
         assert not {getattr(c, key) for c in tune} & {getattr(c, key) for c in held}, key
+    assert len({c.pairs for c in held} - {c.pairs for c in tune}) == 2
 
 
 def test_no_seed_is_shared_with_another_lab_corpus():

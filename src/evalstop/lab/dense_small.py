@@ -9,7 +9,7 @@ it is no longer blind, so a re-choice needs new material of the same kind:
 - ``small-tuning``: the trigram world, 150 RL steps (151 evals), pairs 100, 1,000 and
   10,000, betas 0.1-1.0, seeds 200 and 201: the **tuning** part, ``lab2s_tune_*`` files;
 - ``small-held-out``: the trigram world, 200 RL steps (201 evals), pairs 100, 300 and
-  3,000 (none of the tuning part's), the same betas, seeds 300 and 301: the **held-out**
+  3,000 (300 and 3,000 not in the tuning part), the same betas, seeds 300 and 301: the **held-out**
   part, ``lab2s_held_*`` files. Judge on it once; never choose on it.
 
 Both evaluate at every step on one fixed eval set, as ``evalstop.lab.dense``. Their seeds
