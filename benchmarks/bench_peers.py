@@ -77,6 +77,7 @@ HELIOS_PLACERS = ("consolidate", "random")
 GAVEL_JOB = ("ResNet-50 (batch size 64)", "python3 main.py -j 2 -a resnet50 -b 64 %s/imagenet/",
              "image_classification/imagenet", "--num_minibatches")
 GAVEL_ROUND_S = 360
+GAVEL_RESET_S = 1920  # Gavel's default; the driver leaves it
 AGREE_S = 1.0
 TAIL_BYTES = 4096
 HOW = {
@@ -85,8 +86,10 @@ HOW = {
                           "are free in total but not on one node; evalstop's pool is flat",
     "helios-random": "Helios's 'random' placer takes free GPUs from any nodes: a flat pool, "
                      "as evalstop's",
-    "gavel": f"Gavel places jobs only at round boundaries (every {GAVEL_ROUND_S} s): a job "
-             "that arrives, or whose GPUs free up, within a round waits for the next one",
+    "gavel": f"Gavel places jobs in rounds of {GAVEL_ROUND_S} s and admits a newly arrived "
+             f"job only when it recomputes its allocation, at most every {GAVEL_RESET_S:,} s "
+             "(its Scheduler's default minimum_time_between_allocation_resets), so a job "
+             "waits for the next recomputation and the round after it",
 }
 
 
