@@ -135,7 +135,7 @@ def test_agreement_counts_within_one_second_and_describes_the_rest():
     assert a["n_unstarted_peer"] == 0
     text = bp.describe("gavel", a)
     assert text.startswith("3 of 5 jobs start within 1 s of evalstop's; 1 later (median 360.0")
-    assert "round boundaries" in text
+    assert "rounds of 360 s" in text and "every 1,920 s" in text
     same = bp.agreement([1.0, 2.0], [1.0, 2.0], [1, 2])
     assert bp.describe("helios-random", same).startswith("all 2 jobs start within 1 s")
 
