@@ -468,6 +468,7 @@ def main(argv=None) -> int:
                           **git_info(Path(getattr(args, name))),
                           "versions": peer_versions(args.peer_python, packages)}
 
+    own = git_info(HERE.parent)  # before the runs: the code that ran
     load_before = [round(x, 2) for x in os.getloadavg()]
     print(f"{len(jobs)} jobs of {args.trace} on {args.gpus} GPUs, FIFO; repeat {args.repeat}; "
           f"load average {' '.join(map(str, load_before))}, {os.cpu_count()} CPUs")
@@ -493,7 +494,8 @@ def main(argv=None) -> int:
         "jobs": len(jobs), "trace": args.trace, "gpus": args.gpus, "repeat": args.repeat,
         "scheduler": "fifo", "timeout_s": args.timeout, "agree_within_s": AGREE_S,
         "machine": machine(), "load_before": load_before, "load_after": load_after,
-        "evalstop": {"commit": git_info(HERE.parent)["commit"],
+        "argv": sys.argv[1:] if argv is None else list(argv),
+        "evalstop": {"commit": own["commit"], "dirty": own["dirty"],
                      "cpu_s": [round(r["cpu_s"], 3) for r in base.runs],
                      "median_cpu_s": round(base_cpu, 3),
                      "median_wall_s": round(statistics.median(r["wall_s"] for r in base.runs),
