@@ -193,3 +193,24 @@ def test_bad_arguments_are_one_line_and_exit_2(argv, match, capsys):
     assert bp.main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("bench_peers: error: ") and "\n" not in err and match in err
+
+
+def test_a_run_keeps_only_its_output_tail_and_its_exit_code(tmp_path):
+    import sys
+
+    code = "import sys\nfor i in range(20000): print('line', i)\nprint('boom'); sys.exit(3)"
+    res = bp.run_timed([sys.executable, "-c", code], tmp_path, timeout=60)
+    assert res["rc"] == 3 and not res["timed_out"]
+    assert len(res["tail"]) <= bp.TAIL_BYTES and bp.last_line(res["tail"]) == "boom"
+    assert res["cpu_s"] > 0
+
+
+def test_a_run_past_its_timeout_is_killed_with_its_children(tmp_path):
+    import sys
+
+    # the child starts a grandchild that holds the pipe open: the whole group must go
+    code = ("import subprocess, sys, time\n"
+            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+            "time.sleep(60)")
+    res = bp.run_timed([sys.executable, "-c", code], tmp_path, timeout=1.0)
+    assert res["timed_out"] and res["wall_s"] < 30
