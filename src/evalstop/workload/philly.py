@@ -37,6 +37,15 @@ def parse_philly(text: str, limit: int | None = None, name: str = "Philly trace"
     named ``name`` in errors), sorted stably by submit time (``limit``: only the first
     ``limit``).
 
+    The packaged file, parsed by ``parse_philly``.
+    """
+    return parse_philly(_read_text(), limit, name="packaged Philly trace")
+
+
+def parse_philly(text: str, limit: int | None = None, *,
+                 name: str = "Philly trace") -> JobTable:
+    """The jobs of a CSV in the Philly trace's columns (``PHILLY_COLUMNS``), as ``load_philly``.
+
     arrival_s is seconds since the first submit; duration_s the recorded run time (0 ->
     MIN_DURATION_S); gpus the requested GPUs; tenant the virtual cluster. job_id is
     ``philly-NNNNN``, NNNNN the row's 0-based position in the file, so an id names the same
