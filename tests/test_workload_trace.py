@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from evalstop.errors import InputError
 from evalstop.workload import JobTable, load_philly, read_job_csv, trace_workload
-from evalstop.workload.philly import PHILLY_N_JOBS, parse_philly
+from evalstop.workload.philly import PHILLY_N_JOBS
 
 
 def packaged_philly_text() -> str:
@@ -232,19 +232,6 @@ def test_philly_limit_takes_the_earliest_jobs(philly):
     head = load_philly(limit=100)
     assert head.job_id == philly.job_id[:100]
     np.testing.assert_array_equal(head.arrival_s, philly.arrival_s[:100])
-
-
-def test_a_philly_export_parses_as_the_packaged_trace(philly):
-    """``parse_philly`` reads a file in Philly's columns (the packaged text here) as
-    ``load_philly`` does, and names the file in its errors."""
-    other = parse_philly(packaged_philly_text(), name="mine.csv")
-    assert other.job_id == philly.job_id and other.tenant.tolist() == philly.tenant.tolist()
-    np.testing.assert_array_equal(other.arrival_s, philly.arrival_s)
-    with pytest.raises(ValueError, match=r"^mine\.csv has columns"):
-        parse_philly("a,b\n1,2\n", name="mine.csv")
-    with pytest.raises(ValueError, match="mine.csv has a negative"):
-        parse_philly("timestamp,duration,num_gpus,gpu_time,cluster\n"
-                     "2017-10-09 07:01:55,-1.0,1,66.0,x\n", name="mine.csv")
 
 
 @pytest.mark.parametrize("bad", [0, -5, 2.5, True])

@@ -28,14 +28,7 @@ def _read_text() -> str:
 
 
 def load_philly(limit: int | None = None) -> JobTable:
-    """The packaged trace's jobs (``parse_philly``; ``limit``: only the first ``limit``)."""
-    return parse_philly(_read_text(), limit, "packaged Philly trace")
-
-
-def parse_philly(text: str, limit: int | None = None, name: str = "Philly trace") -> JobTable:
-    """The jobs of a trace in Philly's columns (``PHILLY_COLUMNS``, the text of a CSV file
-    named ``name`` in errors), sorted stably by submit time (``limit``: only the first
-    ``limit``).
+    """Philly's jobs sorted stably by submit time (``limit``: only the first ``limit``).
 
     The packaged file, parsed by ``parse_philly``.
     """
