@@ -268,48 +268,39 @@ def _loop(jobs: _Jobs, n_gpus, scheduler, hooks, restart_overhead_s, record_time
     return tl_t, tl_used
 
 
-def _preempt(jobs: _Jobs, scheduler, to_start, to_preempt, t, free):
-    """The scheduler's preemptions at t; returns the free GPUs and the starts left (a job
-    preempted and restarted at once simply keeps running)."""
-    restarting = {v.index for v in to_start}
-    kept_running = set()
-    seg_p0, seg_start, seg_oh, dur, grid, next_eval, gpu_s, gpus, version = (
-        jobs.seg_p0, jobs.seg_start, jobs.seg_oh, jobs.dur, jobs.grid, jobs.next_eval,
-        jobs.gpu_s, jobs.gpus, jobs.version)
-    for v in to_preempt:
-        i = v.index
-        if not v.running:
-            raise RuntimeError(f"scheduler {scheduler.name} preempted idle job {v.job_id}")
-        if i in restarting:
-            restarting.discard(i)
-            kept_running.add(i)
-            continue
-        p = seg_p0[i] + max(0.0, t - seg_start[i] - seg_oh[i]) / dur[i]
-        v.progress = min(p, grid[next_eval[i]])
-        gpu_s[i] += gpus[i] * (t - seg_start[i])
-        version[i] += 1
-        v.running = False
-        v.n_preemptions += 1
-        free += gpus[i]
-    # Only those jobs drop out of the starts; any other running job in ``to_start`` is a
-    # double start, reported there.
-    if kept_running:
-        to_start = [v for v in to_start if v.index not in kept_running]
-    return free, to_start
-
-
 def _applier(jobs: _Jobs, scheduler, heap, restart_overhead_s):
     """``apply(to_start, to_preempt, t, free, seq)``: the scheduler's answer at t, the
-    preemptions first, then the starts, each with its next eval's event; returns the free
-    GPUs and the event counter."""
+    preemptions first (a job preempted and restarted at once simply keeps running), then
+    the starts, each with its next eval's event; returns the free GPUs and the event
+    counter."""
     finish_s, start_s, gpus, seg_p0, seg_start, seg_oh, version, grid, next_eval, dur = (
         jobs.finish_s, jobs.start_s, jobs.gpus, jobs.seg_p0, jobs.seg_start, jobs.seg_oh,
         jobs.version, jobs.grid, jobs.next_eval, jobs.dur)
-    push, name = heapq.heappush, scheduler.name
+    gpu_s, push, name = jobs.gpu_s, heapq.heappush, scheduler.name
 
     def apply(to_start, to_preempt, t, free, seq):
         if to_preempt:
-            free, to_start = _preempt(jobs, scheduler, to_start, to_preempt, t, free)
+            restarting = {v.index for v in to_start}
+            kept_running = set()
+            for v in to_preempt:
+                i = v.index
+                if not v.running:
+                    raise RuntimeError(f"scheduler {name} preempted idle job {v.job_id}")
+                if i in restarting:
+                    restarting.discard(i)
+                    kept_running.add(i)
+                    continue
+                p = seg_p0[i] + max(0.0, t - seg_start[i] - seg_oh[i]) / dur[i]
+                v.progress = min(p, grid[next_eval[i]])
+                gpu_s[i] += gpus[i] * (t - seg_start[i])
+                version[i] += 1
+                v.running = False
+                v.n_preemptions += 1
+                free += gpus[i]
+            # Only those jobs drop out of the starts; any other running job in ``to_start``
+            # is a double start, reported below.
+            if kept_running:
+                to_start = [v for v in to_start if v.index not in kept_running]
         for v in to_start:
             i = v.index
             if v.running or finish_s[i] == finish_s[i]:
