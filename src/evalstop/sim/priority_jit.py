@@ -25,8 +25,20 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from evalstop.sim.srtf_jit import (F1, F2, I1, I2, _borrow, _grow, _helper, _theapify,
-                                   _tpop, _tpush, f8, i8)
+from evalstop.sim.srtf_jit import (
+    F1,
+    F2,
+    I1,
+    I2,
+    _borrow,
+    _grow,
+    _helper,
+    _theapify,
+    _tpop,
+    _tpush,
+    f8,
+    i8,
+)
 
 INF = np.inf
 NAN = np.nan
