@@ -36,6 +36,7 @@ from evalstop.sim.srtf_jit import (
     _theapify,
     _tpop,
     _tpush,
+    _tsiftup,
     f8,
     i8,
 )
@@ -113,8 +114,8 @@ def _started(i, key, cid, C, S, JF, JI, JS, thr, KT, WF, WA, WB, starts):
         JF[i, RKEY] = key
 
 
-@_helper(i8, i8, I1, I1, F2, I2, F2, F1, F2, F1, I1, I1, I1)
-def _preempt(i, cid, C, S, JF, JI, JS, thr, KT, QF, QA, QB, preempts):
+@_helper(i8, i8, I1, I1, F2, I2, F2, I1, F1, F2, F1, I1, I1, I1, I1)
+def _preempt(i, cid, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT, preempts):
     JI[i, MOVED] = cid
     if JI[i, RVER] >= 0:
         S[S_NRUN] -= 1
@@ -124,12 +125,20 @@ def _preempt(i, cid, C, S, JF, JI, JS, thr, KT, QF, QA, QB, preempts):
     key = _key(i, C, JF, JI, JS, thr, KT)  # as it waits: progress as of its last checkpoint
     S[S_SEQ] += 1
     S[S_Q] = _tpush(QF, QA, QB, S[S_Q], key, S[S_SEQ], i)
+    WCNT[G[i]] += 1
 
 
-@_helper(i8, i8, I1, I1, F2, I2, F2, I1, F1, F2, F1, I1, I1, F1, I1, I1, F1, I1, I1, I1)
-def _fill(free, cid, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WF, WA, WB, SKF, SKA, SKB,
+@_helper(i8, i8, I1, I1, F2, I2, F2, I1, F1, F2, F1, I1, I1, I1, F1, I1, I1, F1, I1, I1, I1)
+def _fill(free, cid, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT, WF, WA, WB, SKF, SKA, SKB,
           starts):
     if free <= 0 or S[S_Q] == 0:
+        return free
+    g = 1
+    while g <= free and WCNT[g] == 0:
+        g += 1
+    if g > free:
+        # No waiting job fits: the Python loop pops up to ``depth`` of them and pushes
+        # them back, which leaves the queue's entries, and so its order, as they were.
         return free
     n_skip = 0
     looked = 0
@@ -138,6 +147,7 @@ def _fill(free, cid, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WF, WA, WB, SKF, 
         looked += 1
         if G[i] <= free:
             free -= G[i]
+            WCNT[G[i]] -= 1
             _started(i, key, cid, C, S, JF, JI, JS, thr, KT, WF, WA, WB, starts)
         else:
             SKF[n_skip], SKA[n_skip], SKB[n_skip] = key, s, i
@@ -174,18 +184,18 @@ def _enough_above(limit, short, cid, S, JI, G, WF, WA, WB, stack):
     return False
 
 
-@_helper(i8, i8, f8, I1, I1, F2, I2, F2, I1, F1, F2, F1, I1, I1, F1, I1, I1, F1, I1, I1,
+@_helper(i8, i8, f8, I1, I1, F2, I2, F2, I1, F1, F2, F1, I1, I1, I1, F1, I1, I1, F1, I1, I1,
          F1, I1, I1, I1, I1, I1, I1)
-def _preempt_for_head(free, cid, margin, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WF, WA,
-                      WB, SKF, SKA, SKB, PF, PA, PB, PV, stack, starts, preempts):
+def _preempt_for_head(free, cid, margin, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT, WF,
+                      WA, WB, SKF, SKA, SKB, PF, PA, PB, PV, stack, starts, preempts):
     rounds = 0
     while S[S_Q] and rounds < C[C_DEPTH]:
         rounds += 1
         head_key, h = QF[0], QB[0]
         need = G[h]
         if need <= free:
-            free = _fill(free, cid, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WF, WA, WB,
-                         SKF, SKA, SKB, starts)
+            free = _fill(free, cid, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT, WF, WA,
+                         WB, SKF, SKA, SKB, starts)
             continue
         if need - free > 1 and not _enough_above(head_key + margin, need - free, cid, S, JI,
                                                  G, WF, WA, WB, stack):
@@ -211,28 +221,30 @@ def _preempt_for_head(free, cid, margin, C, S, JF, JI, JS, G, thr, KT, QF, QA, Q
         if not enough:
             break
         _, _, _, S[S_Q] = _tpop(QF, QA, QB, S[S_Q])  # the head, before the victims queue
+        WCNT[need] -= 1
         for r in range(n_pop):
             if PV[r]:
-                _preempt(PB[r], cid, C, S, JF, JI, JS, thr, KT, QF, QA, QB, preempts)
+                _preempt(PB[r], cid, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT,
+                         preempts)
         free += gain - need
         _started(h, head_key, cid, C, S, JF, JI, JS, thr, KT, WF, WA, WB, starts)
     return free
 
 
-@_helper(i8, i8, f8, I1, I1, F2, I2, F2, I1, F1, F2, F1, I1, I1, F1, I1, I1, F1, I1, I1,
+@_helper(i8, i8, f8, I1, I1, F2, I2, F2, I1, F1, F2, F1, I1, I1, I1, F1, I1, I1, F1, I1, I1,
          I1, I1, I1)
-def _yield_at_checkpoints(free, cid, margin, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WF,
-                          WA, WB, SKF, SKA, SKB, CK, starts, preempts):
+def _yield_at_checkpoints(free, cid, margin, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT,
+                          WF, WA, WB, SKF, SKA, SKB, CK, starts, preempts):
     for r in range(S[S_NCK]):
         i = CK[r]
         if S[S_Q] == 0 or JI[i, RVER] < 0 or JI[i, RUN] == 0 or JI[i, MOVED] == cid:
             continue
         head_key, h = QF[0], QB[0]
         if JF[i, RKEY] > head_key + margin and G[h] <= free + G[i]:
-            _preempt(i, cid, C, S, JF, JI, JS, thr, KT, QF, QA, QB, preempts)
+            _preempt(i, cid, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT, preempts)
             free += G[i]
-            free = _fill(free, cid, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WF, WA, WB,
-                         SKF, SKA, SKB, starts)
+            free = _fill(free, cid, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT, WF, WA,
+                         WB, SKF, SKA, SKB, starts)
     S[S_NCK] = 0
     return free
 
@@ -265,6 +277,8 @@ def run_kernel(arrival, dur, gpus, est, end_eval, grid, thr, table, kind, poa, p
     QF_o, QA_o, QB_o = np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
     SKF_o, SKA_o, SKB_o = np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
     QF, QA, QB = _borrow(QF_o), _borrow(QA_o), _borrow(QB_o)
+    WCNT_o = np.zeros(n_gpus + 1, np.int64)  # waiting jobs by GPUs asked
+    WCNT = _borrow(WCNT_o)
     SKF, SKA, SKB = _borrow(SKF_o), _borrow(SKA_o), _borrow(SKB_o)
     cap_w = 128 + 8 * n_gpus
     WF_o, WA_o, WB_o = np.empty(cap_w), np.empty(cap_w, np.int64), np.empty(cap_w, np.int64)
@@ -296,8 +310,12 @@ def run_kernel(arrival, dur, gpus, est, end_eval, grid, thr, table, kind, poa, p
         changed = False
         # 1. Eval checkpoints at t, with the completions and stops they bring.
         while S[S_EV] and EF[0] == t:
-            _, sq, i, S[S_EV] = _tpop(EF, EA, EB, S[S_EV])
+            # The top is popped, or replaced by the job's next eval (heapreplace): the
+            # heap holds the same entries as after a pop and a push, so it pops in the
+            # same order.
+            sq, i = EA[0], EB[0]
             if JI[i, EVSEQ] != sq:
+                _, _, _, S[S_EV] = _tpop(EF, EA, EB, S[S_EV])
                 continue
             j = JI[i, NEXT]
             JF[i, PROG] = grid[j]
@@ -313,6 +331,7 @@ def run_kernel(arrival, dur, gpus, est, end_eval, grid, thr, table, kind, poa, p
                 CK[S[S_NCK]] = i
                 S[S_NCK] += 1
             if j == end_eval[i]:  # its planned stop, or its last eval
+                _, _, _, S[S_EV] = _tpop(EF, EA, EB, S[S_EV])
                 JF[i, FINISH] = t
                 JF[i, GPU_S] += G[i] * (t - JF[i, SEG_S])
                 free += G[i]
@@ -326,7 +345,8 @@ def run_kernel(arrival, dur, gpus, est, end_eval, grid, thr, table, kind, poa, p
                 JI[i, NEXT] = j + 1
                 seq += 1
                 te = JF[i, SEG_S] + JF[i, SEG_OH] + (grid[j + 1] - JF[i, SEG_P0]) * JS[i, DUR]
-                S[S_EV] = _tpush(EF, EA, EB, S[S_EV], te, seq, i)
+                EF[0], EA[0], EB[0] = te, seq, i
+                _tsiftup(EF, EA, EB, S[S_EV], 0)
                 JI[i, EVSEQ] = seq
                 if resched:
                     changed = True
@@ -335,6 +355,7 @@ def run_kernel(arrival, dur, gpus, est, end_eval, grid, thr, table, kind, poa, p
             S[S_SEQ] += 1
             S[S_Q] = _tpush(QF, QA, QB, S[S_Q], _key(ai, C, JF, JI, JS, thr, KT), S[S_SEQ],
                             ai)
+            WCNT[G[ai]] += 1
             ai += 1
             changed = True
         if not changed:
@@ -346,16 +367,16 @@ def run_kernel(arrival, dur, gpus, est, end_eval, grid, thr, table, kind, poa, p
             EF, EA, EB = _borrow(EF_o), _borrow(EA_o), _borrow(EB_o)
         cid += 1
         S[S_NST] = S[S_NPR] = 0
-        f = _fill(free, cid, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WF, WA, WB, SKF, SKA,
-                  SKB, starts)
+        f = _fill(free, cid, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT, WF, WA, WB, SKF,
+                  SKA, SKB, starts)
         if S[S_Q] and pac and S[S_NCK]:
             f = _yield_at_checkpoints(f, cid, margin, C, S, JF, JI, JS, G, thr, KT, QF, QA,
-                                      QB, WF, WA, WB, SKF, SKA, SKB, CK, starts, preempts)
+                                      QB, WCNT, WF, WA, WB, SKF, SKA, SKB, CK, starts, preempts)
         elif S[S_NCK]:
             S[S_NCK] = 0
         if S[S_Q] and poa:
             f = _preempt_for_head(f, cid, margin, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB,
-                                  WF, WA, WB, SKF, SKA, SKB, PF, PA, PB, PV, stack, starts,
+                                  WCNT, WF, WA, WB, SKF, SKA, SKB, PF, PA, PB, PV, stack, starts,
                                   preempts)
         for r in range(S[S_NST]):
             JI[starts[r], STARTING] = cid
@@ -403,7 +424,7 @@ def run_kernel(arrival, dur, gpus, est, end_eval, grid, thr, table, kind, poa, p
         if free == n_gpus and ai >= n and S[S_Q]:
             left = S[S_Q]
             break
-    owners = (JS_o, JF_o, JI_o, G_o, C_o, S_o, QF_o, QA_o, QB_o, SKF_o, SKA_o, SKB_o, WF_o,
+    owners = (WCNT_o, JS_o, JF_o, JI_o, G_o, C_o, S_o, QF_o, QA_o, QB_o, SKF_o, SKA_o, SKB_o, WF_o,
               WA_o, WB_o, PF_o, PI_o, lists_o, CK_o, EF_o, EA_o, EB_o)
     return (JF_o[:, START].copy(), JF_o[:, FINISH].copy(), JF_o[:, GPU_S].copy(),
             JI_o[:, NPRE].copy(), tl_t[:tl_n].copy(), tl_used[:tl_n].copy(), left, owners)
