@@ -14,7 +14,7 @@ configurations on the first 200 jobs, ``1`` against ``0`` (numba's import plus l
 the twins, which is what the switch in ``evalstop.jit`` must repay).
 
     python benchmarks/bench_jit_switch.py [--repeat 5] [--modes auto,0] [--probe]
-        [--copies 1] [--json OUT.json] [--configs fifo:default,fifo:evalstop:k=2,srtf-est:default,...]
+        [--copies 1] [--limit N] [--json OUT.json] [--configs fifo:default,fifo:evalstop:k=2,srtf-est:default,...]
 
 Needs a warm cache (run once with ``EVALSTOP_JIT=1`` first): a cold cache compiles the
 twins in the first ``1`` or ``auto`` process, 12-20 CPU-s each, and that run is then
@@ -34,7 +34,9 @@ import subprocess
 import sys
 import tempfile
 
-CONFIGS = ("fifo:default", "fifo:evalstop:k=2", "srtf-est:default", "srtf-est:evalstop:k=2")
+CONFIGS = ("fifo:default", "fifo:evalstop:k=2", "srtf-est:default", "srtf-est:evalstop:k=2",
+           "tiresias:default", "tiresias:evalstop:k=2", "loss-aware:default",
+           "loss-aware:evalstop:k=2")
 
 
 def cpu_of(cmd: list[str], env: dict) -> float:
@@ -128,6 +130,8 @@ def main() -> None:
     ap.add_argument("--configs", default=",".join(CONFIGS),
                     help="SCHEDULER[:DETECTOR], comma-separated (DETECTOR may hold '=')")
     ap.add_argument("--copies", type=int, default=1)
+    ap.add_argument("--limit", type=int, default=None,
+                    help="only the trace's first N jobs (where a twin starts to pay)")
     ap.add_argument("--gpus", type=int, default=512)
     ap.add_argument("--probe", action="store_true")
     ap.add_argument("--json", metavar="PATH", help="also write the medians and ratios here")
@@ -144,7 +148,7 @@ def main() -> None:
     print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}, "
           f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
     result = {"load_before": [round(x, 2) for x in os.getloadavg()], "repeat": args.repeat,
-              "copies": args.copies, "python": sys.version.split()[0]}
+              "copies": args.copies, "limit": args.limit, "python": sys.version.split()[0]}
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out.csv")
         if args.probe:
@@ -158,11 +162,12 @@ def main() -> None:
                 d = statistics.median(t[c, "1"]) - statistics.median(t[c, "0"])
                 print(f"  {c}: load cost {d:.2f} CPU-s")
         jobs = "builtin:philly"
-        if args.copies != 1:
+        if args.copies != 1 or args.limit is not None:
             jobs = os.path.join(tmp, "trace.csv")
-            write_trace(jobs, args.copies, None)
+            write_trace(jobs, args.copies, args.limit)
         t = measure(jobs, args.gpus * args.copies, configs, modes, args.repeat, out)
-        report(f"Philly x{args.copies} on {args.gpus * args.copies} GPUs, whole process, "
+        first = "" if args.limit is None else f" (first {args.limit:,} jobs)"
+        report(f"Philly{first} x{args.copies} on {args.gpus * args.copies} GPUs, whole process, "
                f"CPU-s, median of {args.repeat}", t, configs, modes)
         result["runs"] = summary(t, configs, modes)
     result["load_after"] = [round(x, 2) for x in os.getloadavg()]
