@@ -16,7 +16,7 @@ FIFO+k=2 <= 2.5x the bare loop, FIFO+default <= 1.5x FIFO+k=2, SRTF-Est+k=2 <= 5
 Tiresias and LossAware <= 2.5x with the twin and <= 5x without, time per job at 8x within
 1.2x of 1x.
 
-    python benchmarks/bench_sim.py [--sizes 1,2,4,8] [--repeat 3] [--gpus 512] [--check]
+    python benchmarks/bench_sim.py [--sizes 1,2,4,8] [--repeat 3] [--gpus 512] [--check] [--json OUT]
                                    [--default SPEC]
 
 Times are the CPU time of the whole ``simulate`` call (stop planning, loop, result
@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import gc
 import heapq
+import json
 import os
 import platform
 import resource
@@ -158,6 +159,8 @@ def main():
     ap.add_argument("--check", action="store_true",
                     help="also run the event path at the first size and compare")
     ap.add_argument("--wall", action="store_true", help="wall time instead of CPU time")
+    ap.add_argument("--json", metavar="PATH",
+                    help="also write each size's times and ratios here (rows: size, config)")
     ap.add_argument("--default", default="default", metavar="SPEC",
                     help="the rule timed as FIFO+default (default: the `default` alias)")
     args = ap.parse_args()
@@ -172,6 +175,7 @@ def main():
           f"twins {twins_state()}; FIFO+default is {make_detector(args.default).spec}")
     base_table = load_philly()
     per_job = {}
+    rows = []
     for k in sizes:
         table = repeated(base_table, k)
         n_gpus = args.gpus * k
@@ -227,6 +231,11 @@ def main():
                 print(f"{'':<33} identical to the event path ({slow.wall_s:.2f} s there)")
         per_job[k] = {c: times[c] / n for c in times}
         per_job[k]["bare"] = t_bare / n
+        load = round(os.getloadavg()[0], 2)
+        rows.append({"size": k, "config": "bare", "cpu_s": round(t_bare, 4), "x_bare": 1.0,
+                     "load": load})
+        rows += [{"size": k, "config": label(*c), "cpu_s": round(times[c], 4),
+                  "x_bare": round(times[c] / t_bare, 3), "load": load} for c in CONFIGS]
         print(f"peak RSS {peak_rss_bytes() / 2**20:,.0f} MiB = "
               f"{peak_rss_bytes() / n / 1024:.2f} KiB per job (workload tables "
               f"{(w.eval_obs.nbytes * 4) / n / 1024:.2f} KiB per job)")
@@ -239,6 +248,13 @@ def main():
         name = "bare loop" if c == "bare" else label(*c)
         print(f"{name:<33} " + "  ".join(f"{per_job[k][c] / per_job[k0][c]:6.2f}"
                                            for k in sizes))
+        for r in rows:
+            if r["config"] == name.replace("bare loop", "bare"):
+                r["per_job_vs_first"] = round(per_job[r["size"]][c] / per_job[k0][c], 3)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"repeat": args.repeat, "clock": "wall" if args.wall else "cpu",
+                       "twins": twins_state(), "rows": rows}, fh, indent=1)
 
 
 if __name__ == "__main__":
