@@ -104,9 +104,14 @@ class Cluster:
                                                cwd=temp_dir, start_new_session=True))
 
     def alive_nodes(self, timeout_s: float = 60.0) -> int:
-        """Alive nodes, as a fresh driver connected to the head sees them."""
+        """Alive nodes whose CPUs the cluster's scheduler also sees as free, as a fresh
+        driver connected to the head sees them. A node is alive in the node table before
+        its resources reach the scheduler; on a loaded machine that took long enough for
+        a short run to place every task on the head."""
         code = ("import ray; ray.init(address=%r, log_to_driver=False); "
-                "print(sum(1 for n in ray.nodes() if n['Alive']))" % self.address)
+                "alive = sum(1 for n in ray.nodes() if n['Alive']); "
+                "cpus = int(ray.available_resources().get('CPU', 0)); "
+                "print(min(alive, cpus))" % self.address)
         try:
             out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                  timeout=timeout_s, check=False, env=driver_env())

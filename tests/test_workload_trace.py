@@ -240,6 +240,29 @@ def test_philly_limit_must_be_a_positive_integer(bad):
         load_philly(limit=bad)
 
 
+def test_parse_philly_reads_the_packaged_text_the_same(philly):
+    from evalstop.workload.philly import parse_philly
+
+    got = parse_philly(packaged_philly_text(), 200, name="x.csv")
+    assert got.job_id == philly.job_id[:200]
+    np.testing.assert_array_equal(got.arrival_s, philly.arrival_s[:200])
+    np.testing.assert_array_equal(got.duration_s, philly.duration_s[:200])
+
+
+@pytest.mark.parametrize("text, match", [
+    ("timestamp,duration\n2017-10-09 07:01:55,66\n", "x.csv has columns"),
+    ("timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66,1\n",
+     "x.csv: 3 fields in 1 rows"),
+    ("timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,-6,1,6,a\n",
+     "x.csv has a negative"),
+])
+def test_parse_philly_names_the_file_it_refuses(text, match):
+    from evalstop.workload.philly import parse_philly
+
+    with pytest.raises(ValueError, match=match):
+        parse_philly(text, name="x.csv")
+
+
 def test_philly_workload_keeps_trace_fields(philly):
     w = trace_workload(philly, np.random.default_rng(0))
     w.validate()

@@ -30,6 +30,15 @@ def _read_text() -> str:
 def load_philly(limit: int | None = None) -> JobTable:
     """Philly's jobs sorted stably by submit time (``limit``: only the first ``limit``).
 
+    The packaged file, parsed by ``parse_philly``.
+    """
+    return parse_philly(_read_text(), limit, name="packaged Philly trace")
+
+
+def parse_philly(text: str, limit: int | None = None, *,
+                 name: str = "Philly trace") -> JobTable:
+    """The jobs of a CSV in the Philly trace's columns (``PHILLY_COLUMNS``), as ``load_philly``.
+
     arrival_s is seconds since the first submit; duration_s the recorded run time (0 ->
     MIN_DURATION_S); gpus the requested GPUs; tenant the virtual cluster. job_id is
     ``philly-NNNNN``, NNNNN the row's 0-based position in the file, so an id names the same
@@ -37,16 +46,16 @@ def load_philly(limit: int | None = None) -> JobTable:
     """
     if limit is not None:
         limit = count("limit", limit)
-    head, _, body = _read_text().partition("\n")
+    head, _, body = text.partition("\n")
     header = tuple(head.strip().split(","))
     if header != PHILLY_COLUMNS:
-        raise ValueError(f"packaged Philly trace has columns {header}, expected {PHILLY_COLUMNS}")
+        raise ValueError(f"{name} has columns {header}, expected {PHILLY_COLUMNS}")
     body = body.strip("\n")
     # One split over the whole body, then every 5th field is one column: no per-row work.
     flat = body.replace("\n", ",").split(",")
     n_rows = body.count("\n") + 1
     if len(flat) != len(PHILLY_COLUMNS) * n_rows:
-        raise ValueError(f"packaged Philly trace: {len(flat)} fields in {n_rows} rows")
+        raise ValueError(f"{name}: {len(flat)} fields in {n_rows} rows")
     k = len(PHILLY_COLUMNS)
     timestamp, duration, gpus, cluster = flat[0::k], flat[1::k], flat[2::k], flat[4::k]
 
@@ -54,8 +63,7 @@ def load_philly(limit: int | None = None) -> JobTable:
     dur = np.array(duration, dtype=np.float64)
     n_gpus = np.array(gpus, dtype=np.int64)
     if not (np.all(np.isfinite(dur)) and np.all(dur >= 0) and np.all(n_gpus >= 1)):
-        raise ValueError("packaged Philly trace has a negative/non-finite duration or "
-                         "a GPU demand below 1")
+        raise ValueError(f"{name} has a negative/non-finite duration or a GPU demand below 1")
 
     order = np.argsort(submit, kind="stable")
     if limit is not None:
