@@ -128,6 +128,27 @@ def _preempt(i, cid, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT, preempts):
     WCNT[G[i]] += 1
 
 
+@_helper(i8, I1, I1, I1, F1, I1, I1, F1, I1, I1)
+def _one_fits(free, C, S, G, QF, QA, QB, AF, AA, AB):
+    """Whether one of the first ``depth`` waiting jobs in key order asks for at most
+    ``free`` GPUs: the queue read in place, in key order, through a small heap of the
+    frontier's (key, seq, position in the queue)."""
+    n = S[S_Q]
+    m = _tpush(AF, AA, AB, 0, QF[0], QA[0], 0)
+    looked = 0
+    while m and looked < C[C_DEPTH]:
+        _, _, k, m = _tpop(AF, AA, AB, m)
+        looked += 1
+        if G[QB[k]] <= free:
+            return True
+        c = 2 * k + 1
+        if c < n:
+            m = _tpush(AF, AA, AB, m, QF[c], QA[c], c)
+            if c + 1 < n:
+                m = _tpush(AF, AA, AB, m, QF[c + 1], QA[c + 1], c + 1)
+    return False
+
+
 @_helper(i8, i8, I1, I1, F2, I2, F2, I1, F1, F2, F1, I1, I1, I1, F1, I1, I1, F1, I1, I1, I1)
 def _fill(free, cid, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT, WF, WA, WB, SKF, SKA, SKB,
           starts):
@@ -136,9 +157,9 @@ def _fill(free, cid, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT, WF, WA, WB,
     g = 1
     while g <= free and WCNT[g] == 0:
         g += 1
-    if g > free:
-        # No waiting job fits: the Python loop pops up to ``depth`` of them and pushes
-        # them back, which leaves the queue's entries, and so its order, as they were.
+    if g > free or not _one_fits(free, C, S, G, QF, QA, QB, SKF, SKA, SKB):
+        # No waiting job that the loop below would look at fits: it would pop them and
+        # push them back, which leaves the queue's entries, and so its order, as they were.
         return free
     n_skip = 0
     looked = 0
