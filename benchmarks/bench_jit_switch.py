@@ -14,7 +14,12 @@ configurations on the first 200 jobs, ``1`` against ``0`` (numba's import plus l
 the twins, which is what the switch in ``evalstop.jit`` must repay).
 
     python benchmarks/bench_jit_switch.py [--repeat 5] [--modes auto,0] [--probe]
-        [--copies 1] [--limit N] [--json OUT.json] [--configs fifo:default,fifo:evalstop:k=2,srtf-est:default,...]
+        [--copies 1] [--limit N] [--eval-interval F] [--json OUT.json]
+        [--configs fifo:default,fifo:evalstop:k=2,srtf-est:default,...]
+
+``--limit N`` takes the first N jobs of the trace; ``--eval-interval 0.01`` (100 evals a
+job) reaches the default rule's second phase (past its first merge of blocks, after 32
+evals), which only ``block_cusum_jit`` or the detector objects run.
 
 Needs a warm cache (run once with ``EVALSTOP_JIT=1`` first): a cold cache compiles the
 twins in the first ``1`` or ``auto`` process, 12-20 CPU-s each, and that run is then
@@ -73,14 +78,14 @@ def write_trace(path: str, copies: int, limit: int | None) -> None:
                             repr(float(t.duration_s[i])), int(t.gpus[i])))
 
 
-def command(jobs: str, gpus: int, config: str, out: str) -> list[str]:
+def command(jobs: str, gpus: int, config: str, out: str, eval_interval: float) -> list[str]:
     sched, _, det = config.partition(":")
     cmd = [sys.executable, "-m", "evalstop", "simulate", "--jobs", jobs, "--gpus", str(gpus),
-           "--scheduler", sched, "--out", out]
+           "--scheduler", sched, "--out", out, "--eval-interval", repr(eval_interval)]
     return cmd + (["--detector", det] if det else [])
 
 
-def measure(jobs, gpus, configs, modes, repeat, out) -> dict:
+def measure(jobs, gpus, configs, modes, repeat, out, eval_interval=0.05) -> dict:
     """CPU-s per (configuration, mode), and a check that every mode wrote the same rows."""
     times: dict = {(c, m): [] for c in configs for m in modes}
     for r in range(repeat):
@@ -88,7 +93,8 @@ def measure(jobs, gpus, configs, modes, repeat, out) -> dict:
             digests = set()
             # rotate the order of the modes each repeat so none always runs first
             for m in modes[r % len(modes):] + modes[: r % len(modes)]:
-                times[c, m].append(cpu_of(command(jobs, gpus, c, out), env_for(m)))
+                cmd = command(jobs, gpus, c, out, eval_interval)
+                times[c, m].append(cpu_of(cmd, env_for(m)))
                 with open(out, "rb") as fh:
                     digests.add(hashlib.sha256(fh.read()).hexdigest())
             if len(digests) != 1:
@@ -130,9 +136,10 @@ def main() -> None:
     ap.add_argument("--configs", default=",".join(CONFIGS),
                     help="SCHEDULER[:DETECTOR], comma-separated (DETECTOR may hold '=')")
     ap.add_argument("--copies", type=int, default=1)
-    ap.add_argument("--limit", type=int, default=None,
-                    help="only the trace's first N jobs (where a twin starts to pay)")
     ap.add_argument("--gpus", type=int, default=512)
+    ap.add_argument("--limit", type=int, default=None, help="only the first N jobs")
+    ap.add_argument("--eval-interval", type=float, default=0.05,
+                    help="simulate's --eval-interval (default 0.05: 20 evals a job)")
     ap.add_argument("--probe", action="store_true")
     ap.add_argument("--json", metavar="PATH", help="also write the medians and ratios here")
     args = ap.parse_args()
@@ -148,13 +155,15 @@ def main() -> None:
     print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}, "
           f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
     result = {"load_before": [round(x, 2) for x in os.getloadavg()], "repeat": args.repeat,
-              "copies": args.copies, "limit": args.limit, "python": sys.version.split()[0]}
+              "copies": args.copies, "limit": args.limit, "eval_interval": args.eval_interval,
+              "python": sys.version.split()[0]}
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out.csv")
         if args.probe:
             small = os.path.join(tmp, "small.csv")
             write_trace(small, 1, 200)
-            t = measure(small, args.gpus, configs, ["1", "0"], args.repeat, out)
+            t = measure(small, args.gpus, configs, ["1", "0"], args.repeat, out,
+                        args.eval_interval)
             report("probe: first 200 jobs (what loading the twins costs)", t, configs,
                    ["1", "0"])
             result["probe"] = summary(t, configs, ["1", "0"])
@@ -165,10 +174,12 @@ def main() -> None:
         if args.copies != 1 or args.limit is not None:
             jobs = os.path.join(tmp, "trace.csv")
             write_trace(jobs, args.copies, args.limit)
-        t = measure(jobs, args.gpus * args.copies, configs, modes, args.repeat, out)
-        first = "" if args.limit is None else f" (first {args.limit:,} jobs)"
-        report(f"Philly{first} x{args.copies} on {args.gpus * args.copies} GPUs, whole process, "
-               f"CPU-s, median of {args.repeat}", t, configs, modes)
+        t = measure(jobs, args.gpus * args.copies, configs, modes, args.repeat, out,
+                    args.eval_interval)
+        what = "Philly" if args.limit is None else f"Philly's first {args.limit} jobs"
+        report(f"{what} x{args.copies} on {args.gpus * args.copies} GPUs, "
+               f"eval interval {args.eval_interval}, whole process, CPU-s, median of "
+               f"{args.repeat}", t, configs, modes)
         result["runs"] = summary(t, configs, modes)
     result["load_after"] = [round(x, 2) for x in os.getloadavg()]
     print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")

@@ -21,8 +21,18 @@ anything). Writes ``judge.json``, ``judge.md`` and plots (``freq.png``, ``loss.p
   error as the stated sigma), with the tenant-view loss beside the true-quality harm;
 * ``lab dense (...)``: the dense-eval lab corpora (151-501 evals a run on a fixed eval
   set, ``evalstop.lab.dense``), where this checkout ships them; neither was used to choose
-  the options. Runs of different lengths are NaN-padded (a NaN eval is ignored by every
-  rule).
+  the default's options, but the trigram one (``lab2_dense_*``) was judged with the
+  default, and the re-choice of its gain requirement (``tune_dense_gain.py``) was made
+  knowing that: it is labelled "seen before the re-choice" and is not held out for it.
+  Runs of different lengths are NaN-padded (a NaN eval is ignored by every rule);
+* ``lab dense small-gain (...)``: the small-gain dense corpora (``evalstop.lab.dense_small``):
+  the tuning one (``lab2s_tune_*``, chosen on) and the held-out one (``lab2s_held_*``, 201
+  evals a run; seeds, run length and two of its three pair counts its own), never read
+  before a choice.
+
+``--candidate SPEC`` judges a spec chosen on tuning material beside the default (rows
+``candidate``, its targets in ``candidate_targets``); ``--name`` names the output files
+(plots only for the default name, ``judge``).
 
 Rules: the default (noise stated, fleet prior, own estimate), the default before it
 (``CUSUM_DEFAULT_SPEC``, the same three), the paper's ``evalstop:k=2`` and, for the record,
@@ -40,6 +50,7 @@ choice is the same under either count. Both medians are in ``judge.json``
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import shutil
 import sys
@@ -58,6 +69,7 @@ from evalstop.detbench.realshape_score import score as score_cells
 from evalstop.detbench.scoring import Tally, run_detector, tally
 from evalstop.detectors import CUSUM_DEFAULT_SPEC, DEFAULT_SPEC
 from evalstop.metrics.tenant_harm import tenant_harm
+from evalstop.parallel import parallel_map
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from judge_default import lab_cell
@@ -73,6 +85,7 @@ def with_option(spec: str, key: str, value) -> str:
 # eval at the peak, see below), to show the lead the trade-off on 20-32-eval runs; it was
 # not chosen on anything and is not the default.
 HN32 = "default with hn=32 (shown, not chosen)"
+CANDIDATE = "candidate"  # --candidate SPEC: a re-choice judged beside the default
 RULES = ([("default", DEFAULT_SPEC, m) for m in ("stated", "fleet", "own")]
          + [("previous default", CUSUM_DEFAULT_SPEC, m) for m in ("stated", "fleet", "own")]
          + [("evalstop:k=2 (paper)", "evalstop:k=2", "own"),
@@ -86,12 +99,42 @@ TARGETS = {
     "short: flat runs stopped (stated)": ("<=", 0.02),
     "20-eval families: harmful stops": ("<=", 0.01),
 }
+# Held-out parts that have been looked at before a choice, so they are no longer blind.
+SEEN = [
+    "families and lab (held-out world 2): one smoke test of a provisional default before the "
+    "default's choice (tune_long_default.py says what it showed)",
+    "lab dense (trigram): judged with the default before the gain requirement was re-chosen "
+    "(tune_dense_gain.py); reported, not counted as held out",
+]
 
 
-def long_part(cells, rules) -> tuple[list[dict], dict]:
+def rules_with(candidate: str | None, label: str = CANDIDATE) -> list[tuple[str, str, str]]:
+    """RULES, and the candidate's three rows (stated, fleet, own) when one is given."""
+    if candidate is None:
+        return RULES
+    return RULES + [(label, candidate, m) for m in ("stated", "fleet", "own")]
+
+
+@functools.lru_cache(maxsize=1)
+def held_out_long(seed: int, runs: int) -> list:
+    cells = long_cells(seed, runs, held_out=True, freqs=(1, 2, 4))
+    assert all(c.part == "long-held-out" for c in cells)
+    return cells
+
+
+def _long_outcomes(job: tuple) -> list[dict]:
+    (seed, runs), spec, mode = job
+    return [cell_outcome(spec, c, mode) for c in held_out_long(seed, runs)]
+
+
+def long_part(key: tuple[int, int], rules, jobs: int = 1) -> tuple[list[dict], dict]:
+    """The long part's rows and per-cell outcomes; ``key`` = (seed, runs) builds the cells
+    (in each worker: they are deterministic), one rule a job."""
+    cells = held_out_long(*key)
+    all_outs = parallel_map(_long_outcomes, [(key, spec, mode) for _, spec, mode in rules],
+                            workers=jobs, progress=False)
     rows, outcomes = [], {}
-    for label, spec, mode in rules:
-        outs = [cell_outcome(spec, c, mode) for c in cells]
+    for (label, spec, mode), outs in zip(rules, all_outs):
         outcomes[(label, mode)] = outs
         row = {"rule": label, "spec": spec, "noise": mode, **pool(cells, outs)}
         row["by_freq"] = {str(f): pool([c for c in cells if c.freq == f],
@@ -141,12 +184,29 @@ def cell_rows(cells, rules, tenant: bool = False) -> list[dict]:
     return rows
 
 
+def dense_cell(name: str, curves, labels, meta) -> Cell:
+    """One dense-eval corpus as one cell, built as ``lab_cell`` builds the shipped ones:
+    the smoothed gold as the true curve, the corpus' median gold standard error as the
+    stated sigma; runs of different lengths NaN-padded."""
+    from evalstop.lab.labels import smooth
+
+    ids = sorted(curves)
+    width = max(len(curves[i].eval) for i in ids)
+    ev = np.full((len(ids), width), np.nan)
+    true = np.full_like(ev, np.nan)
+    for r, i in enumerate(ids):
+        ev[r, : len(curves[i].eval)] = curves[i].eval
+        true[r, : len(curves[i].eval)] = smooth(curves[i].eval)
+    se = float(np.median([e["gold_se"] for i in ids for e in meta[i]["evals"]]))
+    return Cell("lab", name, "lab", se, None, true, ev,
+                np.array([labels[i].hacking for i in ids]))
+
+
 def dense_lab_cells() -> list[tuple[str, Cell]]:
-    """The dense-eval lab corpora (``evalstop.lab.dense``) as one cell per world, built as
-    ``lab_cell`` builds the shipped ones; [] where this checkout ships none."""
+    """The dense-eval lab corpora (``evalstop.lab.dense``) as one cell per world; []
+    where this checkout ships none."""
     try:
         from evalstop.lab.dense import DENSE, load_dense_corpus, load_dense_metadata
-        from evalstop.lab.labels import smooth
     except ImportError:
         return []
     out = []
@@ -156,26 +216,39 @@ def dense_lab_cells() -> list[tuple[str, Cell]]:
             meta = load_dense_metadata(world=world)["runs"]
         except (FileNotFoundError, OSError, KeyError, ValueError):
             continue
-        ids = sorted(curves)
-        width = max(len(curves[i].eval) for i in ids)
-        ev = np.full((len(ids), width), np.nan)
-        true = np.full_like(ev, np.nan)
-        for r, i in enumerate(ids):
-            ev[r, : len(curves[i].eval)] = curves[i].eval
-            true[r, : len(curves[i].eval)] = smooth(curves[i].eval)
-        se = float(np.median([e["gold_se"] for i in ids for e in meta[i]["evals"]]))
-        out.append((f"lab dense ({world}, {spec.role} part)",
-                    Cell("lab", f"lab-dense-{world}", "lab", se, None, true, ev,
-                         np.array([labels[i].hacking for i in ids]))))
+        role = "seen before the re-choice" if world == "trigram" else f"{spec.role} part"
+        out.append((f"lab dense ({world}, {role})",
+                    dense_cell(f"lab-dense-{world}", curves, labels, meta)))
     return out
 
 
-def targets_met(result) -> dict:
+def small_gain_cells(roles=("tuning", "held-out"), path=None) -> list[tuple[str, Cell]]:
+    """The small-gain dense-eval corpora (``evalstop.lab.dense_small``) of the given roles
+    as one cell each; [] where this checkout ships none."""
+    try:
+        from evalstop.lab.dense_small import SMALL, load_small_corpus, load_small_metadata
+    except ImportError:
+        return []
+    out = []
+    for part, spec in SMALL.items():
+        if spec.role not in roles:
+            continue
+        try:
+            curves, labels = load_small_corpus(part, path)
+            meta = load_small_metadata(part, path)["runs"]
+        except (FileNotFoundError, OSError, KeyError, ValueError):
+            continue
+        out.append((f"lab dense small-gain ({spec.world}, {spec.role} part)",
+                    dense_cell(f"lab-dense-{part}", curves, labels, meta)))
+    return out
+
+
+def targets_met(result, rule: str = "default") -> dict:
     parts = result["parts"]
     out = {}
     for mode in ("stated", "fleet"):
         row = next(r for r in parts["long"]["rows"]
-                   if r["rule"] == "default" and r["noise"] == mode)
+                   if r["rule"] == rule and r["noise"] == mode)
         one = row["by_freq"]["1"]
         vals = {
             "long: non-hacking runs stopped with a smoothed loss > 5% of gain (1x)":
@@ -187,11 +260,11 @@ def targets_met(result) -> dict:
                 max(row["by_freq"][f]["false_stop"] - one["false_stop"] for f in ("2", "4")),
         }
         srow = next(r for r in parts["short"]["rows"]
-                    if r["rule"] == "default" and r["noise"] == "stated")
+                    if r["rule"] == rule and r["noise"] == "stated")
         vals["short: recall within 3 evals (stated)"] = srow["recall_within3"]
         vals["short: flat runs stopped (stated)"] = srow["flat_stopped"]
         fam = [r for p in ("families", "families (fresh)") for r in parts[p]["rows"]
-               if r["rule"] == "default" and r["noise"] == "own"]
+               if r["rule"] == rule and r["noise"] == "own"]
         vals["20-eval families: harmful stops"] = max(r["harmful_rate"] for r in fam)
         out[mode] = {k: {"value": v, "target": TARGETS[k][1], "op": TARGETS[k][0],
                          "met": (v <= TARGETS[k][1]) if TARGETS[k][0] == "<=" else
@@ -207,45 +280,63 @@ def main(argv=None):
     ap.add_argument("--family-runs", type=int, default=20)
     ap.add_argument("--synthetic-runs", type=int, default=4)
     ap.add_argument("--out", default="benchmarks/results/rule21")
+    ap.add_argument("--candidate", default=None,
+                    help="a spec chosen on tuning material, judged beside the default "
+                         "(its targets are reported too)")
+    ap.add_argument("--candidate-label", default=CANDIDATE,
+                    help="the candidate's rule name in the outputs")
+    ap.add_argument("--jobs", type=int, default=1, help="long-part rules judged in parallel")
+    ap.add_argument("--name", default="judge",
+                    help="output files NAME.json and NAME.md; plots only for 'judge'")
     ap.add_argument("--figures", default="docs/figures/long-runs",
                     help="where the pages' copies of the plots go ('' for none)")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
+    rules = rules_with(args.candidate, args.candidate_label)
     result: dict = {"default": DEFAULT_SPEC, "previous_default": CUSUM_DEFAULT_SPEC,
-                    "seed": args.seed, "runs_per_long_cell": args.runs, "parts": {}}
-    long = long_cells(args.seed, args.runs, held_out=True, freqs=(1, 2, 4))
-    assert all(c.part == "long-held-out" for c in long)
-    rows, outcomes = long_part(long, RULES)
+                    "seed": args.seed, "runs_per_long_cell": args.runs,
+                    "seen_before_choice": SEEN, "parts": {}}
+    if args.candidate is not None:
+        result["candidate"] = args.candidate
+        result["candidate_label"] = args.candidate_label
+    long = held_out_long(args.seed, args.runs)
+    rows, outcomes = long_part((args.seed, args.runs), rules, args.jobs)
     result["parts"]["long"] = {"runs": sum(c.runs for c in long), "rows": rows}
     print(f"long: {time.perf_counter() - t0:.0f}s", flush=True)
     short = realshape.short_cells(args.seed, args.short_runs, held_out=True)
     result["parts"]["short"] = {"runs": sum(c.runs for c in short),
-                                "rows": cell_rows(short, RULES)}
+                                "rows": cell_rows(short, rules)}
     print(f"short: {time.perf_counter() - t0:.0f}s", flush=True)
     for part, fresh in (("families", False), ("families (fresh)", True)):
         sets = runs_mod.build(args.seed, args.family_runs, held_out=True, fresh=fresh)
         result["parts"][part] = {"runs": sum(rs.runs for rs in sets),
-                                 "rows": family_rows(sets, RULES)}
+                                 "rows": family_rows(sets, rules)}
     print(f"families: {time.perf_counter() - t0:.0f}s", flush=True)
     syn = [c for c in realshape.synthetic(args.seed, args.synthetic_runs, held_out=True)
            if c.noise == "binomial"]
     result["parts"]["synthetic (pass rates)"] = {
         "runs": sum(c.runs for c in syn),
-        "rows": cell_rows(syn, [r for r in RULES if r[2] == "stated"])}
+        "rows": cell_rows(syn, [r for r in rules if r[2] == "stated"])}
     print(f"synthetic: {time.perf_counter() - t0:.0f}s", flush=True)
     labs = [("lab (world 1)", [lab_cell("bigram")]),
             ("lab (held-out world 2)", [lab_cell("trigram")])]
-    labs += [(name, [cell]) for name, cell in dense_lab_cells()]
+    labs += [(name, [cell]) for name, cell in dense_lab_cells() + small_gain_cells()]
     for part, cells in labs:
-        lab_rules = [r for r in RULES if r[2] in ("stated", "own")]
+        lab_rules = [r for r in rules if r[2] in ("stated", "own")]
         result["parts"][part] = {"runs": sum(c.runs for c in cells),
                                  "rows": cell_rows(cells, lab_rules, tenant=True)}
     print(f"lab: {time.perf_counter() - t0:.0f}s", flush=True)
     result["targets"] = targets_met(result)
-    (out / "judge.json").write_text(json.dumps(result, indent=1))
-    (out / "judge.md").write_text(markdown(result))
+    if args.candidate is not None:
+        result["candidate_targets"] = targets_met(result, args.candidate_label)
+    result["wall_s"] = round(time.perf_counter() - t0, 1)
+    (out / f"{args.name}.json").write_text(json.dumps(result, indent=1))
+    (out / f"{args.name}.md").write_text(markdown(result))
+    if args.name != "judge":
+        print(markdown(result))
+        return
     plots(result, long, outcomes, out)
     if args.figures:
         figs = Path(args.figures)
@@ -270,6 +361,17 @@ def markdown(result) -> str:
                  for m in ("stated", "fleet")]
         lines.append(f"| {k} ({op} {v}) | {cells[0]} | {cells[1]} |")
     lines.append("")
+    if "candidate_targets" in result:
+        c = result["candidate_targets"]
+        lines += [f"### Targets ({result['candidate_label']}: `{result['candidate']}`)", "",
+                  "| target | stated | fleet |", "| --- | --- | --- |"]
+        for k, (op, v) in TARGETS.items():
+            cells = [f"{_f(c[m][k]['value'])} {'met' if c[m][k]['met'] else 'MISSED'}"
+                     for m in ("stated", "fleet")]
+            lines.append(f"| {k} ({op} {v}) | {cells[0]} | {cells[1]} |")
+        lines.append("")
+    lines += [f"Seen before the choice (not blind): {'; '.join(result['seen_before_choice'])}",
+              ""]
     d = result["parts"]["long"]
     lines += [f"### long ({d['runs']} runs over 1x, 2x and 4x)", "",
               ("| rule | noise | freq | false stops | stopped, loss > 5% of gain "

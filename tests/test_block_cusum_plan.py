@@ -228,3 +228,25 @@ def test_the_gain_gate_starts_after_hn_evals(twin, blocks):
         stops.update(_check(kw, "max", obs, twin).tolist())
     if twin or blocks > 9:  # (without the twin, rows past the merge are the objects')
         assert -1 in stops and len(stops) > 1  # hn decides whether the run stops
+
+
+def test_the_switch_is_asked_with_the_rows_left_past_the_merge(monkeypatch):
+    """What the twin of the second phase saves is the objects' work on the rows that the
+    first phase leaves unstopped, every eval of them: the switch is asked with that count
+    (not with every row) and the row's length."""
+    rng = np.random.default_rng(4)
+    obs = np.clip(scores(rng, "curve", 80, 40), 0.0, 1.0)
+    obs[2, 7] = np.nan  # a row the arrays do not answer at all
+    asked = {}
+
+    def twin(module, n_jobs, n_evals=0):
+        asked[module] = (n_jobs, n_evals)
+
+    monkeypatch.setattr(jit, "twin", twin)
+    det = BlockCusum(sigma=0.02)
+    stop_index(det, obs)
+    first = 2 * det.blocks - 1
+    full = stop_index(det, obs[:, :first])  # the first phase alone
+    left = int((full[2] & (full[0] < 0)).sum())
+    assert 0 < left < 79
+    assert asked["evalstop.detectors.block_cusum_jit"] == (left, 40)

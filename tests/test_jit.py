@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +19,7 @@ def test_env_zero_turns_twins_off(monkeypatch):
 
 
 SRTF, PLAN = "evalstop.sim.srtf_jit", "evalstop.detectors.cusum_drop_jit"
+LONG = "evalstop.detectors.block_cusum_jit"
 
 
 def _break_even(module: str, n_evals: int, numba_loaded: bool) -> float:
@@ -40,6 +42,7 @@ def fresh(monkeypatch):
 
 
 @pytest.mark.parametrize("module,n_evals", [(SRTF, 0), (SRTF, 20), (PLAN, 20), (PLAN, 100),
+                                            (LONG, 40), (LONG, 100),
                                             ("evalstop.not_measured_jit", 0)])
 @pytest.mark.parametrize("numba_loaded", [False, True])
 def test_by_default_a_twin_runs_only_above_its_break_even(fresh, module, n_evals,
@@ -63,6 +66,19 @@ def test_the_measured_thresholds(fresh):
     assert jit.pays(SRTF, 4 * philly, 20) and not jit.pays(PLAN, 8 * philly, 20)
     assert jit.pays(PLAN, 20 * philly, 20)
     assert jit.pays(PLAN, philly, 400)  # twenty times the evals per job: the same work
+    # the default rule past its first merge (the rows it leaves there, 100 evals each):
+    # slower with the twin at 200 jobs, faster from 2,000
+    assert not jit.pays(LONG, 200, 100) and jit.pays(LONG, 2_000, 100)
+
+
+def test_every_twin_has_measured_costs():
+    """Each compiled twin in the package (``*_jit.py``) has its own entry in ``COSTS``: the
+    guess for an unmeasured one (``UNMEASURED``) may keep a twin that pays switched off,
+    or switch on one that does not."""
+    root = Path(jit.__file__).parent
+    twins = {".".join(("evalstop",) + p.relative_to(root).with_suffix("").parts)
+             for p in root.rglob("*_jit.py")}
+    assert twins and twins <= set(jit.COSTS), twins - set(jit.COSTS)
 
 
 @pytest.mark.parametrize("flag,n,expected", [("1", 1, True), ("1", 10**9, True),

@@ -54,6 +54,10 @@ COSTS = {
     "evalstop.sim.srtf_jit": Cost(load_s=0.15, job_s=4e-6),
     "evalstop.sim.priority_jit": Cost(load_s=0.15, eval_s=1.4e-6),
     "evalstop.detectors.cusum_drop_jit": Cost(load_s=0.08, eval_s=3e-8),
+    # Past the default rule's first merge (32 evals) the objects run each row the plan
+    # leaves, 6-8 us per eval (whole processes, 2k-5k Philly jobs at 50-100 evals; it is
+    # asked with those rows): it pays from about 1,600 such jobs of 100 evals.
+    "evalstop.detectors.block_cusum_jit": Cost(load_s=0.1, eval_s=5e-6),
 }
 # A twin not measured yet is taken to save what the default rule's plan saves per job.
 UNMEASURED = Cost(load_s=0.1, job_s=20 * COSTS["evalstop.detectors.cusum_drop_jit"].eval_s)

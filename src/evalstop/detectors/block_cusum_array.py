@@ -90,7 +90,8 @@ def stop_index(det, obs: np.ndarray):
     plan_rows(det, short, done, stop_at, kept, thr[: first + 1], (det.rel, det.gmin, det.hn))
     if first < m:
         left = done & (stop_at < 0)
-        twin = jit.twin("evalstop.detectors.block_cusum_jit", n, m)
+        # the work the twin saves: the objects would run these rows, every eval
+        twin = jit.twin("evalstop.detectors.block_cusum_jit", int(left.sum()), m)
         if twin is None:
             done &= ~left  # the objects run these rows from the start
         elif left.any():

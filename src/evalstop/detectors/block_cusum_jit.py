@@ -22,29 +22,9 @@ import math
 import numpy as np
 from numba import njit
 
-from evalstop.detectors.cusum_drop_jit import _median, _smoothed, _sort_into
+from evalstop.detectors.cusum_drop_jit import _smoothed, _sort_into, diff_scale
 
 OWN, STATED, BINOMIAL = 0, 1, 2  # as ``cusum_drop_jit``
-
-
-@njit(cache=True)
-def _diff_scale(d, nd, srt, dv, clip_n, clipped_mean_abs, mean_abs, mad_n01):
-    """``noise.diff_scale`` of ``d[:nd]`` (``srt`` and ``dv``: room for nd)."""
-    _sort_into(srt, d, 0, nd)
-    mid = _median(srt, nd)
-    for i in range(nd):
-        dv[i] = abs(d[i] - mid)  # dev, in the order of the values
-    _sort_into(srt, dv, 0, nd)
-    robust_sd = _median(srt, nd) / mad_n01
-    acc = 0.0
-    if robust_sd > 0.0:
-        cap = clip_n * robust_sd
-        for i in range(nd):
-            acc += min(dv[i], cap)  # min(x, cap)
-        return acc / nd / clipped_mean_abs
-    for i in range(nd):
-        acc += dv[i]
-    return acc / nd / mean_abs
 
 
 @njit(cache=True)
@@ -59,7 +39,7 @@ def _own_block_sigma(means, nm, lags, min_diffs, clip_n, clipped_mean_abs, mean_
             break
         for i in range(lag, nm - lag):
             d[i - lag] = means[i - lag] - 2.0 * means[i] + means[i + lag]
-        s = _diff_scale(d, nd, srt, dv, clip_n, clipped_mean_abs, mean_abs, mad_n01)
+        s = diff_scale(d, nd, srt, dv, clip_n, clipped_mean_abs, mean_abs, mad_n01)
         s = s / math.sqrt(6.0) * (1.0 + 1.0 / math.sqrt(nd))
         if lag == 1 or s > best:  # max(best, s)
             best = s

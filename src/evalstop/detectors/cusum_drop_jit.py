@@ -135,23 +135,29 @@ def _sigma_hat(vals, n, max_values, min_diffs, clip_n, clipped_mean_abs, mean_ab
     for i in range(nd):
         a, b, c = vals[lo + i], vals[lo + i + 1], vals[lo + i + 2]
         d[i] = a - 2.0 * b + c
+    scale = diff_scale(d, nd, srt, d, clip_n, clipped_mean_abs, mean_abs, mad_n01)
+    return scale / math.sqrt(6.0) * (1.0 + 1.0 / math.sqrt(nd))
+
+
+@njit(cache=True)
+def diff_scale(d, nd, srt, dv, clip_n, clipped_mean_abs, mean_abs, mad_n01):
+    """``noise.diff_scale`` of ``d[:nd]``: ``srt`` is room for nd, ``dv`` too (the
+    deviations, in the order of the values; ``d`` itself may serve, overwritten)."""
     _sort_into(srt, d, 0, nd)
     mid = _median(srt, nd)
     for i in range(nd):
-        d[i] = abs(d[i] - mid)  # dev, in the order of the values
-    _sort_into(srt, d, 0, nd)
+        dv[i] = abs(d[i] - mid)
+    _sort_into(srt, dv, 0, nd)
     robust_sd = _median(srt, nd) / mad_n01
     acc = 0.0
     if robust_sd > 0.0:
         cap = clip_n * robust_sd
         for i in range(nd):
-            acc += cap if cap < d[i] else d[i]  # min(x, cap)
-        scale = acc / nd / clipped_mean_abs
-    else:
-        for i in range(nd):
-            acc += d[i]
-        scale = acc / nd / mean_abs
-    return scale / math.sqrt(6.0) * (1.0 + 1.0 / math.sqrt(nd))
+            acc += cap if cap < dv[i] else dv[i]  # min(x, cap)
+        return acc / nd / clipped_mean_abs
+    for i in range(nd):
+        acc += dv[i]
+    return acc / nd / mean_abs
 
 
 @njit(cache=True)

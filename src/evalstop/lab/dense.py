@@ -91,8 +91,12 @@ def provenance(spec: DenseSpec) -> dict:
 
 def dense_grid(world: str = "bigram") -> list[RunConfig]:
     """The dense corpus' configs in grid order (block, then pairs, beta, seed)."""
-    spec = dense_spec(world)
-    return [RunConfig.for_world(world, pairs=p, beta=float(b), seed=s, steps=blk.steps,
+    return spec_grid(dense_spec(world))
+
+
+def spec_grid(spec: DenseSpec) -> list[RunConfig]:
+    """The configs of any dense corpus ``spec`` in grid order (block, then pairs, beta, seed)."""
+    return [RunConfig.for_world(spec.world, pairs=p, beta=float(b), seed=s, steps=blk.steps,
                                 eval_every=spec.eval_every, eval_set="fixed")
             for blk in spec.blocks
             for p, b, s in itertools.product(blk.pairs, blk.betas, blk.seeds)]
