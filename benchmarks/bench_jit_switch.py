@@ -39,7 +39,9 @@ import subprocess
 import sys
 import tempfile
 
-CONFIGS = ("fifo:default", "fifo:evalstop:k=2", "srtf-est:default", "srtf-est:evalstop:k=2")
+CONFIGS = ("fifo:default", "fifo:evalstop:k=2", "srtf-est:default", "srtf-est:evalstop:k=2",
+           "tiresias:default", "tiresias:evalstop:k=2", "loss-aware:default",
+           "loss-aware:evalstop:k=2")
 
 
 def cpu_of(cmd: list[str], env: dict) -> float:

@@ -4,15 +4,19 @@ For each size (the Philly trace, 82,247 jobs on 512 GPUs, repeated k times at th
 arrival times on k x 512 GPUs) it prints jobs/s and the time relative to a bare
 strict-FIFO heap event loop carried here (arrivals in order, one finish event per job, a
 deque for the queue: the least a FIFO simulation can do in Python), for FIFO alone,
-FIFO+evalstop:k=2, FIFO+default and SRTF-Est+evalstop:k=2, then the time per job at each
-size relative to 1x, and the peak memory per job. With the ``fast`` extra (numba) installed,
-SRTF-Est's loop and the default rule's stop planning run compiled (``evalstop.jit``;
-``EVALSTOP_JIT=0`` runs the Python versions): each line also prints its first call, which
-in a fresh process includes numba's import and the load of the cached compiled code. Targets on the project's 2-core machine:
-FIFO alone and FIFO+k=2 <= 2.5x the bare loop, FIFO+default <= 1.5x FIFO+k=2, SRTF-Est+k=2
-<= 5x, time per job at 8x within 1.2x of 1x.
+FIFO+evalstop:k=2, FIFO+default, SRTF-Est+evalstop:k=2, and Tiresias and LossAware with
+evalstop:k=2 and with the default, then the time per job at each size relative to 1x, and
+the peak memory per job. With the ``fast`` extra (numba) installed, SRTF-Est's loop, the
+checkpoint loop of Tiresias and LossAware, and the default rule's stop planning run compiled
+(``evalstop.jit``; ``EVALSTOP_JIT=0`` runs the Python versions): each line also prints its
+first call, which in a fresh process includes numba's import and the load of the cached
+compiled code; Tiresias' and LossAware's lines marked "(Python)" run with the twins off
+(``EVALSTOP_JIT=0`` for that call). Targets on the project's 2-core machine: FIFO alone and
+FIFO+k=2 <= 2.5x the bare loop, FIFO+default <= 1.5x FIFO+k=2, SRTF-Est+k=2 <= 5x,
+Tiresias and LossAware <= 2.5x with the twin and <= 5x without, time per job at 8x within
+1.2x of 1x.
 
-    python benchmarks/bench_sim.py [--sizes 1,2,4,8] [--repeat 3] [--gpus 512] [--check]
+    python benchmarks/bench_sim.py [--sizes 1,2,4,8] [--repeat 3] [--gpus 512] [--check] [--json OUT]
                                    [--default SPEC]
 
 Times are the CPU time of the whole ``simulate`` call (stop planning, loop, result
@@ -30,6 +34,7 @@ from __future__ import annotations
 import argparse
 import gc
 import heapq
+import json
 import os
 import platform
 import resource
@@ -49,10 +54,15 @@ from evalstop.workload import load_philly, trace_workload
 # measures the others (a run here saw the load average at 14 on 2 cores).
 CLOCK = time.process_time
 
-CONFIGS = (("fifo", None), ("fifo", "evalstop:k=2"), ("fifo", "default"),
-           ("srtf-est", "evalstop:k=2"))
-TARGETS = {("fifo", None): "<= 2.5x bare", ("fifo", "evalstop:k=2"): "<= 2.5x bare",
-           ("fifo", "default"): "<= 1.5x FIFO+k=2", ("srtf-est", "evalstop:k=2"): "<= 5x bare"}
+# (scheduler, rule, whether the compiled twins may run)
+CONFIGS = (("fifo", None, True), ("fifo", "evalstop:k=2", True), ("fifo", "default", True),
+           ("srtf-est", "evalstop:k=2", True),
+           *((s, d, twin) for s in ("tiresias", "loss-aware")
+             for d in ("evalstop:k=2", "default") for twin in (True, False)))
+TARGETS = {("fifo", None, True): "<= 2.5x bare", ("fifo", "evalstop:k=2", True): "<= 2.5x bare",
+           ("fifo", "default", True): "<= 1.5x FIFO+k=2",
+           ("srtf-est", "evalstop:k=2", True): "<= 5x bare",
+           **{c: "<= 2.5x bare" if c[2] else "<= 5x bare" for c in CONFIGS[4:]}}
 
 
 def bare_fifo(arrival, duration, gpus, n_gpus):
@@ -119,8 +129,25 @@ def twins_state():
             "numba's import and loading the compiled code)")
 
 
-def label(sched, det):
-    return sched.upper().replace("-EST", "-Est") + ("" if det is None else f"+{det}")
+def label(sched, det, twin=True):
+    name = {"loss-aware": "LossAware", "tiresias": "Tiresias"}.get(
+        sched, sched.upper().replace("-EST", "-Est"))
+    return name + ("" if det is None else f"+{det}") + ("" if twin else " (Python)")
+
+
+def timed_simulate(w, n_gpus, sched, det, twin):
+    """``simulate``, with the compiled twins off for the call when ``twin`` is False."""
+    if twin:
+        return simulate(w, n_gpus, build(sched, det), record_timeline=False)
+    was = os.environ.get("EVALSTOP_JIT")
+    os.environ["EVALSTOP_JIT"] = "0"
+    try:
+        return simulate(w, n_gpus, build(sched, det), record_timeline=False)
+    finally:
+        if was is None:
+            del os.environ["EVALSTOP_JIT"]
+        else:
+            os.environ["EVALSTOP_JIT"] = was
 
 
 def main():
@@ -132,6 +159,8 @@ def main():
     ap.add_argument("--check", action="store_true",
                     help="also run the event path at the first size and compare")
     ap.add_argument("--wall", action="store_true", help="wall time instead of CPU time")
+    ap.add_argument("--json", metavar="PATH",
+                    help="also write each size's times and ratios here (rows: size, config)")
     ap.add_argument("--default", default="default", metavar="SPEC",
                     help="the rule timed as FIFO+default (default: the `default` alias)")
     args = ap.parse_args()
@@ -146,6 +175,7 @@ def main():
           f"twins {twins_state()}; FIFO+default is {make_detector(args.default).spec}")
     base_table = load_philly()
     per_job = {}
+    rows = []
     for k in sizes:
         table = repeated(base_table, k)
         n_gpus = args.gpus * k
@@ -158,10 +188,10 @@ def main():
         # run back to back, the first ones paid the process's warm-up (memory it had not
         # yet grown to) and the load of whichever minute they fell in.
         runs = {"bare": lambda w=w: bare_fifo(w.arrival_s, w.duration_s, w.gpus, n_gpus)}
-        for sched, det in CONFIGS:
+        for sched, det, twin in CONFIGS:
             spec = rule.get(det, det)
-            runs[sched, det] = lambda s=sched, d=spec, w=w: simulate(
-                w, n_gpus, build(s, d), record_timeline=False)
+            runs[sched, det, twin] = lambda s=sched, d=spec, tw=twin, w=w: timed_simulate(
+                w, n_gpus, s, d, tw)
         best = {c: (float("inf"), None) for c in runs}
         first = {}
         for _ in range(args.repeat):
@@ -171,29 +201,41 @@ def main():
                 if secs < best[c][0]:
                     best[c] = (secs, out)
         t_bare, bare_start = best["bare"]
-        print(f"{'bare strict-FIFO heap loop':<28} {t_bare:7.2f} s  {n / t_bare:>9,.0f} jobs/s")
+        print(f"{'bare strict-FIFO heap loop':<33} {t_bare:7.2f} s  {n / t_bare:>9,.0f} jobs/s")
         times = {}
-        for sched, det in CONFIGS:
-            secs, res = best[sched, det]
-            times[sched, det] = secs
+        for c in CONFIGS:
+            sched, det, twin = c
+            secs, res = best[c]
+            times[c] = secs
             if det is None and sched == "fifo":
                 assert np.array_equal(np.array(bare_start), res.start_s), "bare loop differs"
-            ref = (times["fifo", "evalstop:k=2"] if det == "default" else t_bare)
-            ref_name = "FIFO+k=2" if det == "default" else "bare"
-            print(f"{label(sched, det):<28} {secs:7.2f} s  {n / secs:>9,.0f} jobs/s  "
+            fifo_default = sched == "fifo" and det == "default"
+            ref = times["fifo", "evalstop:k=2", True] if fifo_default else t_bare
+            ref_name = "FIFO+k=2" if fifo_default else "bare"
+            print(f"{label(*c):<33} {secs:7.2f} s  {n / secs:>9,.0f} jobs/s  "
                   f"{secs / t_bare:5.2f}x bare  ({secs / ref:.2f}x {ref_name}; target "
-                  f"{TARGETS[sched, det]})  stopped {int(res.stopped.sum()):,}, "
-                  f"{res.n_eval_events:,} evals; first call {first[sched, det]:.2f} s")
-            if args.check and k == sizes[0] and det is not None:
+                  f"{TARGETS[c]})  stopped {int(res.stopped.sum()):,}, "
+                  f"{res.n_eval_events:,} evals; first call {first[c]:.2f} s")
+            if not twin:
+                other = best[sched, det, True][1]
+                for f in ("start_s", "finish_s", "stopped", "gpu_s", "n_preemptions"):
+                    assert np.array_equal(getattr(other, f), getattr(res, f),
+                                          equal_nan=True), f
+            if args.check and k == sizes[0] and det is not None and twin:
                 slow = simulate(w, n_gpus, build(sched, rule.get(det, det)),
                                 record_timeline=False, plan_stops=False)
                 for f in ("start_s", "finish_s", "stopped", "stop_eval", "kept_eval",
                           "gpu_s", "n_preemptions"):
                     assert np.array_equal(getattr(slow, f), getattr(res, f),
                                           equal_nan=True), f
-                print(f"{'':<28} identical to the event path ({slow.wall_s:.2f} s there)")
+                print(f"{'':<33} identical to the event path ({slow.wall_s:.2f} s there)")
         per_job[k] = {c: times[c] / n for c in times}
         per_job[k]["bare"] = t_bare / n
+        load = round(os.getloadavg()[0], 2)
+        rows.append({"size": k, "config": "bare", "cpu_s": round(t_bare, 4), "x_bare": 1.0,
+                     "load": load})
+        rows += [{"size": k, "config": label(*c), "cpu_s": round(times[c], 4),
+                  "x_bare": round(times[c] / t_bare, 3), "load": load} for c in CONFIGS]
         print(f"peak RSS {peak_rss_bytes() / 2**20:,.0f} MiB = "
               f"{peak_rss_bytes() / n / 1024:.2f} KiB per job (workload tables "
               f"{(w.eval_obs.nbytes * 4) / n / 1024:.2f} KiB per job)")
@@ -201,11 +243,18 @@ def main():
     k0 = sizes[0]
     print(f"\n## time per job relative to {k0}x (target: within 1.2x at 8x; load average "
           f"now {os.getloadavg()[0]:.1f})")
-    print(f"{'':<28} " + "  ".join(f"{k:>5}x" for k in sizes))
+    print(f"{'':<33} " + "  ".join(f"{k:>5}x" for k in sizes))
     for c in ["bare", *CONFIGS]:
         name = "bare loop" if c == "bare" else label(*c)
-        print(f"{name:<28} " + "  ".join(f"{per_job[k][c] / per_job[k0][c]:6.2f}"
+        print(f"{name:<33} " + "  ".join(f"{per_job[k][c] / per_job[k0][c]:6.2f}"
                                            for k in sizes))
+        for r in rows:
+            if r["config"] == name.replace("bare loop", "bare"):
+                r["per_job_vs_first"] = round(per_job[r["size"]][c] / per_job[k0][c], 3)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"repeat": args.repeat, "clock": "wall" if args.wall else "cpu",
+                       "twins": twins_state(), "rows": rows}, fh, indent=1)
 
 
 if __name__ == "__main__":

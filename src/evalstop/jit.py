@@ -45,10 +45,14 @@ class Cost(NamedTuple):
 # taking the smallest saving seen so that a run the switch sends to a twin is not slower.
 # SRTF-Est's loop saved 4-7 us per job: it pays from about 2.6x Philly. The default rule's
 # plan saves about 0.09 s per 1.64M (job, eval) pairs inside one process, but whole
-# processes showed no saving up to 4x; counted at half that, it pays from about 16x.
+# processes showed no saving up to 4x; counted at half that, it pays from about 16x. The
+# checkpoint loop of Tiresias and LossAware saved at least 2.8 us per (job, eval) pair
+# (LossAware+evalstop:k=2; up to 5.8 for Tiresias+default): counted at half that, it pays
+# from about 30,000 jobs of 20 evals.
 NUMBA_S = 0.7
 COSTS = {
     "evalstop.sim.srtf_jit": Cost(load_s=0.15, job_s=4e-6),
+    "evalstop.sim.priority_jit": Cost(load_s=0.15, eval_s=1.4e-6),
     "evalstop.detectors.cusum_drop_jit": Cost(load_s=0.08, eval_s=3e-8),
     # Past the default rule's first merge (32 evals) the objects run each row the plan
     # leaves, 6-8 us per eval (whole processes, 2k-5k Philly jobs at 50-100 evals; it is

@@ -44,6 +44,14 @@ class PriorityScheduler(Scheduler):
     def key(self, job, now) -> float:
         raise NotImplementedError
 
+    def twin_key(self, workload):
+        """``key`` as the compiled checkpoint loop (``evalstop.sim.priority_jit``) reads it:
+        ``(rule, values)``, or None when it has no compiled form (then the Python loop
+        runs). Rules: ``"remaining"`` (est x (1 - progress)), ``"levels"`` (Tiresias'
+        queue levels, ``values`` the thresholds) and ``"table"`` (``values[i, c]``: job
+        i's key once it has reported ``c`` evals)."""
+        return None
+
     @property
     def needs_checkpoints(self):
         # Running keys matter only to a scheduler that preempts; without preemption a

@@ -25,3 +25,7 @@ class SRTFEst(PriorityScheduler):
 
     def key(self, job, now):
         return job.est_duration_s * (1.0 - job.progress)
+
+    def twin_key(self, workload):
+        # The compiled loop computes ``key`` above from the same two floats.
+        return "remaining", None

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
+import numpy as np
+
 from evalstop.schedulers.priority import PriorityScheduler
 
 # Key = level * _LEVEL_SPAN + arrival_s: the level dominates as long as arrivals are below
@@ -37,3 +39,11 @@ class Tiresias(PriorityScheduler):
             raise ValueError(f"tiresias: arrival_s must be in [0, 2**32) s, got {job.arrival_s}")
         # Queue level dominates; arrival time orders within a level.
         return level * _LEVEL_SPAN + job.arrival_s
+
+    def twin_key(self, workload):
+        # The compiled loop computes ``key`` above (bisect_right, then the same two float
+        # operations); an arrival out of range is left to the Python loop to refuse.
+        arrival = workload.arrival_s
+        if arrival.size and not (arrival.min() >= 0.0 and arrival.max() < _LEVEL_SPAN):
+            return None
+        return "levels", np.array(self.thresholds, dtype=np.float64)

@@ -28,9 +28,10 @@ import time
 
 import numpy as np
 
+from evalstop import jit
 from evalstop.schedulers.base import Scheduler
 from evalstop.schedulers.overlay import EvalStop
-from evalstop.sim import srtf_loop
+from evalstop.sim import priority_twin, srtf_loop
 from evalstop.sim.ends import run_ends
 from evalstop.sim.result import SimResult
 from evalstop.sim.stops import plan_for
@@ -79,11 +80,25 @@ def simulate(
         plan = plan_for(workload, scheduler) if plan_stops else None
         if plan is not None and not scheduler.needs_checkpoints:
             return run_ends(workload, n_gpus, scheduler, plan, record_timeline, wall0)
+        compiled = _compiled(workload, n_gpus, scheduler, restart_overhead_s, record_timeline,
+                             plan, wall0)
+        if compiled is not None:
+            return compiled
         return _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan,
                     wall0)
     finally:
         if gc_was_on:
             gc.enable()
+
+
+def _compiled(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, wall0):
+    """``_run`` by its compiled twin (``sim.priority_jit``) for a plain priority base with
+    planned stops, where the twin pays; None: ``_run`` runs. SRTF-Est keeps its own loop."""
+    if plan is None or srtf_loop.fits(scheduler) or priority_twin.plain(scheduler) is None:
+        return None
+    twin = jit.twin("evalstop.sim.priority_jit", workload.n_jobs, workload.n_evals)
+    return None if twin is None else priority_twin.run(
+        twin, workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, wall0)
 
 
 def _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, wall0):

@@ -1,0 +1,451 @@
+"""The numba twin of the checkpoint loop (``engine._run``) for a plain priority base
+(LossAware, Tiresias or SRTF-Est, alone or under the plain overlay) with planned stops.
+
+The same loop, compiled: every eval is an event on a heap of (time, seq, job), taken at
+the time, in the order and with the float expressions of ``engine._run``; and
+``PriorityScheduler``'s calls (``submit``, ``on_eval``, ``on_end``, ``schedule`` with
+``_fill``, ``_yield_at_checkpoints`` and ``_preempt_for_head``) are made at the same
+points with the same arguments. Its heaps (the wait queue (key, seq, job), the victims'
+max-heap (-key, version, job), the events) are totally ordered by unique sequence
+numbers, so they pop in the same order as ``heapq`` on the Python tuples; and
+``_enough_above`` reads only whether enough GPUs sit above a limit, which the heap's
+layout does not change. The engine's version check is kept as each job's live event's
+seq (-1: none). No fastmath: each float comes from the Python expression, in its order.
+
+Keys (``PriorityScheduler.twin_key``): est x (1 - progress) (SRTF-Est), Tiresias' level
+x 2**32 + arrival (level by ``bisect_right`` on attained GPU-seconds), or a (job, evals
+seen) table (LossAware, ``loss_aware.key_table``). ``tests/test_sim_priority_jit.py``
+compares every field of the result with the checkpoint loop's. A change to ``engine._run``
+or ``PriorityScheduler`` must be made here too. Only ``run_kernel`` is called from outside
+(by ``evalstop.sim.priority_twin``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from evalstop.sim.srtf_jit import (
+    F1,
+    F2,
+    I1,
+    I2,
+    _borrow,
+    _grow,
+    _helper,
+    _theapify,
+    _tpop,
+    _tpush,
+    _tsiftup,
+    f8,
+    i8,
+)
+
+INF = np.inf
+NAN = np.nan
+KEY_REMAINING, KEY_LEVELS, KEY_TABLE = 0, 1, 2
+
+# Per-job floats (JF) and ints (JI): the engine's lists and the views' fields, then the
+# scheduler's ``_running`` entry (RKEY, RVER: the version, -1 when not in it).
+START, FINISH, GPU_S, SEG_S, SEG_OH, SEG_P0, PROG, ATT, RKEY = range(9)
+NEXT, EVSEQ, RUN, NPRE, RVER, MOVED, STARTING, KEPT, NSEEN = range(9)
+# Per-job inputs: floats (JS) and ints (JG).
+DUR, EST, ARR = range(3)
+GPUS, END = range(2)
+# Scalars (S): heap sizes, the scheduler's counter, len(_running), and the lengths of
+# ``start``, ``preempt`` and ``_checkpointed``.
+S_EV, S_Q, S_W, S_SEQ, S_NRUN, S_NST, S_NPR, S_NCK = range(8)
+# Configuration (C): the key rule, preempt_on_arrival, preempt_at_checkpoint, depth.
+C_KIND, C_POA, C_PAC, C_DEPTH = range(4)
+
+
+@_helper(i8, I1, F2, I2, F2, F1, F2)
+def _key(i, C, JF, JI, JS, thr, KT):
+    """``key(job, now)`` of the base, from the job's view as it stands."""
+    kind = C[C_KIND]
+    if kind == KEY_REMAINING:
+        return JS[i, EST] * (1.0 - JF[i, PROG])
+    if kind == KEY_LEVELS:
+        x = JF[i, ATT]
+        lo, hi = 0, thr.shape[0]
+        while lo < hi:  # bisect_right
+            mid = (lo + hi) // 2
+            if x < thr[mid]:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo * 4294967296.0 + JS[i, ARR]
+    return KT[i, JI[i, NSEEN]]
+
+
+@_helper(i8, f8, I1, I1, F2, I2, F1, I1, I1)
+def _set_running_key(i, key, C, S, JF, JI, WF, WA, WB):
+    S[S_SEQ] += 1
+    version = S[S_SEQ]
+    if JI[i, RVER] < 0:
+        S[S_NRUN] += 1
+    JI[i, RVER] = version
+    JF[i, RKEY] = key
+    if C[C_POA]:
+        S[S_W] = _tpush(WF, WA, WB, S[S_W], -key, version, i)
+        if S[S_W] > 64 + 4 * S[S_NRUN]:  # _compact
+            k = 0
+            for r in range(S[S_W]):
+                if JI[WB[r], RVER] == WA[r]:
+                    WF[k], WA[k], WB[k] = WF[r], WA[r], WB[r]
+                    k += 1
+            S[S_W] = k
+            _theapify(WF, WA, WB, k)
+
+
+@_helper(i8, f8, i8, I1, I1, F2, I2, F2, F1, F2, F1, I1, I1, I1)
+def _started(i, key, cid, C, S, JF, JI, JS, thr, KT, WF, WA, WB, starts):
+    if JI[i, NPRE]:  # the wait key predates the progress made before preemption
+        key = _key(i, C, JF, JI, JS, thr, KT)
+    starts[S[S_NST]] = i
+    S[S_NST] += 1
+    JI[i, MOVED] = cid
+    if C[C_POA] or C[C_PAC]:
+        _set_running_key(i, key, C, S, JF, JI, WF, WA, WB)
+    else:
+        if JI[i, RVER] < 0:
+            S[S_NRUN] += 1
+        JI[i, RVER] = 0
+        JF[i, RKEY] = key
+
+
+@_helper(i8, i8, I1, I1, F2, I2, F2, I1, F1, F2, F1, I1, I1, I1, I1)
+def _preempt(i, cid, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT, preempts):
+    JI[i, MOVED] = cid
+    if JI[i, RVER] >= 0:
+        S[S_NRUN] -= 1
+        JI[i, RVER] = -1
+    preempts[S[S_NPR]] = i
+    S[S_NPR] += 1
+    key = _key(i, C, JF, JI, JS, thr, KT)  # as it waits: progress as of its last checkpoint
+    S[S_SEQ] += 1
+    S[S_Q] = _tpush(QF, QA, QB, S[S_Q], key, S[S_SEQ], i)
+    WCNT[G[i]] += 1
+
+
+@_helper(i8, I1, I1, I1, F1, I1, I1, F1, I1, I1)
+def _one_fits(free, C, S, G, QF, QA, QB, AF, AA, AB):
+    """Whether one of the first ``depth`` waiting jobs in key order asks for at most
+    ``free`` GPUs: the queue read in place, in key order, through a small heap of the
+    frontier's (key, seq, position in the queue)."""
+    n = S[S_Q]
+    m = _tpush(AF, AA, AB, 0, QF[0], QA[0], 0)
+    looked = 0
+    while m and looked < C[C_DEPTH]:
+        _, _, k, m = _tpop(AF, AA, AB, m)
+        looked += 1
+        if G[QB[k]] <= free:
+            return True
+        c = 2 * k + 1
+        if c < n:
+            m = _tpush(AF, AA, AB, m, QF[c], QA[c], c)
+            if c + 1 < n:
+                m = _tpush(AF, AA, AB, m, QF[c + 1], QA[c + 1], c + 1)
+    return False
+
+
+@_helper(i8, i8, I1, I1, F2, I2, F2, I1, F1, F2, F1, I1, I1, I1, F1, I1, I1, F1, I1, I1, I1)
+def _fill(free, cid, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT, WF, WA, WB, SKF, SKA, SKB,
+          starts):
+    if free <= 0 or S[S_Q] == 0:
+        return free
+    g = 1
+    while g <= free and WCNT[g] == 0:
+        g += 1
+    if g > free or not _one_fits(free, C, S, G, QF, QA, QB, SKF, SKA, SKB):
+        # No waiting job that the loop below would look at fits: it would pop them and
+        # push them back, which leaves the queue's entries, and so its order, as they were.
+        return free
+    n_skip = 0
+    looked = 0
+    while S[S_Q] and looked < C[C_DEPTH] and free > 0:
+        key, s, i, S[S_Q] = _tpop(QF, QA, QB, S[S_Q])
+        looked += 1
+        if G[i] <= free:
+            free -= G[i]
+            WCNT[G[i]] -= 1
+            _started(i, key, cid, C, S, JF, JI, JS, thr, KT, WF, WA, WB, starts)
+        else:
+            SKF[n_skip], SKA[n_skip], SKB[n_skip] = key, s, i
+            n_skip += 1
+    for r in range(n_skip):
+        S[S_Q] = _tpush(QF, QA, QB, S[S_Q], SKF[r], SKA[r], SKB[r])
+    return free
+
+
+@_helper(f8, i8, i8, I1, I2, I1, F1, I1, I1, I1)
+def _enough_above(limit, short, cid, S, JI, G, WF, WA, WB, stack):
+    n = S[S_W]
+    top = 0
+    if n:
+        stack[0] = 0
+        top = 1
+    while top:
+        top -= 1
+        k = stack[top]
+        if -WF[k] <= limit:
+            continue
+        i = WB[k]
+        if JI[i, RVER] == WA[k] and JI[i, RUN] != 0 and JI[i, MOVED] != cid:
+            short -= G[i]
+            if short <= 0:
+                return True
+        k = 2 * k + 1
+        if k < n:
+            stack[top] = k
+            top += 1
+            if k + 1 < n:
+                stack[top] = k + 1
+                top += 1
+    return False
+
+
+@_helper(i8, i8, f8, I1, I1, F2, I2, F2, I1, F1, F2, F1, I1, I1, I1, F1, I1, I1, F1, I1, I1,
+         F1, I1, I1, I1, I1, I1, I1)
+def _preempt_for_head(free, cid, margin, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT, WF,
+                      WA, WB, SKF, SKA, SKB, PF, PA, PB, PV, stack, starts, preempts):
+    rounds = 0
+    while S[S_Q] and rounds < C[C_DEPTH]:
+        rounds += 1
+        head_key, h = QF[0], QB[0]
+        need = G[h]
+        if need <= free:
+            free = _fill(free, cid, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT, WF, WA,
+                         WB, SKF, SKA, SKB, starts)
+            continue
+        if need - free > 1 and not _enough_above(head_key + margin, need - free, cid, S, JI,
+                                                 G, WF, WA, WB, stack):
+            break
+        n_pop = gain = 0
+        while S[S_W] and free + gain < need:
+            nkey, version, i = WF[0], WA[0], WB[0]
+            if JI[i, RVER] != version:
+                _, _, _, S[S_W] = _tpop(WF, WA, WB, S[S_W])  # stale
+                continue
+            if -nkey <= head_key + margin:
+                break
+            PF[n_pop], PA[n_pop], PB[n_pop], S[S_W] = _tpop(WF, WA, WB, S[S_W])
+            victim = JI[i, RUN] != 0 and JI[i, MOVED] != cid
+            PV[n_pop] = 1 if victim else 0
+            n_pop += 1
+            if victim:
+                gain += G[i]
+        enough = free + gain >= need
+        for r in range(n_pop):
+            if not PV[r] or not enough:
+                S[S_W] = _tpush(WF, WA, WB, S[S_W], PF[r], PA[r], PB[r])
+        if not enough:
+            break
+        _, _, _, S[S_Q] = _tpop(QF, QA, QB, S[S_Q])  # the head, before the victims queue
+        WCNT[need] -= 1
+        for r in range(n_pop):
+            if PV[r]:
+                _preempt(PB[r], cid, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT,
+                         preempts)
+        free += gain - need
+        _started(h, head_key, cid, C, S, JF, JI, JS, thr, KT, WF, WA, WB, starts)
+    return free
+
+
+@_helper(i8, i8, f8, I1, I1, F2, I2, F2, I1, F1, F2, F1, I1, I1, I1, F1, I1, I1, F1, I1, I1,
+         I1, I1, I1)
+def _yield_at_checkpoints(free, cid, margin, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT,
+                          WF, WA, WB, SKF, SKA, SKB, CK, starts, preempts):
+    for r in range(S[S_NCK]):
+        i = CK[r]
+        if S[S_Q] == 0 or JI[i, RVER] < 0 or JI[i, RUN] == 0 or JI[i, MOVED] == cid:
+            continue
+        head_key, h = QF[0], QB[0]
+        if JF[i, RKEY] > head_key + margin and G[h] <= free + G[i]:
+            _preempt(i, cid, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT, preempts)
+            free += G[i]
+            free = _fill(free, cid, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT, WF, WA,
+                         WB, SKF, SKA, SKB, starts)
+    S[S_NCK] = 0
+    return free
+
+
+@njit(cache=True)
+def run_kernel(arrival, dur, gpus, est, end_eval, grid, thr, table, kind, poa, pac, resched,
+               n_gpus, depth, margin, overhead, record_timeline):
+    """``engine._run``'s loop with the base's calls. Returns start_s, finish_s, gpu_s,
+    n_preemptions, the timeline (times, GPUs used), the number of jobs left waiting on an
+    idle cluster (-1: none; the loop stopped there) and the loop's own arrays (to drop)."""
+    n = arrival.shape[0]
+    arrival, grid, thr, KT = _borrow(arrival), _borrow(grid), _borrow(thr), _borrow(table)
+    end_eval = _borrow(end_eval)
+    JS_o = np.empty((n, 3))
+    JF_o = np.zeros((n, 9))
+    JI_o = np.zeros((n, 9), np.int64)
+    for i in range(n):  # (numba's slice assignment costs seconds to compile)
+        JS_o[i, DUR], JS_o[i, EST], JS_o[i, ARR] = dur[i], est[i], arrival[i]
+        JF_o[i, START] = JF_o[i, FINISH] = NAN
+        JI_o[i, EVSEQ] = JI_o[i, RVER] = -1
+    G_o = gpus.copy()
+    C_o = np.array([kind, poa, pac, depth], np.int64)
+    S_o = np.zeros(8, np.int64)
+    JS, JF, JI, G, C, S = (_borrow(JS_o), _borrow(JF_o), _borrow(JI_o), _borrow(G_o),
+                           _borrow(C_o), _borrow(S_o))
+    # Capacities: a job waits at most once; in one scheduling call (each job holding a
+    # GPU) at most n_gpus starts and n_gpus preemptions; ``_worst`` is compacted above
+    # 64 + 4 len(_running) and at most n_gpus jobs run. The events and ``_checkpointed``
+    # grow between calls.
+    QF_o, QA_o, QB_o = np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
+    SKF_o, SKA_o, SKB_o = np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
+    QF, QA, QB = _borrow(QF_o), _borrow(QA_o), _borrow(QB_o)
+    WCNT_o = np.zeros(n_gpus + 1, np.int64)  # waiting jobs by GPUs asked
+    WCNT = _borrow(WCNT_o)
+    SKF, SKA, SKB = _borrow(SKF_o), _borrow(SKA_o), _borrow(SKB_o)
+    cap_w = 128 + 8 * n_gpus
+    WF_o, WA_o, WB_o = np.empty(cap_w), np.empty(cap_w, np.int64), np.empty(cap_w, np.int64)
+    PF_o, PI_o = np.empty(cap_w), np.empty((4, cap_w), np.int64)
+    WF, WA, WB = _borrow(WF_o), _borrow(WA_o), _borrow(WB_o)
+    PF, PA, PB, PV, stack = (_borrow(PF_o), _borrow(PI_o[0]), _borrow(PI_o[1]),
+                             _borrow(PI_o[2]), _borrow(PI_o[3]))
+    lists_o = np.empty((2, n_gpus + 1), np.int64)
+    starts, preempts = _borrow(lists_o[0]), _borrow(lists_o[1])
+    CK_o = np.empty(64 + 2 * n_gpus, np.int64)
+    CK = _borrow(CK_o)
+    EF_o = np.empty(64 + 4 * n_gpus)
+    EA_o, EB_o = np.empty(EF_o.shape[0], np.int64), np.empty(EF_o.shape[0], np.int64)
+    EF, EA, EB = _borrow(EF_o), _borrow(EA_o), _borrow(EB_o)
+    tl_t, tl_used = np.zeros(1024), np.zeros(1024, np.int64)
+    tl_n = 1
+
+    seq = 0
+    free = n_gpus
+    ai = 0
+    cid = 0
+    left = -1
+    while True:
+        t_heap = EF[0] if S[S_EV] else INF
+        t_arr = arrival[ai] if ai < n else INF
+        t = t_heap if t_heap <= t_arr else t_arr
+        if t == INF:
+            break
+        changed = False
+        # 1. Eval checkpoints at t, with the completions and stops they bring.
+        while S[S_EV] and EF[0] == t:
+            # The top is popped, or replaced by the job's next eval (heapreplace): the
+            # heap holds the same entries as after a pop and a push, so it pops in the
+            # same order.
+            sq, i = EA[0], EB[0]
+            if JI[i, EVSEQ] != sq:
+                _, _, _, S[S_EV] = _tpop(EF, EA, EB, S[S_EV])
+                continue
+            j = JI[i, NEXT]
+            JF[i, PROG] = grid[j]
+            JF[i, ATT] = JF[i, GPU_S] + G[i] * (t - JF[i, SEG_S])
+            JI[i, NSEEN] = j + 1
+            if poa or pac:  # the base's on_eval
+                _set_running_key(i, _key(i, C, JF, JI, JS, thr, KT), C, S, JF, JI, WF, WA,
+                                 WB)
+            if pac:
+                if S[S_NCK] == CK.shape[0]:
+                    CK_o = _grow(CK_o, S[S_NCK] + 1)
+                    CK = _borrow(CK_o)
+                CK[S[S_NCK]] = i
+                S[S_NCK] += 1
+            if j == end_eval[i]:  # its planned stop, or its last eval
+                _, _, _, S[S_EV] = _tpop(EF, EA, EB, S[S_EV])
+                JF[i, FINISH] = t
+                JF[i, GPU_S] += G[i] * (t - JF[i, SEG_S])
+                free += G[i]
+                JI[i, EVSEQ] = -1
+                JI[i, RUN] = 0
+                if JI[i, RVER] >= 0:  # on_end
+                    S[S_NRUN] -= 1
+                    JI[i, RVER] = -1
+                changed = True
+            else:
+                JI[i, NEXT] = j + 1
+                seq += 1
+                te = JF[i, SEG_S] + JF[i, SEG_OH] + (grid[j + 1] - JF[i, SEG_P0]) * JS[i, DUR]
+                EF[0], EA[0], EB[0] = te, seq, i
+                _tsiftup(EF, EA, EB, S[S_EV], 0)
+                JI[i, EVSEQ] = seq
+                if resched:
+                    changed = True
+        # 2. Arrivals at t join the queue.
+        while ai < n and arrival[ai] == t:
+            S[S_SEQ] += 1
+            S[S_Q] = _tpush(QF, QA, QB, S[S_Q], _key(ai, C, JF, JI, JS, thr, KT), S[S_SEQ],
+                            ai)
+            WCNT[G[ai]] += 1
+            ai += 1
+            changed = True
+        if not changed:
+            continue
+        # 3. One scheduling decision for the instant.
+        if S[S_EV] + n_gpus + 2 > EF.shape[0]:
+            size = S[S_EV] + 4 * n_gpus + 2
+            EF_o, EA_o, EB_o = _grow(EF_o, size), _grow(EA_o, size), _grow(EB_o, size)
+            EF, EA, EB = _borrow(EF_o), _borrow(EA_o), _borrow(EB_o)
+        cid += 1
+        S[S_NST] = S[S_NPR] = 0
+        f = _fill(free, cid, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT, WF, WA, WB, SKF,
+                  SKA, SKB, starts)
+        if S[S_Q] and pac and S[S_NCK]:
+            f = _yield_at_checkpoints(f, cid, margin, C, S, JF, JI, JS, G, thr, KT, QF, QA,
+                                      QB, WCNT, WF, WA, WB, SKF, SKA, SKB, CK, starts, preempts)
+        elif S[S_NCK]:
+            S[S_NCK] = 0
+        if S[S_Q] and poa:
+            f = _preempt_for_head(f, cid, margin, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB,
+                                  WCNT, WF, WA, WB, SKF, SKA, SKB, PF, PA, PB, PV, stack, starts,
+                                  preempts)
+        for r in range(S[S_NST]):
+            JI[starts[r], STARTING] = cid
+        for r in range(S[S_NPR]):
+            i = preempts[r]
+            if JI[i, STARTING] == cid:  # preempted and restarted at once: it keeps running
+                JI[i, STARTING] = 0
+                JI[i, KEPT] = cid
+                continue
+            x = t - JF[i, SEG_S] - JF[i, SEG_OH]
+            p = JF[i, SEG_P0] + (x if x > 0.0 else 0.0) / JS[i, DUR]  # max(0.0, x)
+            g = grid[JI[i, NEXT]]
+            JF[i, PROG] = g if g < p else p  # min(p, g), as Python picks
+            JF[i, GPU_S] += G[i] * (t - JF[i, SEG_S])
+            JI[i, EVSEQ] = -1
+            JI[i, RUN] = 0
+            JI[i, NPRE] += 1
+            free += G[i]
+        for r in range(S[S_NST]):
+            i = starts[r]
+            if JI[i, KEPT] == cid:
+                continue
+            free -= G[i]
+            if JF[i, START] != JF[i, START]:
+                JF[i, START] = t
+            JI[i, RUN] = 1
+            p0 = JF[i, SEG_P0] = JF[i, PROG]
+            JF[i, SEG_S] = t
+            JF[i, SEG_OH] = overhead if JI[i, NPRE] else 0.0
+            seq += 1
+            te = t + JF[i, SEG_OH] + (grid[JI[i, NEXT]] - p0) * JS[i, DUR]
+            S[S_EV] = _tpush(EF, EA, EB, S[S_EV], te, seq, i)
+            JI[i, EVSEQ] = seq
+        if record_timeline:
+            used = n_gpus - free
+            if used != tl_used[tl_n - 1]:
+                if tl_t[tl_n - 1] == t:
+                    tl_used[tl_n - 1] = used
+                else:
+                    if tl_n == tl_t.shape[0]:
+                        tl_t, tl_used = _grow(tl_t, tl_n + 1), _grow(tl_used, tl_n + 1)
+                    tl_t[tl_n] = t
+                    tl_used[tl_n] = used
+                    tl_n += 1
+        if free == n_gpus and ai >= n and S[S_Q]:
+            left = S[S_Q]
+            break
+    owners = (WCNT_o, JS_o, JF_o, JI_o, G_o, C_o, S_o, QF_o, QA_o, QB_o, SKF_o, SKA_o, SKB_o, WF_o,
+              WA_o, WB_o, PF_o, PI_o, lists_o, CK_o, EF_o, EA_o, EB_o)
+    return (JF_o[:, START].copy(), JF_o[:, FINISH].copy(), JF_o[:, GPU_S].copy(),
+            JI_o[:, NPRE].copy(), tl_t[:tl_n].copy(), tl_used[:tl_n].copy(), left, owners)

@@ -1,0 +1,255 @@
+"""The compiled checkpoint loop (evalstop.sim.priority_jit) gives the checkpoint loop's result.
+
+Every field of the result (every start, finish, stop, kept checkpoint, preemption, the
+GPU-seconds and the GPU timeline) is compared with ``engine._run``'s (``EVALSTOP_JIT=0``,
+SRTF-Est's own loop off) for LossAware, Tiresias and SRTF-Est, alone and under the
+overlay (k-decline, the default, the oracle, job types, min mode, rows the rule's
+objects plan), on random traces made to tie (equal arrivals and durations, estimates and
+losses on a grid, thresholds reached within runs, restart overhead 0 and more, depth 1
+to unbounded, few and many GPUs) and on a slice of Philly. LossAware and Tiresias reach
+the twin through ``simulate`` (``EVALSTOP_JIT=1``); SRTF-Est, whose default is its own
+loop, through ``priority_twin.run``.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from conftest import make_workload
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evalstop.experiments.runner import hacking_jobs
+from evalstop.schedulers import EvalStop, LossAware, SRTFEst, Tiresias, build
+from evalstop.schedulers.loss_aware import key_table
+from evalstop.sim import priority_twin, srtf_loop
+from evalstop.sim.engine import simulate
+from evalstop.sim.stops import plan_for
+from evalstop.sim.view import JobView
+from evalstop.workload import load_philly, trace_workload
+
+pytest.importorskip("numba")
+
+FIELDS = ("start_s", "finish_s", "stopped", "stop_eval", "kept_eval", "end_progress", "gpu_s",
+          "n_preemptions", "timeline_t", "timeline_used")
+
+
+@pytest.fixture
+def kernel_calls(monkeypatch):
+    """The number of calls to the twin's kernel so far."""
+    from evalstop.sim import priority_jit
+
+    calls = []
+    kernel = priority_jit.run_kernel
+    monkeypatch.setattr(priority_jit, "run_kernel", lambda *a: calls.append(1) or kernel(*a))
+    return calls
+
+
+def checkpoint_loop(monkeypatch, w, n_gpus, sched, **kw):
+    with monkeypatch.context() as m:
+        m.setenv("EVALSTOP_JIT", "0")
+        m.setattr(srtf_loop, "ENABLED", False)
+        return simulate(w, n_gpus, sched, **kw)
+
+
+def twin_loop(monkeypatch, w, n_gpus, sched, *, restart_overhead_s=120.0,
+              record_timeline=True):
+    from evalstop.sim import priority_jit
+
+    with monkeypatch.context() as m:
+        m.setenv("EVALSTOP_JIT", "1")
+        if not srtf_loop.fits(sched):
+            return simulate(w, n_gpus, sched, restart_overhead_s=restart_overhead_s,
+                            record_timeline=record_timeline)
+        sched.bind(n_gpus=n_gpus, restart_overhead_s=restart_overhead_s)
+        return priority_twin.run(priority_jit, w, n_gpus, sched, restart_overhead_s,
+                                 record_timeline, plan_for(w, sched), 0.0)
+
+
+RESTARTED_AT_ONCE = []
+
+
+def spied(sched):
+    """``sched`` with its base's ``schedule`` counting jobs preempted and restarted in one
+    call (the checkpoint loop keeps them running) into ``RESTARTED_AT_ONCE``."""
+    base = getattr(sched, "base", sched)
+    schedule = base.schedule
+
+    def spy(now, free):
+        start, preempt = schedule(now, free)
+        RESTARTED_AT_ONCE.append(len({v.index for v in start} & {v.index for v in preempt}))
+        return start, preempt
+
+    base.schedule = spy
+    return sched
+
+
+def same(monkeypatch, kernel_calls, w, n_gpus, make, **kw):
+    before = len(kernel_calls)
+    tw = twin_loop(monkeypatch, w, n_gpus, make(), **kw)
+    assert len(kernel_calls) == before + 1  # the twin ran
+    ref = checkpoint_loop(monkeypatch, w, n_gpus, spied(make()), **kw)
+    assert len(kernel_calls) == before + 1  # and the reference did not take it
+    for f in FIELDS:
+        a, b = getattr(tw, f), getattr(ref, f)
+        assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True), f
+    assert (tw.n_events, tw.n_eval_events) == (ref.n_events, ref.n_eval_events)
+    assert tw.scheduler == ref.scheduler
+    return ref
+
+
+def tie_workload(rng, n, m):
+    """Arrivals on a coarse grid (many at once), durations and estimates from a few values,
+    losses on an integer grid (equal drops), some non-finite or zero; evals that stop."""
+    obs = np.cumsum(rng.integers(-1, 2, (n, m)), axis=1).astype(float) / 8
+    losses = 10.0 - np.cumsum(rng.integers(0, 3, (n, m)), axis=1).astype(float)
+    losses[rng.random(n) < 0.1, 0] = 0.0
+    losses[rng.random(n) < 0.05, rng.integers(0, m)] = np.nan
+    losses[rng.random(n) < 0.05, rng.integers(0, m)] = np.inf
+    return make_workload(np.sort(rng.integers(0, 12, n)).astype(float) * 10,
+                         rng.choice([20.0, 40.0, 80.0, 160.0], n), rng.integers(1, 4, n),
+                         evals=obs, est=rng.choice([40.0, 60.0, 80.0, 120.0], n),
+                         losses=losses, types=rng.choice(["lora", "dpo", "rlhf"], n))
+
+
+def bases(rng):
+    """One of each base, with a depth from 1 to unbounded; Tiresias' thresholds low enough
+    to be crossed within runs."""
+    depth = [1, 2, 3, 32, math.inf][int(rng.integers(5))]
+    thresholds = sorted(set(rng.choice([10.0, 40.0, 80.0, 160.0, 640.0], 2).tolist()))
+    margin = float(rng.choice([0.0, 0.0, 5.0]))
+    return {"loss-aware": lambda: LossAware(depth=depth, margin=margin),
+            "tiresias": lambda: Tiresias(depth=depth, thresholds_gpu_s=thresholds),
+            "srtf-est": lambda: SRTFEst(depth=depth, margin=None if margin else 0.0)}
+
+
+def overlays(make, w):
+    """The base alone and under the overlay with rules, options and modes that plan."""
+    yield make
+    for rule in ("evalstop:k=2", "default"):
+        yield lambda rule=rule: EvalStop(make(), rule)
+    yield lambda: EvalStop(make(), "evalstop:k=1", job_types=["rlhf"])
+    yield lambda: EvalStop(make(), "evalstop:k=2", only_jobs=range(0, w.n_jobs, 3))
+    yield lambda: EvalStop(make(), "evalstop:k=2", mode="min")
+
+
+@pytest.mark.parametrize("base", ["loss-aware", "tiresias", "srtf-est"])
+def test_random_traces_made_to_tie_match(monkeypatch, kernel_calls, base):
+    preempted = stopped = 0
+    RESTARTED_AT_ONCE.clear()
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        w = tie_workload(rng, int(rng.integers(2, 40)), int(rng.integers(2, 7)))
+        if seed % 4 == 3:
+            w.eval_obs[rng.random(w.n_jobs) < 0.3, 1] = np.nan  # rows the objects plan
+        n_gpus = int(rng.choice([3, 4, 6, 64]))
+        overhead = float(rng.choice([0.0, 10.0, 120.0]))
+        for make in overlays(bases(rng)[base], w):
+            res = same(monkeypatch, kernel_calls, w, n_gpus, make,
+                       restart_overhead_s=overhead, record_timeline=bool(seed % 5))
+            preempted += int(res.n_preemptions.sum())
+            stopped += int(res.stopped.sum())
+    assert preempted > 50 and stopped > 50  # the comparison covers both
+    if base != "srtf-est":  # (SRTF-Est's case, rarer, is the test below)
+        assert sum(RESTARTED_AT_ONCE) > 0  # and jobs preempted and restarted in one call
+
+
+@pytest.mark.parametrize("overhead", [0.0, 30.0])
+def test_a_victim_restarted_in_its_call_keeps_running(monkeypatch, kernel_calls, overhead):
+    # A (1 GPU) and B (3 GPUs) tie on key; H (3 GPUs) arrives and preempts both, A first
+    # (its key was set first). H starts, and A, at the head of the queue by its earlier
+    # seq, fits the GPU left over: preempted and restarted in one call, it runs on.
+    w = make_workload([0.0, 0.0, 1.0], [1000.0, 1000.0, 50.0], [1, 3, 3],
+                      est=[100.0, 100.0, 10.0])
+    RESTARTED_AT_ONCE.clear()
+    res = same(monkeypatch, kernel_calls, w, 4, lambda: SRTFEst(margin=0.0),
+               restart_overhead_s=overhead)
+    assert sum(RESTARTED_AT_ONCE) == 1
+    assert res.n_preemptions.tolist() == [0, 1, 0] and res.start_s.tolist() == [0.0, 0.0, 1.0]
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["loss-aware", "tiresias", "srtf-est"]))
+def test_any_seed_matches(monkeypatch, kernel_calls, seed, base):
+    rng = np.random.default_rng(seed)
+    w = tie_workload(rng, int(rng.integers(1, 30)), int(rng.integers(1, 6)))
+    make = bases(rng)[base]
+    rule = [None, "evalstop:k=2", "default"][int(rng.integers(3))]
+    same(monkeypatch, kernel_calls, w, int(rng.integers(3, 8)),
+         (lambda: make()) if rule is None else (lambda: EvalStop(make(), rule)),
+         restart_overhead_s=float(rng.choice([0.0, 30.0])))
+
+
+def test_a_slice_of_philly_matches(monkeypatch, kernel_calls):
+    w = trace_workload(load_philly(limit=800), np.random.default_rng(1))
+    n_gpus = max(96, int(w.gpus.max()))
+    oracle = hacking_jobs(w)
+    for base in ("loss-aware", "tiresias", "srtf-est"):
+        for rule in (None, "evalstop:k=2", "default"):
+            res = same(monkeypatch, kernel_calls, w, n_gpus, lambda rule=rule: build(base, rule))
+            assert res.n_preemptions.sum() > 0
+        same(monkeypatch, kernel_calls, w, n_gpus,
+             lambda: build(base, "default", only_jobs=oracle))
+        same(monkeypatch, kernel_calls, w, n_gpus,
+             lambda: build(base, "evalstop:k=2", job_types=["rlhf"]))
+    same(monkeypatch, kernel_calls, w, n_gpus, lambda: Tiresias(depth=1),
+         restart_overhead_s=0.0)
+
+
+def test_the_loss_table_is_the_key(monkeypatch):
+    rng = np.random.default_rng(0)
+    loss = rng.choice([0.0, -0.0, 1.0, 2.5, -3.0, 1e-310, 1e308, -1e308, np.inf, -np.inf,
+                       np.nan], (300, 5))
+    table = key_table(loss)
+    s = LossAware()
+    for i in range(loss.shape[0]):
+        v = JobView(i, "j", "rlhf", "t", 1, 0.0, 1.0)
+        for c in range(loss.shape[1] + 1):
+            v.losses = loss[i, :c].tolist()
+            want = s.key(v, 0.0)
+            assert table[i, c] == want or (math.isnan(want) and math.isnan(table[i, c]))
+            assert math.copysign(1.0, table[i, c]) == math.copysign(1.0, want)
+
+
+def test_only_plain_fresh_bases_with_a_plan_take_the_twin(monkeypatch, kernel_calls):
+    w = tie_workload(np.random.default_rng(5), 20, 4)
+    monkeypatch.setenv("EVALSTOP_JIT", "1")
+
+    class Mine(Tiresias):
+        pass
+
+    spied = build("loss-aware", "evalstop:k=2")
+    spied.base._fill = spied.base._fill  # a patched method (a test's spy)
+    used = build("tiresias")
+    used._running[99] = (0.0, 0)  # not a fresh scheduler
+    assert priority_twin.plain(spied) is None and priority_twin.plain(used) is None
+    assert priority_twin.plain(Mine()) is None
+    fleet = build("loss-aware", "default")
+    fleet.per_job = False  # as a rule that pools jobs declares: no plan
+    for sched in (Mine(), spied, fleet, build("srtf-est"), build("fifo", "default")):
+        simulate(w, 6, sched)
+    assert kernel_calls == []  # SRTF-Est took its own loop, FIFO its ends
+    for name in ("tiresias", "loss-aware"):
+        sched = build(name, "evalstop:k=2")
+        assert priority_twin.plain(sched) is sched.base
+        simulate(w, 6, sched)
+    assert kernel_calls == [1, 1]
+
+
+def test_the_twin_raises_as_the_checkpoint_loop_does(monkeypatch):
+    # A job bigger than the cluster (simulate refuses it; the loops are called directly)
+    # is left waiting on an idle cluster: both loops stop with the same error.
+    from evalstop.sim import engine, priority_jit
+
+    w = make_workload([0.0, 1.0], [10.0, 10.0], [1, 3])
+    errors = []
+    for run in (lambda s: engine._run(w, 2, s, 0.0, True, plan_for(w, s), 0.0),
+                lambda s: priority_twin.run(priority_jit, w, 2, s, 0.0, True, plan_for(w, s),
+                                            0.0)):
+        s = build("tiresias", "evalstop:k=2")
+        s.bind(n_gpus=2, restart_overhead_s=0.0)
+        with pytest.raises(RuntimeError, match="left 1 jobs waiting") as err:
+            run(s)
+        errors.append(str(err.value))
+    assert errors[0] == errors[1]
