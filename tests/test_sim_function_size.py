@@ -10,6 +10,8 @@ import evalstop.sim
 
 LIMIT = 80
 SIM = Path(evalstop.sim.__file__).parent
+# Still to split: (file, function). An entry must be over the limit (dropped once split).
+NOT_YET = {("priority_jit.py", "run_kernel")}
 
 
 def long_functions(source: str, limit: int = LIMIT) -> list[tuple[str, int]]:
@@ -23,7 +25,8 @@ def long_functions(source: str, limit: int = LIMIT) -> list[tuple[str, int]]:
 
 @pytest.mark.parametrize("path", sorted(SIM.glob("*.py")), ids=lambda p: p.name)
 def test_no_function_over_the_limit(path):
-    assert long_functions(path.read_text(encoding="utf-8")) == []
+    long = {name for name, _ in long_functions(path.read_text(encoding="utf-8"))}
+    assert long == {name for file, name in NOT_YET if file == path.name}
 
 
 @pytest.mark.parametrize(("body_lines", "found"), [(LIMIT - 1, []), (LIMIT, [("f", LIMIT + 1)])])
