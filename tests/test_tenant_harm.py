@@ -13,6 +13,26 @@ def test_levels_are_centred_means_clipped_at_the_run_ends():
     assert np.isnan(lev[0, 4])
 
 
+
+@pytest.mark.parametrize("window", [0.0, 0.025, 0.25, 1.0])
+def test_levels_of_runs_of_many_lengths_are_each_runs_own_window_mean(window):
+    # Runs of one length are computed together; each cell must still be its own run's
+    # window mean over finite scores (NaN where the window holds none or past the end).
+    rng = np.random.default_rng(3)
+    n = np.array([0, 1, 7, 7, 12, 30, 30, 30])
+    scores = rng.normal(size=(n.size, 30))
+    scores[rng.random(scores.shape) < 0.15] = np.nan
+    lev = levels(scores, n, window=window)
+    for r, nr in enumerate(n.tolist()):
+        w = max(1, int(np.ceil(window * nr)))
+        for j in range(30):
+            part = scores[r, max(0, j - w):min(j + w + 1, nr)] if j < nr else []
+            part = [x for x in part if np.isfinite(x)]
+            if part:
+                assert lev[r, j] == pytest.approx(sum(part) / len(part), rel=1e-12, abs=1e-12)
+            else:
+                assert np.isnan(lev[r, j])
+
 def test_a_stop_at_the_peak_of_a_run_that_keeps_rising_is_harmful():
     n = 200
     rise = np.linspace(0.0, 1.0, n)[None, :]

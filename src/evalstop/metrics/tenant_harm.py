@@ -61,30 +61,47 @@ class TenantHarm:
         }
 
 
-def _window_means(scores: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Mean of finite scores[r, lo[r, j]:hi[r, j]] for every (r, j), by prefix sums."""
-    finite = np.isfinite(scores)
-    csum = np.zeros((scores.shape[0], scores.shape[1] + 1))
-    ccnt = np.zeros_like(csum)
-    np.cumsum(np.where(finite, scores, 0.0), axis=1, out=csum[:, 1:])
-    np.cumsum(finite, axis=1, out=ccnt[:, 1:])
-    rows = np.arange(scores.shape[0])[:, None]
-    total = csum[rows, hi] - csum[rows, lo]
-    count = ccnt[rows, hi] - ccnt[rows, lo]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+class _Prefix:
+    """Prefix sums of a (runs, evals) table's finite scores and of their count, so that any
+    window's mean is two subtractions and a division."""
+
+    def __init__(self, scores: np.ndarray) -> None:
+        finite = np.isfinite(scores)
+        self.csum = np.zeros((scores.shape[0], scores.shape[1] + 1))
+        self.ccnt = np.zeros_like(self.csum)
+        np.cumsum(np.where(finite, scores, 0.0), axis=1, out=self.csum[:, 1:])
+        np.cumsum(finite, axis=1, out=self.ccnt[:, 1:])
+
+    def means(self, rows, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Mean of the finite scores in columns ``lo:hi`` of ``rows``: ``lo`` and ``hi``
+        either (len(rows), k) or (k,) column indices shared by every row (read as whole
+        columns, much cheaper than a gather per cell)."""
+        csum, ccnt = self.csum[rows], self.ccnt[rows]
+        if lo.ndim == 1:
+            total, count = csum[:, hi] - csum[:, lo], ccnt[:, hi] - ccnt[:, lo]
+        else:
+            r = np.arange(csum.shape[0])[:, None]
+            total, count = csum[r, hi] - csum[r, lo], ccnt[r, hi] - ccnt[r, lo]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
 def levels(scores: np.ndarray, n_evals: np.ndarray, *,
-           window: float = LEVEL_WINDOW) -> np.ndarray:
-    """(runs, evals) smoothed level at every eval (NaN past each run's end)."""
-    width = scores.shape[1]
-    w = np.maximum(1, np.ceil(window * n_evals)).astype(np.int64)[:, None]
-    j = np.arange(width)[None, :]
-    lo = np.clip(j - w, 0, None)
-    hi = np.minimum(j + w + 1, n_evals[:, None])
-    out = _window_means(scores, np.minimum(lo, hi), hi)
-    out[j >= n_evals[:, None]] = np.nan
+           window: float = LEVEL_WINDOW, prefix: _Prefix | None = None) -> np.ndarray:
+    """(runs, evals) smoothed level at every eval (NaN past each run's end). Runs of one
+    length share their windows, so they are computed together, a length at a time (one
+    length in a simulated workload, a few in a corpus)."""
+    prefix = prefix or _Prefix(scores)
+    runs, width = scores.shape
+    out = np.full((runs, width), np.nan)
+    for n in np.unique(n_evals).tolist():
+        rows = slice(None) if runs and n_evals[0] == n and (n_evals == n).all() \
+            else np.flatnonzero(n_evals == n)
+        w = int(max(1, np.ceil(window * n)))
+        j = np.arange(min(n, width))
+        hi = np.minimum(j + w + 1, n)
+        lo = np.minimum(np.clip(j - w, 0, None), hi)
+        out[rows, :j.size] = prefix.means(rows, lo, hi)
     return out
 
 
@@ -110,9 +127,10 @@ def tenant_harm(scores: np.ndarray, stopped: np.ndarray, kept_idx: np.ndarray,
         if not 0 <= v <= 1:
             raise ValueError(f"{name} must be in [0, 1], got {v!r}")
     rows = np.arange(runs)
-    lev = levels(scores, n, window=window)
+    prefix = _Prefix(scores)
+    lev = levels(scores, n, window=window, prefix=prefix)
     tail = np.maximum(1, np.ceil(end * n)).astype(np.int64)
-    end_level = _window_means(scores, (n - tail)[:, None], n[:, None])[:, 0]
+    end_level = prefix.means(slice(None), (n - tail)[:, None], n[:, None])[:, 0]
     kept = np.where(stopped, kept_idx, n - 1)
     delivered = lev[rows, kept] if runs else np.zeros(0)
     with np.errstate(invalid="ignore"):
