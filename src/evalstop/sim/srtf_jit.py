@@ -39,6 +39,14 @@ def _helper(*argtypes):
     return njit(argtypes, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 
 
+def _step(fn):
+    """A step of the loop (``run_kernel``'s or a helper's), inlined where it is called
+    (numba IR inlining, ``inline="always"``): split out for reading, compiled as one
+    function, so the loop pays no call, and no passing of its arrays, per instant."""
+    return njit(inline="always", cache=True, no_cpython_wrapper=True,
+                no_cfunc_wrapper=True)(fn)
+
+
 INF = np.inf
 NAN = np.nan
 
