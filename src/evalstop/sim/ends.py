@@ -128,19 +128,28 @@ def run_ends(workload, n_gpus: int, scheduler, plan: StopPlan, record_timeline: 
     end_eval = plan.end_eval
     end_grid = grid[end_eval]
     run_s = (end_grid * workload.duration_s).tolist()  # from a job's start to its end event
-    end_progress = end_grid.tolist()
-    plan_stop = plan.stopped.tolist()
     gpus = workload.gpus.tolist()
     arrival = workload.arrival_s.tolist()
     if _plain_fifo(scheduler):
         start_s, tl_t, tl_used = _fifo_starts(n_gpus, arrival, gpus, run_s, record_timeline)
-        return _result(workload, plan, grid, start_s, run_s, tl_t, tl_used, n_gpus, scheduler,
-                       wall0)
-    # Every job's view made at once (map makes them faster than one by one in the loop); a
-    # scheduler still meets each only when it arrives.
-    views = list(map(_View, range(n), workload.job_id, workload.type.tolist(),
-                     workload.tenant.tolist(), gpus, arrival,
-                     workload.est_duration_s.tolist()))
+    else:
+        # Every job's view made at once (map makes them faster than one by one in the
+        # loop); a scheduler still meets each only when it arrives.
+        views = list(map(_View, range(n), workload.job_id, workload.type.tolist(),
+                         workload.tenant.tolist(), gpus, arrival,
+                         workload.est_duration_s.tolist()))
+        start_s, tl_t, tl_used = _general_starts(
+            n_gpus, scheduler, views, arrival, gpus, run_s, end_grid.tolist(),
+            plan.stopped.tolist(), record_timeline)
+    return _result(workload, plan, grid, start_s, run_s, tl_t, tl_used, n_gpus, scheduler,
+                   wall0)
+
+
+def _general_starts(n_gpus: int, scheduler, views: list, arrival: list, gpus: list,
+                    run_s: list, end_progress: list, plan_stop: list, record_timeline: bool):
+    """``run_ends``'s loop for any scheduler that needs no checkpoints: start times and
+    timeline."""
+    n = len(arrival)
     submit, schedule, on_end = _callbacks(scheduler)
     name = scheduler.name
 
@@ -194,9 +203,7 @@ def run_ends(workload, n_gpus: int, scheduler, plan: StopPlan, record_timeline: 
         if free == n_gpus and ai >= n and scheduler.queue_length:
             raise RuntimeError(f"scheduler {name} left {scheduler.queue_length} jobs waiting "
                                "on an idle cluster")
-
-    return _result(workload, plan, grid, start_s, run_s, tl_t, tl_used, n_gpus, scheduler,
-                   wall0)
+    return start_s, tl_t, tl_used
 
 
 def _result(workload, plan, grid, start_s, run_s, tl_t, tl_used, n_gpus, scheduler, wall0):

@@ -102,49 +102,64 @@ def _compiled(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, 
 
 
 def _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, wall0):
+    """The checkpoint loop: every eval an event (or SRTF-Est's own loop, when it fits)."""
     if plan is not None and srtf_loop.fits(scheduler):  # SRTF-Est: no checkpoint events
         return srtf_loop.run(workload, n_gpus, scheduler, restart_overhead_s,
                              record_timeline, plan, wall0)
-    n, m = workload.n_jobs, workload.n_evals
-    grid = [float(x) for x in workload.eval_progress]
-    last = m - 1
-    dur = workload.duration_s.tolist()
-    gpus = workload.gpus.tolist()
-    arrival = workload.arrival_s.tolist()
-    # Plain lists: indexing them is several times cheaper than indexing numpy arrays.
-    # The (job, eval) tables are the exception. Turning every cell into a Python float up
-    # front (tolist) took ~25% of a Philly run: the conversion, and then the garbage
-    # collector walking those millions of floats' row lists on every full collection; and
-    # most jobs are stopped before their last evals are read. A flat float64 memoryview, read
-    # at ``i * m + j``, makes a float only for the cells observed, is as cheap to index, and
-    # yields the same values.
-    obs, loss, proxy = (_flat(workload.eval_obs, (n, m)), _flat(workload.loss, (n, m)),
-                        _flat(workload.proxy, (n, m)))
-    ids, types, tenants = workload.job_id, workload.type.tolist(), workload.tenant.tolist()
-    est = workload.est_duration_s.tolist()
+    jobs = _Jobs(workload, plan)
+    tl_t, tl_used = _loop(jobs, n_gpus, scheduler, _hooks(scheduler, plan),
+                          restart_overhead_s, record_timeline)
+    return _result(jobs, workload, tl_t, tl_used, n_gpus, scheduler, wall0)
 
-    nan = math.nan
-    start_s = [nan] * n
-    finish_s = [nan] * n
-    stopped = [False] * n
-    stop_eval = [-1] * n
-    kept_eval = [last] * n
-    end_progress = [0.0] * n
-    gpu_s = [0.0] * n
-    seg_start = [0.0] * n
-    seg_p0 = [0.0] * n
-    seg_oh = [0.0] * n
-    next_eval = [0] * n  # the eval index of each job's next event
-    version = [0] * n
-    views: list[JobView | None] = [None] * n
 
+class _Jobs:
+    """The workload's columns and each job's state in the checkpoint loop, as plain lists:
+    indexing them is several times cheaper than indexing numpy arrays.
+
+    The (job, eval) tables are the exception. Turning every cell into a Python float up
+    front (tolist) took ~25% of a Philly run: the conversion, and then the garbage
+    collector walking those millions of floats' row lists on every full collection; and
+    most jobs are stopped before their last evals are read. A flat float64 memoryview, read
+    at ``i * m + j``, makes a float only for the cells observed, is as cheap to index, and
+    yields the same values."""
+
+    __slots__ = ("n", "m", "last", "grid", "dur", "gpus", "arrival", "obs", "loss", "proxy",
+                 "ids", "types", "tenants", "est", "start_s", "finish_s", "stopped",
+                 "stop_eval", "kept_eval", "end_progress", "gpu_s", "seg_start", "seg_p0",
+                 "seg_oh", "next_eval", "version", "views", "end_eval", "plan_stop",
+                 "plan_kept")
+
+    def __init__(self, workload: Workload, plan):
+        n, m = self.n, self.m = workload.n_jobs, workload.n_evals
+        last = self.last = m - 1
+        self.grid = [float(x) for x in workload.eval_progress]
+        self.dur = workload.duration_s.tolist()
+        self.gpus = workload.gpus.tolist()
+        self.arrival = workload.arrival_s.tolist()
+        self.obs, self.loss, self.proxy = (_flat(workload.eval_obs, (n, m)),
+                                           _flat(workload.loss, (n, m)),
+                                           _flat(workload.proxy, (n, m)))
+        self.ids, self.types = workload.job_id, workload.type.tolist()
+        self.tenants, self.est = workload.tenant.tolist(), workload.est_duration_s.tolist()
+        self.start_s, self.finish_s = [math.nan] * n, [math.nan] * n
+        self.stopped, self.stop_eval, self.kept_eval = [False] * n, [-1] * n, [last] * n
+        self.end_progress, self.gpu_s = [0.0] * n, [0.0] * n
+        self.seg_start, self.seg_p0, self.seg_oh = [0.0] * n, [0.0] * n, [0.0] * n
+        self.next_eval = [0] * n  # the eval index of each job's next event
+        self.version = [0] * n
+        self.views: list[JobView | None] = [None] * n
+        if plan is None:  # the event path: ends come from the scheduler's answers
+            self.end_eval, self.plan_stop, self.plan_kept = [last] * n, [False] * n, [last] * n
+        else:
+            self.end_eval, self.plan_stop = plan.end_eval.tolist(), plan.stopped.tolist()
+            self.plan_kept = (plan.kept_eval + 1).tolist()  # as a best step
+
+
+def _hooks(scheduler, plan):
+    """``on_eval`` (None when not called), ``submit``, ``schedule`` and ``on_end`` to call."""
     on_eval, submit, schedule = scheduler.on_eval, scheduler.submit, scheduler.schedule
     on_end = scheduler.on_end
-    if plan is None:  # the event path: ends come from the scheduler's answers
-        end_eval, plan_stop, plan_kept = [last] * n, [False] * n, [last] * n
-    else:
-        end_eval, plan_stop = plan.end_eval.tolist(), plan.stopped.tolist()
-        plan_kept = (plan.kept_eval + 1).tolist()  # as a best step
+    if plan is not None:
         base = getattr(scheduler, "base", scheduler)
         # The detector is not asked (its stops are planned); the base still is, if it
         # listens.
@@ -155,18 +170,19 @@ def _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan,
             # The overlay only forwards these (and drops detectors it never made here):
             # a call less per job and per instant.
             submit, schedule, on_end = base.submit, base.schedule, base.on_end
-    resched_on_eval = scheduler.reschedule_on_eval
-    heap: list = []
-    push, pop = heapq.heappush, heapq.heappop
-    seq = 0
-    free = n_gpus
-    ai = 0
-    tl_t: list[float] = [0.0]
-    tl_used: list[int] = [0]
-    inf = math.inf
+    return on_eval, submit, schedule, on_end
 
-    def end(i: int, t: float, was_stopped: bool, j: int, best_step) -> None:
-        nonlocal free
+
+def _ender(jobs: _Jobs, on_end):
+    """``end(i, t, was_stopped, j, best_step)``: job i ends at its eval j; returns the GPUs
+    it frees."""
+    views, finish_s, gpu_s, gpus, seg_start = (jobs.views, jobs.finish_s, jobs.gpu_s,
+                                               jobs.gpus, jobs.seg_start)
+    end_progress, grid, stopped, stop_eval = (jobs.end_progress, jobs.grid, jobs.stopped,
+                                              jobs.stop_eval)
+    kept_eval, version = jobs.kept_eval, jobs.version
+
+    def end(i: int, t: float, was_stopped: bool, j: int, best_step) -> int:
         v = views[i]
         finish_s[i] = t
         gpu_s[i] += gpus[i] * (t - seg_start[i])
@@ -175,7 +191,6 @@ def _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan,
             stopped[i] = True
             stop_eval[i] = j
             kept_eval[i] = j if best_step is None else int(best_step) - 1
-        free += gpus[i]
         version[i] += 1
         v.running = False
         v.progress = grid[j]
@@ -183,7 +198,29 @@ def _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan,
         # Only the checkpoint loop calls this; no one needs the history now, and dropping
         # it keeps big traces in memory.
         v.steps = v.evals = v.losses = v.proxies = []
+        return gpus[i]
 
+    return end
+
+
+def _loop(jobs: _Jobs, n_gpus, scheduler, hooks, restart_overhead_s, record_timeline):
+    """The event loop; returns the GPU timeline (times, GPUs in use)."""
+    n, m, last, grid, dur, gpus, arrival = (jobs.n, jobs.m, jobs.last, jobs.grid, jobs.dur,
+                                            jobs.gpus, jobs.arrival)
+    obs, loss, proxy, ids, types, tenants, est = (jobs.obs, jobs.loss, jobs.proxy, jobs.ids,
+                                                  jobs.types, jobs.tenants, jobs.est)
+    seg_start, seg_p0, seg_oh, next_eval, version, views = (
+        jobs.seg_start, jobs.seg_p0, jobs.seg_oh, jobs.next_eval, jobs.version, jobs.views)
+    gpu_s, end_eval, plan_stop, plan_kept = (jobs.gpu_s, jobs.end_eval, jobs.plan_stop,
+                                             jobs.plan_kept)
+    on_eval, submit, schedule, on_end = hooks
+    end = _ender(jobs, on_end)
+    heap: list = []
+    apply = _applier(jobs, scheduler, heap, restart_overhead_s)
+    tl_t, tl_used, mark = _timeline()
+    resched_on_eval = scheduler.reschedule_on_eval
+    push, pop = heapq.heappush, heapq.heappop
+    seq, ai, free, inf = 0, 0, n_gpus, math.inf
     while True:
         t_heap = heap[0][0] if heap else inf
         t_arr = arrival[ai] if ai < n else inf
@@ -209,14 +246,11 @@ def _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan,
             if on_eval is not None:
                 d = on_eval(v, t)
             if j == end_eval[i] and plan_stop[i]:  # a planned stop
-                end(i, t, True, j, plan_kept[i])
-                changed = True
+                free += end(i, t, True, j, plan_kept[i])
             elif d is not None and d.stop:
-                end(i, t, True, j, d.best_step)
-                changed = True
+                free += end(i, t, True, j, d.best_step)
             elif j == last:
-                end(i, t, False, j, None)
-                changed = True
+                free += end(i, t, False, j, None)
             else:
                 next_eval[i] = j + 1
                 seq += 1
@@ -224,9 +258,12 @@ def _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan,
                             seq, i, version[i]))
                 if resched_on_eval:
                     changed = True
+                continue
+            changed = True
         # 2. Arrivals at t join the queue.
         while ai < n and arrival[ai] == t:
-            v = views[ai] = JobView(ai, ids[ai], types[ai], tenants[ai], gpus[ai], arrival[ai], est[ai])
+            v = views[ai] = JobView(ai, ids[ai], types[ai], tenants[ai], gpus[ai],
+                                    arrival[ai], est[ai])
             submit(v, t)
             ai += 1
             changed = True
@@ -234,14 +271,37 @@ def _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan,
             continue
         # 3. One scheduling decision for the instant.
         to_start, to_preempt = schedule(t, free)
+        if to_start or to_preempt:
+            free, seq = apply(to_start, to_preempt, t, free, seq)
+        if record_timeline and n_gpus - free != tl_used[-1]:
+            mark(t, n_gpus - free)
+        # Idle: no GPU in use (every job holds at least one). The heap may still hold stale
+        # events of preempted jobs, so it is no test of idleness.
+        if free == n_gpus and ai >= n and scheduler.queue_length:
+            raise RuntimeError(f"scheduler {scheduler.name} left {scheduler.queue_length} "
+                               "jobs waiting on an idle cluster")
+    return tl_t, tl_used
+
+
+def _applier(jobs: _Jobs, scheduler, heap, restart_overhead_s):
+    """``apply(to_start, to_preempt, t, free, seq)``: the scheduler's answer at t, the
+    preemptions first (a job preempted and restarted at once simply keeps running), then
+    the starts, each with its next eval's event; returns the free GPUs and the event
+    counter."""
+    finish_s, start_s, gpus, seg_p0, seg_start, seg_oh, version, grid, next_eval, dur = (
+        jobs.finish_s, jobs.start_s, jobs.gpus, jobs.seg_p0, jobs.seg_start, jobs.seg_oh,
+        jobs.version, jobs.grid, jobs.next_eval, jobs.dur)
+    gpu_s, push, name = jobs.gpu_s, heapq.heappush, scheduler.name
+
+    def apply(to_start, to_preempt, t, free, seq):
         if to_preempt:
             restarting = {v.index for v in to_start}
             kept_running = set()
             for v in to_preempt:
                 i = v.index
                 if not v.running:
-                    raise RuntimeError(f"scheduler {scheduler.name} preempted idle job {v.job_id}")
-                if i in restarting:  # preempted and restarted at once: it simply keeps running
+                    raise RuntimeError(f"scheduler {name} preempted idle job {v.job_id}")
+                if i in restarting:
                     restarting.discard(i)
                     kept_running.add(i)
                     continue
@@ -259,10 +319,10 @@ def _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan,
         for v in to_start:
             i = v.index
             if v.running or finish_s[i] == finish_s[i]:
-                raise RuntimeError(f"scheduler {scheduler.name} started job {v.job_id} twice")
+                raise RuntimeError(f"scheduler {name} started job {v.job_id} twice")
             free -= gpus[i]
             if free < 0:
-                raise RuntimeError(f"scheduler {scheduler.name} over-allocated GPUs at t={t}")
+                raise RuntimeError(f"scheduler {name} over-allocated GPUs at t={t}")
             if start_s[i] != start_s[i]:
                 start_s[i] = t
             v.running = True
@@ -271,43 +331,51 @@ def _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan,
             seg_oh[i] = restart_overhead_s if v.n_preemptions else 0.0
             version[i] += 1
             seq += 1
-            push(heap, (t + seg_oh[i] + (grid[next_eval[i]] - p0) * dur[i], seq, i, version[i]))
-        if record_timeline:
-            used = n_gpus - free
-            if used != tl_used[-1]:
-                if tl_t[-1] == t:
-                    tl_used[-1] = used
-                else:
-                    tl_t.append(t)
-                    tl_used.append(used)
-        # Idle: no GPU in use (every job holds at least one). The heap may still hold stale
-        # events of preempted jobs, so it is no test of idleness.
-        if free == n_gpus and ai >= n and scheduler.queue_length:
-            raise RuntimeError(
-                f"scheduler {scheduler.name} left {scheduler.queue_length} jobs waiting "
-                "on an idle cluster"
-            )
+            push(heap, (t + seg_oh[i] + (grid[next_eval[i]] - p0) * dur[i], seq, i,
+                        version[i]))
+        return free, seq
 
-    stop_eval_a = np.array(stop_eval, dtype=np.int64)
-    stopped_a = np.array(stopped, dtype=bool)
+    return apply
+
+
+def _timeline():
+    """The GPU timeline (times, GPUs in use from then on) and ``mark(t, used)``, called
+    when the GPUs in use at t differ from the last point's."""
+    tl_t: list[float] = [0.0]
+    tl_used: list[int] = [0]
+
+    def mark(t, used):
+        if tl_t[-1] == t:
+            tl_used[-1] = used
+        else:
+            tl_t.append(t)
+            tl_used.append(used)
+
+    return tl_t, tl_used, mark
+
+
+def _result(jobs: _Jobs, workload, tl_t, tl_used, n_gpus, scheduler, wall0) -> SimResult:
+    stop_eval_a = np.array(jobs.stop_eval, dtype=np.int64)
+    stopped_a = np.array(jobs.stopped, dtype=bool)
     # Every job ends, and each of its evals up to its end is observed exactly once (stale
     # events of preempted jobs are not), whichever path ran.
-    n_evals_seen = int(np.where(stopped_a, stop_eval_a + 1, m).sum())
+    n_evals_seen = int(np.where(stopped_a, stop_eval_a + 1, jobs.m).sum())
     res = SimResult(
-        start_s=np.array(start_s),
-        finish_s=np.array(finish_s),
+        start_s=np.array(jobs.start_s),
+        finish_s=np.array(jobs.finish_s),
         stopped=stopped_a,
         stop_eval=stop_eval_a,
-        kept_eval=np.array(kept_eval, dtype=np.int64),
-        end_progress=np.array(end_progress),
-        gpu_s=np.array(gpu_s),
-        n_preemptions=np.array([0 if v is None else v.n_preemptions for v in views], dtype=np.int64),
+        kept_eval=np.array(jobs.kept_eval, dtype=np.int64),
+        end_progress=np.array(jobs.end_progress),
+        gpu_s=np.array(jobs.gpu_s),
+        n_preemptions=np.array([0 if v is None else v.n_preemptions for v in jobs.views],
+                               dtype=np.int64),
         timeline_t=np.array(tl_t),
         timeline_used=np.array(tl_used, dtype=np.int64),
         n_gpus=n_gpus,
         scheduler=scheduler.name,
         detector=getattr(scheduler, "detector_spec", None),
-        n_events=n_evals_seen + n,
+        n_events=n_evals_seen + jobs.n,
         n_eval_events=n_evals_seen,
         wall_s=time.perf_counter() - wall0,
     )

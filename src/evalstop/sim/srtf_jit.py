@@ -11,7 +11,7 @@ every float is computed with the expression, and in the order, of the Python loo
 times, keys and GPU-seconds are the same floats. ``tests/test_sim_srtf_loop.py`` compares
 the twin with the Python loop and with the checkpoint loop.
 
-A change to ``srtf_loop.run`` must be made here too. Only ``run_kernel`` is called from
+A change to the loop of ``srtf_loop`` must be made here too. Only ``run_kernel`` is called from
 outside; it returns the arrays ``run`` builds its result from, and a count of jobs left
 waiting on an idle cluster (-1: none) for ``run`` to raise on. Its buffers are sized by
 the bounds of one scheduling call, which hold because every job needs at least one GPU
@@ -346,7 +346,7 @@ def _grow(A, rows):
 @_helper(i8, f8, f8, i8, i8, I1, F1, F2, I2, F2, I2, F1, I1, I1, F1, I1, F1, I1, F1, i8, f8)
 def _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur, gpus, est,
            end_eval, grid, n_gpus, overhead):
-    """``start`` in ``srtf_loop.run``."""
+    """``start`` in ``srtf_loop`` (``_starter``)."""
     JI[i, MOVED] = cid
     S[S_ORDER] += 1
     order = S[S_ORDER]
@@ -594,112 +594,175 @@ def _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, 
     return free
 
 
+@_step
+def _end_events(t, free, S, EF, EA, EB, JF, JI, gpus):
+    """The end events at t; returns the free GPUs and whether a job ended."""
+    changed = False
+    while S[S_EV] and EF[0] == t:
+        _, i, _, S[S_EV] = _tpop(EF, EA, EB, S[S_EV])
+        if JF[i, END_T] != t:
+            continue  # a preempted segment's end, or a copy of one already handled
+        JF[i, END_T] = NAN
+        JF[i, FINISH] = t
+        JF[i, GPU_S] += gpus[i] * (t - JF[i, SEG_S])
+        free += gpus[i]
+        JI[i, LIVE] = 0
+        changed = True
+    return free, changed
+
+
+@_step
+def _arrive(ai, t, free, arrival, gpus, est, S, QF, QA, QB, BK, BS, BJ):
+    """The arrivals at t, from job ``ai`` on: returns the next arrival, the job to start
+    at once (-1: none; they joined the queue) and whether any arrived."""
+    n = arrival.shape[0]
+    if ai == n or arrival[ai] != t:
+        return ai, -1, False
+    if (S[S_Q] == 0 and S[S_B] == 0 and gpus[ai] <= free
+            and (ai + 1 == n or arrival[ai + 1] != t)):
+        # One arrival at an empty queue, and it fits: started without queueing.
+        return ai + 1, ai, True
+    while ai < n and arrival[ai] == t:
+        S[S_WSEQ] += 1
+        if gpus[ai] == 1:
+            S[S_Q] = _tpush(QF, QA, QB, S[S_Q], est[ai], S[S_WSEQ], ai)
+        else:
+            S[S_B] = _insort(BK, BS, BJ, S[S_B], est[ai], S[S_WSEQ], ai)
+        ai += 1
+    return ai, -1, True
+
+
+@_step
+def _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, gpus, grid, n_gpus):
+    """The preemptions of call ``cid`` at t, if any (``srtf_loop._settle``)."""
+    if S[S_PRE] == 0:
+        return
+    for r in range(S[S_PRE]):
+        i = preempted[r]
+        if JI[i, GONE] != cid:
+            continue  # restarted in the same call: it never stopped
+        s, oh, p0, d = JF[i, SEG_S], JF[i, SEG_OH], JF[i, SEG_P0], JF[i, SEG_D]
+        x = t - s - oh
+        p = p0 + (x if x > 0.0 else 0.0) / d  # max(0.0, x), as Python picks
+        g = grid[JI[i, DONE] + 1]
+        JF[i, PROG] = g if g < p else p  # min(p, g), as Python picks
+        JF[i, GPU_S] += gpus[i] * (t - s)
+        JF[i, END_T] = NAN
+        JI[i, N_PRE] += 1
+    S[S_PRE] = 0
+    if S[S_EV] > 64 + 2 * n_gpus:
+        # Drop preempted segments' ends (they would stay until their time).
+        k = 0
+        for r in range(S[S_EV]):
+            if JF[EA[r], END_T] == EF[r]:
+                EF[k], EA[k], EB[k] = EF[r], EA[r], EB[r]
+                k += 1
+        S[S_EV] = k
+        _theapify(EF, EA, EB, k)
+
+
+@_step
+def _clear(JF, JI):
+    """The per-job floats and ints as a job that has not arrived has them."""
+    for i in range(JF.shape[0]):  # (numba's slice assignment costs seconds to compile)
+        JF[i, START] = JF[i, FINISH] = JF[i, END_T] = NAN
+        JF[i, NXT] = INF
+        JI[i, DONE] = -1
+
+
+@_step
+def _start_or_fill(alone, free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF,
+                   QA, QB, BK, BS, BJ, dur, gpus, est, end_eval, grid, n_gpus, overhead):
+    """The start of one scheduling call: start ``alone`` (-1: none), or fill from the
+    queue; returns the free GPUs."""
+    if alone >= 0:
+        free -= gpus[alone]
+        _start(alone, est[alone], t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur, gpus,
+               est, end_eval, grid, n_gpus, overhead)
+    elif free > 0 and (S[S_Q] or S[S_B]):
+        free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF, QA, QB,
+                     BK, BS, BJ, dur, gpus, est, end_eval, grid, n_gpus, overhead)
+    return free
+
+
+@_step
+def _mark(tl_t, tl_used, tl_n, t, used):
+    """The GPU timeline (its first ``tl_n`` points, room for one more) with ``used`` GPUs
+    from t on; returns its length."""
+    if tl_t[tl_n - 1] == t:
+        tl_used[tl_n - 1] = used
+        return tl_n
+    tl_t[tl_n], tl_used[tl_n] = t, used
+    return tl_n + 1
+
+
+@_helper(F1, I1, I1, i8)
+def _grown_events(EF, EA, EB, size):
+    return _grow(EF, size), _grow(EA, size), _grow(EB, size)
+
+
+@_helper(F2, I2, F2, I2, F2, I2, I1, i8)
+def _grown_worst(WF, WI, PPF, PPI, FRF, FRI, stack, size):
+    return (_grow(WF, size), _grow(WI, size), _grow(PPF, size), _grow(PPI, size),
+            _grow(FRF, size), _grow(FRI, size), _grow(stack, size))
+
+
 @njit(cache=True)
 def run_kernel(arrival, dur, gpus, est, end_eval, grid, n_gpus, depth, margin, overhead,
                record_timeline):
-    """``srtf_loop.run``'s loop. Returns start_s, finish_s, gpu_s, n_preemptions, the
-    timeline (times, GPUs used), the number of jobs left waiting on an idle cluster
-    (-1: none; the loop stopped there) and the loop's own arrays (to drop)."""
+    """``srtf_loop.run``'s loop: start_s, finish_s, gpu_s, n_preemptions, the timeline
+    (times, GPUs used), the jobs left waiting on an idle cluster (-1: none; the loop
+    stopped there), and the owners (``_o``) of the views it works on (``_borrow``),
+    returned so that they outlive every view. Every array is made here, not by a helper
+    (so made, the loop ran 4% slower); the heaps hold what one scheduling call can push
+    (n_gpus starts, each an end and an entry; n_gpus refreshed entries) and a spare row."""
     n = arrival.shape[0]
-    # Owners (``_o``) and the views the loop works on (``_borrow``); the owners are
-    # returned, so they outlive every view (the inputs are held by the caller).
     arrival, dur, gpus, est = _borrow(arrival), _borrow(dur), _borrow(gpus), _borrow(est)
     end_eval, grid = _borrow(end_eval), _borrow(grid)
-    JF_o = np.zeros((n, 10))
-    JI_o = np.zeros((n, 8), np.int64)
-    for i in range(n):  # (numba's slice assignment costs seconds to compile)
-        JF_o[i, START] = JF_o[i, FINISH] = JF_o[i, END_T] = NAN
-        JF_o[i, NXT] = INF
-        JI_o[i, DONE] = -1
-    S_o = np.zeros(9, np.int64)
-    SF_o = np.full(1, INF)  # ea_limit
+    JF_o, JI_o = np.zeros((n, 10)), np.zeros((n, 8), np.int64)
+    S_o, SF_o = np.zeros(9, np.int64), np.full(1, INF)  # (SF: ea_limit)
     JF, JI, S, SF = _borrow(JF_o), _borrow(JI_o), _borrow(S_o), _borrow(SF_o)
+    _clear(JF, JI)
     QF_o, QA_o, QB_o = np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
-    QF, QA, QB = _borrow(QF_o), _borrow(QA_o), _borrow(QB_o)
     BK_o, BS_o, BJ_o = np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
-    BK, BS, BJ = _borrow(BK_o), _borrow(BS_o), _borrow(BJ_o)
     vp_o = np.empty((2, n_gpus + 1), np.int64)
+    QF, QA, QB = _borrow(QF_o), _borrow(QA_o), _borrow(QB_o)
+    BK, BS, BJ = _borrow(BK_o), _borrow(BS_o), _borrow(BJ_o)
     victims, preempted = _borrow(vp_o[0]), _borrow(vp_o[1])
-    # Capacities: every job waits at most once; in one scheduling call (each job holding
-    # a GPU) at most n_gpus starts, each pushing one end and one entry, and at most
-    # n_gpus refreshed entries are pushed. Checked before each call; each heap keeps a
-    # spare last row.
-    EF_o = np.empty(64 + 4 * n_gpus + 1)
-    EA_o, EB_o = np.empty(EF_o.shape[0], np.int64), np.zeros(EF_o.shape[0], np.int64)
+    ce, cw = 64 + 4 * n_gpus + 1, 128 + 8 * n_gpus + 1
+    EF_o, EA_o, EB_o = np.empty(ce), np.empty(ce, np.int64), np.zeros(ce, np.int64)
+    WF_o, WI_o = np.empty((cw, 6)), np.empty((cw, 8), np.int64)
+    PPF_o, PPI_o = np.empty((cw, 6)), np.empty((cw, 8), np.int64)
+    FRF_o, FRI_o, stack_o = np.empty((cw, 6)), np.empty((cw, 8), np.int64), np.empty(cw, np.int64)
     EF, EA, EB = _borrow(EF_o), _borrow(EA_o), _borrow(EB_o)
-    cap_w = 128 + 8 * n_gpus + 1
-    WF_o, WI_o = np.empty((cap_w, 6)), np.empty((cap_w, 8), np.int64)
-    PPF_o, PPI_o = np.empty((cap_w, 6)), np.empty((cap_w, 8), np.int64)
-    FRF_o, FRI_o = np.empty((cap_w, 6)), np.empty((cap_w, 8), np.int64)
-    stack_o = np.empty(cap_w, np.int64)
     WF, WI, PPF, PPI = _borrow(WF_o), _borrow(WI_o), _borrow(PPF_o), _borrow(PPI_o)
     FRF, FRI, stack = _borrow(FRF_o), _borrow(FRI_o), _borrow(stack_o)
-    tl_t, tl_used = np.zeros(1024), np.zeros(1024, np.int64)
-    tl_n = 1
-
-    free = n_gpus
-    ai = 0
-    left = -1
-    t_call, call, cid = NAN, 0, 0
+    tl_t, tl_used, tl_n = np.zeros(1024), np.zeros(1024, np.int64), 1
+    free, ai, left, t_call, call, cid = n_gpus, 0, -1, NAN, 0, 0
     while True:
         t_heap = EF[0] if S[S_EV] else INF
         t_arr = arrival[ai] if ai < n else INF
         t = t_heap if t_heap <= t_arr else t_arr
         if t == INF:
             break
-        changed = False
-        while S[S_EV] and EF[0] == t:
-            _, i, _, S[S_EV] = _tpop(EF, EA, EB, S[S_EV])
-            if JF[i, END_T] != t:
-                continue  # a preempted segment's end, or a copy of one already handled
-            JF[i, END_T] = NAN
-            JF[i, FINISH] = t
-            JF[i, GPU_S] += gpus[i] * (t - JF[i, SEG_S])
-            free += gpus[i]
-            JI[i, LIVE] = 0
-            changed = True
-        alone = -1
-        if ai < n and arrival[ai] == t:
-            changed = True
-            if (S[S_Q] == 0 and S[S_B] == 0 and gpus[ai] <= free
-                    and (ai + 1 == n or arrival[ai + 1] != t)):
-                # One arrival at an empty queue, and it fits: started without queueing.
-                alone = ai
-                ai += 1
-            else:
-                while ai < n and arrival[ai] == t:
-                    S[S_WSEQ] += 1
-                    if gpus[ai] == 1:
-                        S[S_Q] = _tpush(QF, QA, QB, S[S_Q], est[ai], S[S_WSEQ], ai)
-                    else:
-                        S[S_B] = _insort(BK, BS, BJ, S[S_B], est[ai], S[S_WSEQ], ai)
-                    ai += 1
-        if not changed:
+        free, changed = _end_events(t, free, S, EF, EA, EB, JF, JI, gpus)
+        ai, alone, arrived = _arrive(ai, t, free, arrival, gpus, est, S, QF, QA, QB, BK, BS, BJ)
+        if not (changed or arrived):
             continue
         if S[S_EV] + 2 * n_gpus + 2 > EF.shape[0] - 1:
-            size = S[S_EV] + 4 * n_gpus + 2
-            EF_o, EA_o, EB_o = _grow(EF_o, size), _grow(EA_o, size), _grow(EB_o, size)
+            EF_o, EA_o, EB_o = _grown_events(EF_o, EA_o, EB_o, S[S_EV] + 4 * n_gpus + 2)
             EF, EA, EB = _borrow(EF_o), _borrow(EA_o), _borrow(EB_o)
         if S[S_W] + 3 * n_gpus + 2 > WF.shape[0] - 1:
-            size = S[S_W] + 6 * n_gpus + 2
-            WF_o, WI_o = _grow(WF_o, size), _grow(WI_o, size)
-            PPF_o, PPI_o = _grow(PPF_o, size), _grow(PPI_o, size)
-            FRF_o, FRI_o, stack_o = _grow(FRF_o, size), _grow(FRI_o, size), _grow(stack_o, size)
+            WF_o, WI_o, PPF_o, PPI_o, FRF_o, FRI_o, stack_o = _grown_worst(
+                WF_o, WI_o, PPF_o, PPI_o, FRF_o, FRI_o, stack_o, S[S_W] + 6 * n_gpus + 2)
             WF, WI, PPF, PPI = _borrow(WF_o), _borrow(WI_o), _borrow(PPF_o), _borrow(PPI_o)
             FRF, FRI, stack = _borrow(FRF_o), _borrow(FRI_o), _borrow(stack_o)
-        if t == t_call:
-            call += 1
-        else:
-            t_call, call = t, 0
+        call = call + 1 if t == t_call else 0
+        t_call = t
         cid += 1
-        if alone >= 0:
-            free -= gpus[alone]
-            _start(alone, est[alone], t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur,
-                   gpus, est, end_eval, grid, n_gpus, overhead)
-        elif free > 0 and (S[S_Q] or S[S_B]):
-            free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF,
-                         QA, QB, BK, BS, BJ, dur, gpus, est, end_eval, grid, n_gpus,
-                         overhead)
+        free = _start_or_fill(alone, free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA,
+                              EB, QF, QA, QB, BK, BS, BJ, dur, gpus, est, end_eval, grid,
+                              n_gpus, overhead)
         if S[S_Q] or S[S_B]:
             if S[S_Q] and not (S[S_B] and _tless(BK[0], BS[0], BJ[0], QF[0], QA[0], QB[0])):
                 head_key, h = QF[0], QB[0]
@@ -707,44 +770,15 @@ def run_kernel(arrival, dur, gpus, est, end_eval, grid, n_gpus, depth, margin, o
                 head_key, h = BK[0], BJ[0]
             # The search's first test, without the call: no running key above the head's.
             if gpus[h] <= free or (S[S_W] and -WF[0, W_NKEY] > head_key + margin):
-                free = _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI,
-                                         WF, WI, EF, EA, EB, QF, QA, QB, BK, BS, BJ, PPF,
-                                         PPI, FRF, FRI, stack, victims, preempted, dur,
-                                         gpus, est, end_eval, grid, n_gpus, overhead)
-            if S[S_PRE]:
-                for r in range(S[S_PRE]):
-                    i = preempted[r]
-                    if JI[i, GONE] != cid:
-                        continue  # restarted in the same call: it never stopped
-                    s, oh, p0, d = JF[i, SEG_S], JF[i, SEG_OH], JF[i, SEG_P0], JF[i, SEG_D]
-                    x = t - s - oh
-                    p = p0 + (x if x > 0.0 else 0.0) / d  # max(0.0, x), as Python picks
-                    g = grid[JI[i, DONE] + 1]
-                    JF[i, PROG] = g if g < p else p  # min(p, g), as Python picks
-                    JF[i, GPU_S] += gpus[i] * (t - s)
-                    JF[i, END_T] = NAN
-                    JI[i, N_PRE] += 1
-                S[S_PRE] = 0
-                if S[S_EV] > 64 + 2 * n_gpus:
-                    # Drop preempted segments' ends (they would stay until their time).
-                    k = 0
-                    for r in range(S[S_EV]):
-                        if JF[EA[r], END_T] == EF[r]:
-                            EF[k], EA[k], EB[k] = EF[r], EA[r], EB[r]
-                            k += 1
-                    S[S_EV] = k
-                    _theapify(EF, EA, EB, k)
-        if record_timeline:
-            used = n_gpus - free
-            if used != tl_used[tl_n - 1]:
-                if tl_t[tl_n - 1] == t:
-                    tl_used[tl_n - 1] = used
-                else:
-                    if tl_n == tl_t.shape[0]:
-                        tl_t, tl_used = _grow(tl_t, tl_n + 1), _grow(tl_used, tl_n + 1)
-                    tl_t[tl_n] = t
-                    tl_used[tl_n] = used
-                    tl_n += 1
+                free = _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI,
+                                         EF, EA, EB, QF, QA, QB, BK, BS, BJ, PPF, PPI, FRF, FRI,
+                                         stack, victims, preempted, dur, gpus, est, end_eval,
+                                         grid, n_gpus, overhead)
+            _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, gpus, grid, n_gpus)
+        if record_timeline and n_gpus - free != tl_used[tl_n - 1]:
+            if tl_n == tl_t.shape[0]:
+                tl_t, tl_used = _grow(tl_t, tl_n + 1), _grow(tl_used, tl_n + 1)
+            tl_n = _mark(_borrow(tl_t), _borrow(tl_used), tl_n, t, n_gpus - free)
         if free == n_gpus and ai >= n and (S[S_Q] or S[S_B]):
             left = S[S_Q] + S[S_B]
             break

@@ -109,53 +109,76 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
     if twin is not None:
         return _run_twin(twin, workload, n_gpus, scheduler, depth, margin, restart_overhead_s,
                          record_timeline, plan, wall0)
-    n = workload.n_jobs
-    grid = [float(x) for x in workload.eval_progress]
-    dur = workload.duration_s.tolist()
-    gpus = workload.gpus.tolist()
-    arrival = workload.arrival_s.tolist()
-    est = workload.est_duration_s.tolist()
-    end_eval = plan.end_eval.tolist()
+    jobs = _Jobs(workload, plan, n_gpus, restart_overhead_s)
+    tl_t, tl_used = _loop(jobs, scheduler, depth, margin, record_timeline)
+    # Every job ran to its planned end (or the loop raised).
+    return planned_result(workload, plan, np.array(jobs.grid), start_s=np.array(jobs.start_s),
+                          finish_s=np.array(jobs.finish_s), gpu_s=np.array(jobs.gpu_s),
+                          n_preemptions=np.array(jobs.n_pre, dtype=np.int64), tl_t=tl_t,
+                          tl_used=tl_used, n_gpus=n_gpus, scheduler=scheduler, wall0=wall0)
 
-    nan, inf = math.nan, math.inf
-    start_s = [nan] * n
-    finish_s = [nan] * n
-    gpu_s = [0.0] * n
-    segs: list = [None] * n  # running segment: (start, overhead, p0, dur, j0, call, order, grid)
-    done = [-1] * n  # the last eval processed, as of when SRTF-Est last looked
-    nxt = [inf] * n  # the time of the eval after it (inf: none before the job's end)
-    prog = [0.0] * n  # JobView.progress: as of that eval, or of the preemption
-    n_pre = [0] * n
-    live: list = [None] * n  # the job's current entry in ``worst``; None when not running
-    end_t = [nan] * n  # the time of the job's live end event (nan: none)
-    moved = [0] * n  # the scheduling call that started or preempted the job
-    gone = [0] * n  # the scheduling call that preempted it (0 once restarted in it)
 
-    push, pop, replace, heapify = heapq.heappush, heapq.heappop, heapq.heapreplace, heapq.heapify
-    events: list = []  # (time, job): ends only
-    # PriorityScheduler._wait, (key, seq, job), split in two: one-GPU jobs (a heap) and the
-    # rest (a sorted list, short on every trace we have). A job that does not fit is skipped
-    # by moving along the list, not popped and pushed back (on Philly, 2.4 times a job).
-    wait: list = []
-    wait_big: list = []
-    # Running jobs, worst first: (-key, time, call, 1, order, job) for a key set at a start,
-    # (-key, time, batch, 0, _Rank, job) for one set at an eval: the checkpoint loop's
-    # (-key, version) order.
-    worst: list = []
-    wseq = order = 0
-    # What the last in-place count that fell short (enough_above) found: running jobs with
-    # keys above ``ea_limit`` held at most ``ea_bound`` GPUs. Keys only fall while a job
-    # runs, so only a start can add to that; ``start`` adds its GPUs when its key is above
-    # the limit, and until the bound reaches what the head is short of, the count would
-    # fall short again (on Philly this answers 35k of the 56k counts).
-    ea_limit, ea_bound = inf, 0
-    free = n_gpus
-    ai = 0
-    tl_t: list[float] = [0.0]
-    tl_used: list[int] = [0]
+class _Jobs:
+    """The loop's inputs and state, as plain lists (cheaper to index than numpy arrays),
+    shared by the loop and the scheduling steps made for it (``_starter`` and the rest)."""
+
+    __slots__ = ("n", "n_gpus", "overhead", "grid", "dur", "gpus", "arrival", "est",
+                 "end_eval", "start_s", "finish_s", "gpu_s", "segs", "done", "nxt", "prog",
+                 "n_pre", "live", "end_t", "moved", "gone", "events", "wait", "wait_big",
+                 "worst", "ea")
+
+    def __init__(self, workload, plan, n_gpus, restart_overhead_s):
+        n = self.n = workload.n_jobs
+        self.n_gpus, self.overhead = n_gpus, restart_overhead_s
+        self.grid = [float(x) for x in workload.eval_progress]
+        self.dur, self.gpus = workload.duration_s.tolist(), workload.gpus.tolist()
+        self.arrival, self.est = workload.arrival_s.tolist(), workload.est_duration_s.tolist()
+        self.end_eval = plan.end_eval.tolist()
+        nan, inf = math.nan, math.inf
+        self.start_s, self.finish_s, self.gpu_s = [nan] * n, [nan] * n, [0.0] * n
+        self.segs = [None] * n  # running segment: (start, overhead, p0, dur, j0, call, order, grid)
+        self.done = [-1] * n  # the last eval processed, as of when SRTF-Est last looked
+        self.nxt = [inf] * n  # the time of the eval after it (inf: none before the job's end)
+        self.prog = [0.0] * n  # JobView.progress: as of that eval, or of the preemption
+        self.n_pre = [0] * n
+        self.live = [None] * n  # the job's current entry in ``worst``; None when not running
+        self.end_t = [nan] * n  # the time of the job's live end event (nan: none)
+        self.moved = [0] * n  # the scheduling call that started or preempted the job
+        self.gone = [0] * n  # the scheduling call that preempted it (0 once restarted in it)
+        self.events = []  # (time, job): ends only
+        # PriorityScheduler._wait, (key, seq, job), split in two: one-GPU jobs (a heap) and
+        # the rest (a sorted list, short on every trace we have). A job that does not fit is
+        # skipped by moving along the list, not popped and pushed back (on Philly, 2.4 times
+        # a job).
+        self.wait, self.wait_big = [], []
+        # Running jobs, worst first: (-key, time, call, 1, order, job) for a key set at a
+        # start, (-key, time, batch, 0, _Rank, job) for one set at an eval: the checkpoint
+        # loop's (-key, version) order.
+        self.worst = []
+        # What the last in-place count that fell short (enough_above) found, [limit, bound]:
+        # running jobs with keys above the limit held at most ``bound`` GPUs. Keys only fall
+        # while a job runs, so only a start can add to that; ``start`` adds its GPUs when
+        # its key is above the limit, and until the bound reaches what the head is short
+        # of, the count would fall short again (on Philly this answers 35k of the 56k
+        # counts).
+        self.ea = [inf, 0]
+
+
+def _starter(jobs):
+    """``start(i, key, t, call, cid)``: job i starts (or, preempted in this call, keeps
+    running) with wait key ``key``."""
+    moved, gone, live, worst, gpus, n_pre, est, prog = (jobs.moved, jobs.gone, jobs.live,
+                                                        jobs.worst, jobs.gpus, jobs.n_pre,
+                                                        jobs.est, jobs.prog)
+    start_s, dur, end_t, grid, end_eval, events, done, segs, nxt = (
+        jobs.start_s, jobs.dur, jobs.end_t, jobs.grid, jobs.end_eval, jobs.events,
+        jobs.done, jobs.segs, jobs.nxt)
+    ea, restart_overhead_s, n_gpus = jobs.ea, jobs.overhead, jobs.n_gpus
+    push, heapify, inf = heapq.heappush, heapq.heapify, math.inf
+    order = 0
 
     def start(i, key, t, call, cid):
-        nonlocal order, ea_bound
+        nonlocal order
         moved[i] = cid
         order += 1
         if gone[i] == cid:
@@ -164,8 +187,8 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
             gone[i] = 0
             e = live[i] = (-key, t, call, 1, order, i)
             push(worst, e)
-            if key > ea_limit:
-                ea_bound += gpus[i]
+            if key > ea[0]:
+                ea[1] += gpus[i]
             return
         if n_pre[i]:
             key = est[i] * (1.0 - prog[i])  # the wait key predates the progress made
@@ -183,16 +206,25 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
         nxt[i] = t + oh + (grid[j] - p0) * d if j < end_eval[i] else inf
         e = live[i] = (-key, t, call, 1, order, i)
         push(worst, e)
-        if key > ea_limit:
-            ea_bound += gpus[i]
+        if key > ea[0]:
+            ea[1] += gpus[i]
         # Drop entries of jobs no longer running (looked at every 64th start; at most
         # n_gpus jobs run).
         if not order & 63 and len(worst) > 64 + 2 * n_gpus:
             worst[:] = [e for e in worst if live[e[5]] is e]
             heapify(worst)
 
+    return start
+
+
+def _refresher(jobs):
+    """``refresh(i, t)``: job i's entry as of its last eval at or before t (one is due:
+    ``nxt[i] <= t``)."""
+    segs, done, end_eval, grid, nxt, prog, est = (jobs.segs, jobs.done, jobs.end_eval,
+                                                  jobs.grid, jobs.nxt, jobs.prog, jobs.est)
+    inf = math.inf
+
     def refresh(i, t):
-        """Job i's entry as of its last eval at or before t (one is due: ``nxt[i] <= t``)."""
         seg = segs[i]
         s, oh, p0, d, _, _, _, _ = seg
         b = s + oh
@@ -204,8 +236,16 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
         g = prog[i] = grid[k]
         return (-(est[i] * (1.0 - g)), b + (g - p0) * d, _round(seg, k), 0, _Rank(seg, k), i)
 
+    return refresh
+
+
+def _filler(jobs, depth, start):
+    """``fill(free, t, call, cid)``: the queue in key order, at most ``depth`` deep,
+    starting each job that fits; returns the GPUs left free."""
+    wait, wait_big, gpus = jobs.wait, jobs.wait_big, jobs.gpus
+    pop = heapq.heappop
+
     def fill(free, t, call, cid):
-        # The queue in key order, at most ``depth`` deep, starting each job that fits.
         looked = b = 0
         while looked < depth and free > 0:
             if free == 1:
@@ -241,13 +281,21 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
                 b += 1
         return free
 
+    return fill
+
+
+def _counter(jobs, refresh):
+    """``enough_above(limit, short, t, cid)``: whether running jobs not started in this
+    call, with keys above ``limit``, hold ``short`` GPUs. Most of the time they do not (a
+    big job at the head of the queue), and then the search in ``preempt_for_head`` would
+    pop and push back every candidate, at each arrival until the head fits; here the heap
+    is read in place instead: a subtree whose root's stored key is at most ``limit`` holds
+    no candidate, stored keys being upper bounds."""
+    worst, live, moved, nxt, gpus, ea = (jobs.worst, jobs.live, jobs.moved, jobs.nxt,
+                                         jobs.gpus, jobs.ea)
+    push = heapq.heappush
+
     def enough_above(limit, short, t, cid):
-        """Whether running jobs not started in this call, with keys above ``limit``, hold
-        ``short`` GPUs. Most of the time they do not (a big job at the head of the queue),
-        and then the search below would pop and push back every candidate, at each arrival
-        until the head fits; here the heap is read in place instead: a subtree whose root's
-        stored key is at most ``limit`` holds no candidate, stored keys being upper bounds."""
-        nonlocal ea_limit, ea_bound
         n_w = len(worst)
         stack = [0] if n_w else []
         fresh = []
@@ -278,11 +326,23 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
         for e in fresh:
             push(worst, e)
         if short > 0:
-            ea_limit, ea_bound = limit, held
+            ea[0], ea[1] = limit, held
         return short <= 0
 
-    def preempt_for_head(free, t, call, cid, preempted):
-        nonlocal wseq
+    return enough_above
+
+
+def _preempter(jobs, depth, margin, fill, enough_above, refresh, start):
+    """``preempt_for_head(free, t, call, cid, preempted, wseq)``: while the best waiting
+    job does not fit, preempt the running jobs whose keys are worse than its by more than
+    ``margin``, worst first, and start it (``depth`` rounds at most). Returns the free
+    GPUs and the wait queue's counter; the victims are added to ``preempted``."""
+    wait, wait_big, gpus, worst, live, nxt, moved, gone, est, prog, ea = (
+        jobs.wait, jobs.wait_big, jobs.gpus, jobs.worst, jobs.live, jobs.nxt, jobs.moved,
+        jobs.gone, jobs.est, jobs.prog, jobs.ea)
+    push, pop, replace = heapq.heappush, heapq.heappop, heapq.heapreplace
+
+    def preempt_for_head(free, t, call, cid, preempted, wseq):
         rounds = 0
         while (wait or wait_big) and rounds < depth:
             rounds += 1
@@ -298,7 +358,7 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
             # The top's stored key bounds every key: most calls end here. Short of one GPU,
             # the search below stops at the first candidate anyway.
             if not worst or -worst[0][0] <= limit or (
-                    need - free > 1 and ((limit >= ea_limit and ea_bound < need - free)
+                    need - free > 1 and ((limit >= ea[0] and ea[1] < need - free)
                                          or not enough_above(limit, need - free, t, cid))):
                 break
             victims, popped, gain = [], [], 0
@@ -341,8 +401,56 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
                     insort(wait_big, (est[i] * (1.0 - prog[i]), wseq, i))
             free += gain - need
             start(h, head_key, t, call, cid)
-        return free
+        return free, wseq
 
+    return preempt_for_head
+
+
+def _settle(jobs, preempted, t, cid):
+    """The preemptions of the call ``cid`` at t: each victim's progress, GPU-seconds and
+    count (not a job restarted in the same call: it never stopped)."""
+    segs, grid, prog, done, gpu_s, gpus, end_t, n_pre, events = (
+        jobs.segs, jobs.grid, jobs.prog, jobs.done, jobs.gpu_s, jobs.gpus, jobs.end_t,
+        jobs.n_pre, jobs.events)
+    for i in preempted:
+        if jobs.gone[i] != cid:
+            continue
+        s, oh, p0, d = segs[i][:4]
+        p = p0 + max(0.0, t - s - oh) / d
+        prog[i] = min(p, grid[done[i] + 1])
+        gpu_s[i] += gpus[i] * (t - s)
+        end_t[i] = math.nan
+        n_pre[i] += 1
+    preempted.clear()
+    if len(events) > 64 + 2 * jobs.n_gpus:
+        # A preempted segment's end would stay in the heap until its time: on Philly, 40
+        # stale ends for each live one, paid for by every push and pop.
+        events[:] = [e for e in events if end_t[e[1]] == e[0]]
+        heapq.heapify(events)
+
+
+def _steps(jobs, depth, margin):
+    """SRTF-Est's scheduling steps over ``jobs``: ``start``, ``fill`` and
+    ``preempt_for_head``."""
+    start = _starter(jobs)
+    refresh = _refresher(jobs)
+    fill = _filler(jobs, depth, start)
+    return start, fill, _preempter(jobs, depth, margin, fill, _counter(jobs, refresh),
+                                   refresh, start)
+
+
+def _loop(jobs, scheduler, depth, margin, record_timeline):
+    """The event loop: one event per run of a job, its end. Returns the GPU timeline."""
+    n, n_gpus, arrival, gpus, est, events, wait, wait_big, worst = (
+        jobs.n, jobs.n_gpus, jobs.arrival, jobs.gpus, jobs.est, jobs.events, jobs.wait,
+        jobs.wait_big, jobs.worst)
+    end_t, finish_s, gpu_s, segs, live = (jobs.end_t, jobs.finish_s, jobs.gpu_s, jobs.segs,
+                                          jobs.live)
+    start, fill, preempt_for_head = _steps(jobs, depth, margin)
+    push, pop = heapq.heappush, heapq.heappop
+    nan, inf = math.nan, math.inf
+    free, ai, wseq = n_gpus, 0, 0
+    tl_t, tl_used = [0.0], [0]  # the GPU timeline: times, GPUs in use from then on
     t_call, call, cid = nan, 0, 0
     preempted: list = []  # by the current call
     while True:
@@ -357,7 +465,7 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
             if end_t[i] != t:
                 continue  # a preempted segment's end, or a copy of one already handled
             end_t[i] = nan
-            finish_s[i] = t  # (how it ended, every job's planned end, is filled in below)
+            finish_s[i] = t  # (how it ended, every job's planned end, comes from the plan)
             gpu_s[i] += gpus[i] * (t - segs[i][0])
             free += gpus[i]
             live[i] = None
@@ -381,10 +489,8 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
                     ai += 1
         if not changed:
             continue
-        if t == t_call:
-            call += 1
-        else:
-            t_call, call = t, 0
+        call = call + 1 if t == t_call else 0  # the calls at t before this one
+        t_call = t
         cid += 1
         if alone >= 0:
             free -= gpus[alone]
@@ -395,26 +501,11 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
             head = wait[0] if wait else wait_big[0]
             if wait_big and wait_big[0] < head:
                 head = wait_big[0]
-            # The search's first test, without the call: no running key above the head's
-            # (most calls end here).
+            # The search's first test, without the call (most calls end here).
             if gpus[head[2]] <= free or (worst and -worst[0][0] > head[0] + margin):
-                free = preempt_for_head(free, t, call, cid, preempted)
+                free, wseq = preempt_for_head(free, t, call, cid, preempted, wseq)
             if preempted:
-                for i in preempted:
-                    if gone[i] != cid:
-                        continue  # restarted in the same call: it never stopped
-                    s, oh, p0, d = segs[i][:4]
-                    p = p0 + max(0.0, t - s - oh) / d
-                    prog[i] = min(p, grid[done[i] + 1])
-                    gpu_s[i] += gpus[i] * (t - s)
-                    end_t[i] = nan
-                    n_pre[i] += 1
-                preempted.clear()
-                if len(events) > 64 + 2 * n_gpus:
-                    # A preempted segment's end would stay in the heap until its time: on
-                    # Philly, 40 stale ends for each live one, paid for by every push and pop.
-                    events[:] = [e for e in events if end_t[e[1]] == e[0]]
-                    heapify(events)
+                _settle(jobs, preempted, t, cid)
         if record_timeline:
             used = n_gpus - free
             if used != tl_used[-1]:
@@ -425,12 +516,7 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
                     tl_used.append(used)
         if free == n_gpus and ai >= n and (wait or wait_big):
             raise _left_waiting(scheduler, len(wait) + len(wait_big))
-
-    # Every job ran to its planned end (or the loop raised above).
-    return planned_result(workload, plan, np.array(grid), start_s=np.array(start_s),
-                          finish_s=np.array(finish_s), gpu_s=np.array(gpu_s),
-                          n_preemptions=np.array(n_pre, dtype=np.int64), tl_t=tl_t,
-                          tl_used=tl_used, n_gpus=n_gpus, scheduler=scheduler, wall0=wall0)
+    return tl_t, tl_used
 
 
 def _left_waiting(scheduler, n_waiting):
