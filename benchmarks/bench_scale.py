@@ -6,12 +6,19 @@ as such; the study itself runs with ``evalstop reproduce --only scale [--ray ADD
 
     python benchmarks/bench_scale.py [--philly 5000,20000] [--synthetic 5000,20000]
                                      [--workers 2] [--ray [ADDRESS]]
+    python benchmarks/bench_scale.py --full-philly [--out FILE.json]
+
+``--full-philly`` instead times the study's own full-Philly task (one seed, 15 simulations)
+in this process, as the study runs it, and prints its CPU seconds (target: 15 CPU-s).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import os
+import platform
 import time
 from dataclasses import replace
 
@@ -38,13 +45,36 @@ def sizes(text: str) -> list[int]:
     return out
 
 
+def full_philly(out: str | None) -> None:
+    """The study's full-Philly task (its first), timed in this process."""
+    from evalstop import jit
+
+    task = plan([make_experiment(synthetic_jobs=1000)], replace(FULL, n_seeds=1))[0]
+    load = os.getloadavg()[0]
+    cpu, n_sims = timed_task(task)
+    fig = {"jobs": task.point.n_jobs or PHILLY_JOBS, "sims": n_sims, "cpu_s": round(cpu, 2),
+           "jit": jit.mode(), "load_before": round(load, 2),
+           "load_after": round(os.getloadavg()[0], 2), "machine": platform.machine(),
+           "cpus": os.cpu_count(), "python": platform.python_version()}
+    print(f"full Philly, one seed: {n_sims} simulations in {cpu:.1f} CPU-s "
+          f"(compiled twins: {fig['jit']}; load {load:.1f}); target 15 CPU-s")
+    if out:
+        with open(out, "w") as fh:
+            json.dump(fig, fh, indent=1)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--philly", default="5000,20000", help="two Philly prefix sizes")
     ap.add_argument("--synthetic", default="5000,20000", help="two synthetic sizes")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS")
+    ap.add_argument("--full-philly", action="store_true",
+                    help="time one seed of the full Philly trace in this process instead")
+    ap.add_argument("--out", help="with --full-philly: write the figures as JSON here")
     args = ap.parse_args()
+    if args.full_philly:
+        return full_philly(args.out)
     ph, sy = sizes(args.philly), sizes(args.synthetic)
     settings = replace(FULL, n_seeds=1)
     tasks, labels = [], []
