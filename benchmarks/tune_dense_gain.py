@@ -70,7 +70,7 @@ from evalstop.parallel import parallel_map
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from judge_long_default import dense_lab_cells, small_gain_cells, tenant_figures, with_option
-from tune_long_default import LONG_MODES, PREVIOUS, families_score, shortfalls
+from tune_long_default import LONG_MODES, PREVIOUS, bar_parts, families_score, shortfalls
 
 HNS = (20, 32, 48)
 GMINS = (0.0, 2.0, 3.0, 5.0)
@@ -223,15 +223,7 @@ def _f(v) -> str:
 
 def summary(r: dict) -> str:
     opts = dict(p.split("=") for p in r["spec"].partition(":")[2].split(","))
-    parts = [f"hn={opts['hn']} gmin={opts['gmin']}"]
-    for m in LONG_MODES:
-        d = r["long"][m]
-        fs = "/".join(f"{d['by_freq'][f]['false_stop']:.3f}" for f in ("1", "2", "4"))
-        parts.append(f"{m}: harm {d['tenant_harmful']:.3f} caught {d['caught']:.3f} "
-                     f"delay {d['delay_share_median'] or -1:.3f} fs {fs}")
-    parts.append(f"short {r['short']['recall_within3']:.3f}/{r['short']['flat_stopped']:.3f}")
-    parts.append(f"fam harm {r['families']['harmful_rate']:.3f} recall "
-                 f"{r['families']['recall']:.3f}/{r['families']['recall_stated']:.3f}")
+    parts = [f"hn={opts['hn']} gmin={opts['gmin']}", *bar_parts(r)]
     for name, d in r["dense"].items():
         s = d["stated"]
         parts.append(f"{name}: recall {_f(s['recall'])} fpr {_f(s['fpr'])} "

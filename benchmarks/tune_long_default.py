@@ -183,8 +183,10 @@ def main(argv=None):
     print(verdict, "\npick:", pick["spec"])
 
 
-def summary(r: dict) -> str:
-    parts = [r["spec"].replace(BASE + ",", "")]
+def bar_parts(r: dict) -> list[str]:
+    """A scored candidate's figures on the bars, one string per part (long runs per noise
+    mode, short runs, families)."""
+    parts = []
     for m in LONG_MODES:
         d = r["long"][m]
         fs = "/".join(f"{d['by_freq'][f]['false_stop']:.3f}" for f in ("1", "2", "4"))
@@ -193,6 +195,11 @@ def summary(r: dict) -> str:
     parts.append(f"short {r['short']['recall_within3']:.3f}/{r['short']['flat_stopped']:.3f}")
     parts.append(f"fam harm {r['families']['harmful_rate']:.3f} recall "
                  f"{r['families']['recall']:.3f}/{r['families']['recall_stated']:.3f}")
+    return parts
+
+
+def summary(r: dict) -> str:
+    parts = [r["spec"].replace(BASE + ",", ""), *bar_parts(r)]
     parts.append(f"shortfall {r['shortfall']:.3f}")
     return " | ".join(parts)
 

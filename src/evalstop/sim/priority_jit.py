@@ -33,6 +33,7 @@ from evalstop.sim.srtf_jit import (
     _borrow,
     _grow,
     _helper,
+    _mark,
     _step,
     _theapify,
     _tpop,
@@ -388,17 +389,6 @@ def _apply(t, cid, free, seq, overhead, S, JF, JI, JS, G, grid, EF, EA, EB, star
         S[S_EV] = _tpush(EF, EA, EB, S[S_EV], te, seq, i)
         JI[i, EVSEQ] = seq
     return free, seq
-
-
-@_step
-def _mark(tl_t, tl_used, tl_n, t, used):
-    """The GPU timeline (its first ``tl_n`` points, room for one more) with ``used`` GPUs
-    from t on; returns its length."""
-    if tl_t[tl_n - 1] == t:
-        tl_used[tl_n - 1] = used
-        return tl_n
-    tl_t[tl_n], tl_used[tl_n] = t, used
-    return tl_n + 1
 
 
 @njit(cache=True)
