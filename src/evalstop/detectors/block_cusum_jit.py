@@ -22,7 +22,7 @@ import math
 import numpy as np
 from numba import njit
 
-from evalstop.detectors.cusum_drop_jit import _smoothed, _sort_into, diff_scale
+from evalstop.detectors.cusum_drop_jit import _smoothed, _sort_into, best_upto, diff_scale
 
 OWN, STATED, BINOMIAL = 0, 1, 2  # as ``cusum_drop_jit``
 
@@ -188,9 +188,5 @@ def long_rows(raw, rows, sign, thr, k, clip, smooth, min_evals, trim, w0, blocks
                 stop = n - 1
                 break
         stop_at[j] = stop
-        if stop >= 0:  # the best eval up to the stop, the earliest on ties (value > best)
-            best = 0
-            for i in range(1, stop + 1):
-                if vals[i] > vals[best]:
-                    best = i
-            kept[j] = best
+        if stop >= 0:
+            kept[j] = best_upto(vals, stop)

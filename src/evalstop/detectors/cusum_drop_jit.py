@@ -140,6 +140,16 @@ def _sigma_hat(vals, n, max_values, min_diffs, clip_n, clipped_mean_abs, mean_ab
 
 
 @njit(cache=True)
+def best_upto(vals, stop):
+    """The best eval up to ``stop``, the earliest on ties (the checkpoint a stop keeps)."""
+    best = 0
+    for i in range(1, stop + 1):
+        if vals[i] > vals[best]:
+            best = i
+    return best
+
+
+@njit(cache=True)
 def diff_scale(d, nd, srt, dv, clip_n, clipped_mean_abs, mean_abs, mad_n01):
     """``noise.diff_scale`` of ``d[:nd]``: ``srt`` is room for nd, ``dv`` too (the
     deviations, in the order of the values; ``d`` itself may serve, overwritten)."""
@@ -398,12 +408,8 @@ def _jobs(raw, part, n_jobs, sign, count, m, thr, k, clip, smooth, min_evals, tr
                 stop = n - 1
                 break
         stop_at[j] = stop
-        if stop >= 0:  # the best eval up to the stop, the earliest on ties (value > best)
-            best = 0
-            for i in range(1, stop + 1):
-                if vals[i] > vals[best]:
-                    best = i
-            kept[j] = best
+        if stop >= 0:
+            kept[j] = best_upto(vals, stop)
 
 
 @njit(cache=True)
