@@ -53,6 +53,9 @@ NUMBA_S = 0.7
 COSTS = {
     "evalstop.sim.srtf_jit": Cost(load_s=0.15, job_s=4e-6),
     "evalstop.sim.priority_jit": Cost(load_s=0.15, eval_s=1.4e-6),
+    # The same twin on job ends only (SJF-Est with planned stops, against sim.ends' loop):
+    # MEASURED BELOW.
+    "evalstop.sim.priority_jit:ends": Cost(load_s=0.15, job_s=6e-6),
     "evalstop.detectors.cusum_drop_jit": Cost(load_s=0.08, eval_s=3e-8),
     # Past the default rule's first merge (32 evals) the objects run each row the plan
     # leaves, 6-8 us per eval (whole processes, 2k-5k Philly jobs at 50-100 evals; it is
@@ -86,9 +89,10 @@ def _installed() -> bool:
 
 def pays(module: str, n_jobs: int, n_evals: int = 0) -> bool:
     """Whether twin ``module`` saves more than loading it still costs in this process, for
-    ``n_jobs`` jobs of ``n_evals`` evals each."""
+    ``n_jobs`` jobs of ``n_evals`` evals each. ``MODULE:USE`` names one use of a twin
+    with a cost of its own (``COSTS``); it loads ``MODULE``."""
     cost = COSTS.get(module, UNMEASURED)
-    if module in _loaded:
+    if _module(module) in _loaded:
         return True  # already paid for
     to_pay = cost.load_s + (0.0 if "numba" in sys.modules else NUMBA_S)
     return n_jobs * (cost.job_s + n_evals * cost.eval_s) > to_pay
@@ -100,6 +104,7 @@ def twin(module: str, n_jobs: int, n_evals: int = 0) -> ModuleType | None:
     m = mode()
     if m == "off" or (m == "auto" and not pays(module, n_jobs, n_evals)):
         return None
+    module = _module(module)
     if module not in _loaded:
         if _cold(module) and sys.stderr.isatty():
             print(f"evalstop: compiling {module} with numba (first run only, 10-20 s)",
@@ -114,6 +119,11 @@ def twin(module: str, n_jobs: int, n_evals: int = 0) -> ModuleType | None:
                           stacklevel=2)
             _loaded[module] = None
     return _loaded[module]
+
+
+def _module(name: str) -> str:
+    """The module of twin ``name`` (``MODULE`` or ``MODULE:USE``)."""
+    return name.partition(":")[0]
 
 
 def _cold(module: str) -> bool:

@@ -78,12 +78,12 @@ def simulate(
     gc.disable()
     try:
         plan = plan_for(workload, scheduler) if plan_stops else None
-        if plan is not None and not scheduler.needs_checkpoints:
-            return run_ends(workload, n_gpus, scheduler, plan, record_timeline, wall0)
         compiled = _compiled(workload, n_gpus, scheduler, restart_overhead_s, record_timeline,
                              plan, wall0)
         if compiled is not None:
             return compiled
+        if plan is not None and not scheduler.needs_checkpoints:
+            return run_ends(workload, n_gpus, scheduler, plan, record_timeline, wall0)
         return _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan,
                     wall0)
     finally:
@@ -93,10 +93,19 @@ def simulate(
 
 def _compiled(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, wall0):
     """``_run`` by its compiled twin (``sim.priority_jit``) for a plain priority base with
-    planned stops, where the twin pays; None: ``_run`` runs. SRTF-Est keeps its own loop."""
-    if plan is None or srtf_loop.fits(scheduler) or priority_twin.plain(scheduler) is None:
+    planned stops, where the twin pays; None: ``_run`` (or ``run_ends``) runs. SRTF-Est
+    keeps its own loop. SJF-Est's twin runs on ends only, and pays per job."""
+    if plan is None or srtf_loop.fits(scheduler):
         return None
-    twin = jit.twin("evalstop.sim.priority_jit", workload.n_jobs, workload.n_evals)
+    base = priority_twin.plain(scheduler)
+    if base is None:
+        return None
+    if not scheduler.needs_checkpoints:  # ``run_ends``' case: the twin on ends only
+        if not priority_twin.ends_only(base, scheduler):
+            return None
+        twin = jit.twin(priority_twin.ENDS, workload.n_jobs)
+    else:
+        twin = jit.twin("evalstop.sim.priority_jit", workload.n_jobs, workload.n_evals)
     return None if twin is None else priority_twin.run(
         twin, workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, wall0)
 

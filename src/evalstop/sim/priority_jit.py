@@ -45,7 +45,7 @@ from evalstop.sim.srtf_jit import (
 
 INF = np.inf
 NAN = np.nan
-KEY_REMAINING, KEY_LEVELS, KEY_TABLE = 0, 1, 2
+KEY_REMAINING, KEY_LEVELS, KEY_TABLE, KEY_FIXED = 0, 1, 2, 3
 
 # Per-job floats (JF) and ints (JI): the engine's lists and the views' fields, then the
 # scheduler's ``_running`` entry (RKEY, RVER: the version, -1 when not in it).
@@ -77,6 +77,8 @@ def _key(i, C, JF, JI, JS, thr, KT):
             else:
                 lo = mid + 1
         return lo * 4294967296.0 + JS[i, ARR]
+    if kind == KEY_FIXED:
+        return JS[i, EST]
     return KT[i, JI[i, NSEEN]]
 
 
@@ -352,10 +354,12 @@ def _decide(free, cid, margin, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT, W
 
 
 @_step
-def _apply(t, cid, free, seq, overhead, S, JF, JI, JS, G, grid, EF, EA, EB, starts, preempts):
+def _apply(t, cid, free, seq, overhead, S, JF, JI, JS, G, grid, EF, EA, EB, starts, preempts,
+           end_eval, ends_only):
     """The engine's application of the decision at t: the preempted jobs stop (at their
     progress as of t, up to their next eval), then the started jobs start, each with its
-    next eval pushed. Returns the free GPUs and the event counter."""
+    next eval pushed (``ends_only``: its end, as ``sim.ends`` does; no eval between can
+    change a key or bring a call). Returns the free GPUs and the event counter."""
     for r in range(S[S_NST]):
         JI[starts[r], STARTING] = cid
     for r in range(S[S_NPR]):
@@ -384,6 +388,8 @@ def _apply(t, cid, free, seq, overhead, S, JF, JI, JS, G, grid, EF, EA, EB, star
         p0 = JF[i, SEG_P0] = JF[i, PROG]
         JF[i, SEG_S] = t
         JF[i, SEG_OH] = overhead if JI[i, NPRE] else 0.0
+        if ends_only:
+            JI[i, NEXT] = end_eval[i]
         seq += 1
         te = t + JF[i, SEG_OH] + (grid[JI[i, NEXT]] - p0) * JS[i, DUR]
         S[S_EV] = _tpush(EF, EA, EB, S[S_EV], te, seq, i)
@@ -393,8 +399,8 @@ def _apply(t, cid, free, seq, overhead, S, JF, JI, JS, G, grid, EF, EA, EB, star
 
 @njit(cache=True)
 def run_kernel(arrival, dur, gpus, est, end_eval, grid, thr, table, kind, poa, pac, resched,
-               n_gpus, depth, margin, overhead, record_timeline):
-    """``engine._run``'s loop with the base's calls. Returns start_s, finish_s, gpu_s,
+               n_gpus, depth, margin, overhead, record_timeline, ends_only):
+    """``engine._run``'s loop with the base's calls (``ends_only``: one event per job). Returns start_s, finish_s, gpu_s,
     n_preemptions, the timeline (times, GPUs used), the number of jobs left waiting on an
     idle cluster (-1: none; the loop stopped there) and the owners (``_o``) of the views
     it works on (``_borrow``), to drop. Every array is made here, not by a helper (so
@@ -455,7 +461,7 @@ def run_kernel(arrival, dur, gpus, est, end_eval, grid, thr, table, kind, poa, p
         _decide(free, cid, margin, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT, WF, WA, WB,
                 SKF, SKA, SKB, PF, PA, PB, PV, stack, CK, starts, preempts)
         free, seq = _apply(t, cid, free, seq, overhead, S, JF, JI, JS, G, grid, EF, EA, EB,
-                           starts, preempts)
+                           starts, preempts, end_eval, ends_only)
         if record_timeline and n_gpus - free != tl_used[tl_n - 1]:
             if tl_n == tl_t.shape[0]:
                 tl_t, tl_used = _grow(tl_t, tl_n + 1), _grow(tl_used, tl_n + 1)
