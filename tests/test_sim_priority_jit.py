@@ -2,13 +2,14 @@
 
 Every field of the result (every start, finish, stop, kept checkpoint, preemption, the
 GPU-seconds and the GPU timeline) is compared with ``engine._run``'s (``EVALSTOP_JIT=0``,
-SRTF-Est's own loop off) for LossAware, Tiresias and SRTF-Est, alone and under the
+SRTF-Est's own loop off) for LossAware, Tiresias, SRTF-Est and SJF-Est, alone and under the
 overlay (k-decline, the default, the oracle, job types, min mode, rows the rule's
 objects plan), on random traces made to tie (equal arrivals and durations, estimates and
 losses on a grid, thresholds reached within runs, restart overhead 0 and more, depth 1
-to unbounded, few and many GPUs) and on a slice of Philly. LossAware and Tiresias reach
-the twin through ``simulate`` (``EVALSTOP_JIT=1``); SRTF-Est, whose default is its own
-loop, through ``priority_twin.run``.
+to unbounded, few and many GPUs) and on a slice of Philly. LossAware, Tiresias and SJF-Est
+reach the twin through ``simulate`` (``EVALSTOP_JIT=1``); SRTF-Est, whose default is its own
+loop, through ``priority_twin.run``. SJF-Est, which the twin runs on job ends only, is also
+compared with the loop that runs it without the twin (``sim.ends``, ``EVALSTOP_JIT=0``).
 """
 
 import math
@@ -20,9 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evalstop.experiments.runner import hacking_jobs
-from evalstop.schedulers import EvalStop, LossAware, SRTFEst, Tiresias, build
+from evalstop.schedulers import EvalStop, LossAware, SJFEst, SRTFEst, Tiresias, build
 from evalstop.schedulers.loss_aware import key_table
-from evalstop.sim import priority_twin, srtf_loop
+from evalstop.sim import engine, priority_twin, srtf_loop
 from evalstop.sim.engine import simulate
 from evalstop.sim.stops import plan_for
 from evalstop.sim.view import JobView
@@ -36,20 +37,30 @@ FIELDS = ("start_s", "finish_s", "stopped", "stop_eval", "kept_eval", "end_progr
 
 @pytest.fixture
 def kernel_calls(monkeypatch):
-    """The number of calls to the twin's kernel so far."""
+    """The calls to the twin's kernel so far: 1 for each, or 2 when it ran on job ends
+    only (its last argument)."""
     from evalstop.sim import priority_jit
 
     calls = []
     kernel = priority_jit.run_kernel
-    monkeypatch.setattr(priority_jit, "run_kernel", lambda *a: calls.append(1) or kernel(*a))
+    monkeypatch.setattr(priority_jit, "run_kernel",
+                        lambda *a: calls.append(1 + a[-1]) or kernel(*a))
     return calls
 
 
-def checkpoint_loop(monkeypatch, w, n_gpus, sched, **kw):
+def checkpoint_loop(monkeypatch, w, n_gpus, sched, *, restart_overhead_s=120.0,
+                    record_timeline=True):
+    """``engine._run``'s result with the plan, even for a scheduler that needs no
+    checkpoints (whose ``simulate`` runs ``sim.ends``)."""
     with monkeypatch.context() as m:
         m.setenv("EVALSTOP_JIT", "0")
         m.setattr(srtf_loop, "ENABLED", False)
-        return simulate(w, n_gpus, sched, **kw)
+        if sched.needs_checkpoints:
+            return simulate(w, n_gpus, sched, restart_overhead_s=restart_overhead_s,
+                            record_timeline=record_timeline)
+        sched.bind(n_gpus=n_gpus, restart_overhead_s=restart_overhead_s)
+        return engine._run(w, n_gpus, sched, restart_overhead_s, record_timeline,
+                           plan_for(w, sched), 0.0)
 
 
 def twin_loop(monkeypatch, w, n_gpus, sched, *, restart_overhead_s=120.0,
@@ -86,16 +97,23 @@ def spied(sched):
 
 def same(monkeypatch, kernel_calls, w, n_gpus, make, **kw):
     before = len(kernel_calls)
-    tw = twin_loop(monkeypatch, w, n_gpus, make(), **kw)
-    assert len(kernel_calls) == before + 1  # the twin ran
-    ref = checkpoint_loop(monkeypatch, w, n_gpus, spied(make()), **kw)
-    assert len(kernel_calls) == before + 1  # and the reference did not take it
-    for f in FIELDS:
-        a, b = getattr(tw, f), getattr(ref, f)
-        assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True), f
-    assert (tw.n_events, tw.n_eval_events) == (ref.n_events, ref.n_eval_events)
-    assert tw.scheduler == ref.scheduler
-    return ref
+    sched = make()
+    ends_only = not sched.needs_checkpoints
+    tw = twin_loop(monkeypatch, w, n_gpus, sched, **kw)
+    assert kernel_calls[before:] == [1 + ends_only]  # the twin ran, on ends only for SJF-Est
+    refs = [checkpoint_loop(monkeypatch, w, n_gpus, spied(make()), **kw)]
+    if ends_only:  # and the loop that runs it without the twin
+        with monkeypatch.context() as m:
+            m.setenv("EVALSTOP_JIT", "0")
+            refs.append(simulate(w, n_gpus, make(), **kw))
+    assert len(kernel_calls) == before + 1  # and the references did not take it
+    for ref in refs:
+        for f in FIELDS:
+            a, b = getattr(tw, f), getattr(ref, f)
+            assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True), f
+        assert (tw.n_events, tw.n_eval_events) == (ref.n_events, ref.n_eval_events)
+        assert tw.scheduler == ref.scheduler
+    return refs[0]
 
 
 def tie_workload(rng, n, m):
@@ -120,7 +138,8 @@ def bases(rng):
     margin = float(rng.choice([0.0, 0.0, 5.0]))
     return {"loss-aware": lambda: LossAware(depth=depth, margin=margin),
             "tiresias": lambda: Tiresias(depth=depth, thresholds_gpu_s=thresholds),
-            "srtf-est": lambda: SRTFEst(depth=depth, margin=None if margin else 0.0)}
+            "srtf-est": lambda: SRTFEst(depth=depth, margin=None if margin else 0.0),
+            "sjf-est": lambda: SJFEst(depth=depth, margin=margin)}
 
 
 def overlays(make, w):
@@ -133,7 +152,10 @@ def overlays(make, w):
     yield lambda: EvalStop(make(), "evalstop:k=2", mode="min")
 
 
-@pytest.mark.parametrize("base", ["loss-aware", "tiresias", "srtf-est"])
+BASES = ["loss-aware", "tiresias", "srtf-est", "sjf-est"]
+
+
+@pytest.mark.parametrize("base", BASES)
 def test_random_traces_made_to_tie_match(monkeypatch, kernel_calls, base):
     preempted = stopped = 0
     RESTARTED_AT_ONCE.clear()
@@ -149,7 +171,11 @@ def test_random_traces_made_to_tie_match(monkeypatch, kernel_calls, base):
                        restart_overhead_s=overhead, record_timeline=bool(seed % 5))
             preempted += int(res.n_preemptions.sum())
             stopped += int(res.stopped.sum())
-    assert preempted > 50 and stopped > 50  # the comparison covers both
+    assert stopped > 50  # the comparison covers stops
+    if base == "sjf-est":  # which never preempts
+        assert preempted == 0
+        return
+    assert preempted > 50  # and preemptions
     if base != "srtf-est":  # (SRTF-Est's case, rarer, is the test below)
         assert sum(RESTARTED_AT_ONCE) > 0  # and jobs preempted and restarted in one call
 
@@ -170,7 +196,7 @@ def test_a_victim_restarted_in_its_call_keeps_running(monkeypatch, kernel_calls,
 
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.integers(0, 2**32 - 1), st.sampled_from(["loss-aware", "tiresias", "srtf-est"]))
+@given(st.integers(0, 2**32 - 1), st.sampled_from(BASES))
 def test_any_seed_matches(monkeypatch, kernel_calls, seed, base):
     rng = np.random.default_rng(seed)
     w = tie_workload(rng, int(rng.integers(1, 30)), int(rng.integers(1, 6)))
@@ -185,16 +211,17 @@ def test_a_slice_of_philly_matches(monkeypatch, kernel_calls):
     w = trace_workload(load_philly(limit=800), np.random.default_rng(1))
     n_gpus = max(96, int(w.gpus.max()))
     oracle = hacking_jobs(w)
-    for base in ("loss-aware", "tiresias", "srtf-est"):
+    for base in BASES:
         for rule in (None, "evalstop:k=2", "default"):
             res = same(monkeypatch, kernel_calls, w, n_gpus, lambda rule=rule: build(base, rule))
-            assert res.n_preemptions.sum() > 0
+            assert (res.n_preemptions.sum() > 0) == (base != "sjf-est")
         same(monkeypatch, kernel_calls, w, n_gpus,
              lambda: build(base, "default", only_jobs=oracle))
         same(monkeypatch, kernel_calls, w, n_gpus,
              lambda: build(base, "evalstop:k=2", job_types=["rlhf"]))
     same(monkeypatch, kernel_calls, w, n_gpus, lambda: Tiresias(depth=1),
          restart_overhead_s=0.0)
+    same(monkeypatch, kernel_calls, w, n_gpus, lambda: SJFEst(depth=1))
 
 
 def test_the_loss_table_is_the_key(monkeypatch):
@@ -219,37 +246,53 @@ def test_only_plain_fresh_bases_with_a_plan_take_the_twin(monkeypatch, kernel_ca
     class Mine(Tiresias):
         pass
 
-    spied = build("loss-aware", "evalstop:k=2")
+    class MySJF(SJFEst):
+        pass
+
+    spied, spied_sjf = build("loss-aware", "evalstop:k=2"), build("sjf-est", "default")
     spied.base._fill = spied.base._fill  # a patched method (a test's spy)
-    used = build("tiresias")
+    spied_sjf.base.twin_key = spied_sjf.base.twin_key
+    used, used_sjf = build("tiresias"), build("sjf-est")
     used._running[99] = (0.0, 0)  # not a fresh scheduler
-    assert priority_twin.plain(spied) is None and priority_twin.plain(used) is None
-    assert priority_twin.plain(Mine()) is None
-    fleet = build("loss-aware", "default")
-    fleet.per_job = False  # as a rule that pools jobs declares: no plan
-    for sched in (Mine(), spied, fleet, build("srtf-est"), build("fifo", "default")):
+    used_sjf._wait.append((0.0, 0, None))
+    for sched in (spied, spied_sjf, used, used_sjf, Mine(), MySJF()):
+        assert priority_twin.plain(sched) is None
+    fleet, fleet_sjf = build("loss-aware", "default"), build("sjf-est", "default")
+    fleet.per_job = fleet_sjf.per_job = False  # as a rule that pools jobs declares: no plan
+    # Bases set on the instance to hear evals without preempting: the loop of job ends
+    # (``sim.ends``) runs them, with no call at an eval, so the twin must not.
+    asked = build("sjf-est", "evalstop:k=2")
+    asked.reschedule_on_eval = asked.base.reschedule_on_eval = True
+    mute = build("loss-aware")
+    mute.preempt_at_checkpoint = False
+    for sched in (Mine(), spied, fleet, MySJF(), spied_sjf, fleet_sjf, asked, mute,
+                  build("srtf-est"), build("fifo", "default")):
         simulate(w, 6, sched)
     assert kernel_calls == []  # SRTF-Est took its own loop, FIFO its ends
-    for name in ("tiresias", "loss-aware"):
+    for name in ("tiresias", "loss-aware", "sjf-est"):
         sched = build(name, "evalstop:k=2")
         assert priority_twin.plain(sched) is sched.base
         simulate(w, 6, sched)
-    assert kernel_calls == [1, 1]
+    assert kernel_calls == [1, 1, 2]
 
 
-def test_the_twin_raises_as_the_checkpoint_loop_does(monkeypatch):
+@pytest.mark.parametrize("base", ["tiresias", "sjf-est"])
+def test_the_twin_raises_as_the_checkpoint_loop_does(monkeypatch, base):
     # A job bigger than the cluster (simulate refuses it; the loops are called directly)
-    # is left waiting on an idle cluster: both loops stop with the same error.
-    from evalstop.sim import engine, priority_jit
+    # is left waiting on an idle cluster: the loops stop with the same error.
+    from evalstop.sim import ends, priority_jit
 
     w = make_workload([0.0, 1.0], [10.0, 10.0], [1, 3])
     errors = []
-    for run in (lambda s: engine._run(w, 2, s, 0.0, True, plan_for(w, s), 0.0),
-                lambda s: priority_twin.run(priority_jit, w, 2, s, 0.0, True, plan_for(w, s),
-                                            0.0)):
-        s = build("tiresias", "evalstop:k=2")
+    runs = [lambda s: engine._run(w, 2, s, 0.0, True, plan_for(w, s), 0.0),
+            lambda s: priority_twin.run(priority_jit, w, 2, s, 0.0, True, plan_for(w, s),
+                                        0.0)]
+    if base == "sjf-est":
+        runs.append(lambda s: ends.run_ends(w, 2, s, plan_for(w, s), True, 0.0))
+    for run in runs:
+        s = build(base, "evalstop:k=2")
         s.bind(n_gpus=2, restart_overhead_s=0.0)
         with pytest.raises(RuntimeError, match="left 1 jobs waiting") as err:
             run(s)
         errors.append(str(err.value))
-    assert errors[0] == errors[1]
+    assert len(set(errors)) == 1
