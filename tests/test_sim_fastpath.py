@@ -52,31 +52,37 @@ def traces():
     return [(paper, 64), (philly, max(96, int(philly.gpus.max())))]
 
 
+@pytest.mark.parametrize("twin", [True, False], ids=["twin", "python"])
 @pytest.mark.parametrize("sched", SCHEDULERS)
-def test_every_scheduler_and_rule_matches_the_event_path(traces, sched):
-    for w, n_gpus in traces:
-        for rule in (None, *RULES):
-            res = both_paths(w, n_gpus, lambda rule=rule: build(sched, rule))
-            if rule == "evalstop:k=2":
-                assert res.stopped.any()  # the comparison covers real stops
+def test_every_scheduler_and_rule_matches_the_event_path(traces, sched, twin):
+    with jit_env(twin):
+        for w, n_gpus in traces:
+            for rule in (None, *RULES):
+                res = both_paths(w, n_gpus, lambda rule=rule: build(sched, rule))
+                if rule == "evalstop:k=2":
+                    assert res.stopped.any()  # the comparison covers real stops
 
 
-def test_job_types_oracle_and_min_mode_match(traces):
+@pytest.mark.parametrize("twin", [True, False], ids=["twin", "python"])
+def test_job_types_oracle_and_min_mode_match(traces, twin):
     w, n_gpus = traces[1]
-    for sched in ("fifo", "srtf-est", "tiresias"):
-        both_paths(w, n_gpus, lambda: build(sched, "evalstop:k=2", job_types=["rlhf"]))
-        both_paths(w, n_gpus, lambda: build(sched, "default", only_jobs=hacking_jobs(w)))
-        both_paths(w, n_gpus, lambda: EvalStop(make_scheduler(sched), "evalstop:k=2",
-                                               mode="min"))
+    with jit_env(twin):
+        for sched in ("fifo", "sjf-est", "srtf-est", "tiresias"):
+            both_paths(w, n_gpus, lambda: build(sched, "evalstop:k=2", job_types=["rlhf"]))
+            both_paths(w, n_gpus, lambda: build(sched, "default", only_jobs=hacking_jobs(w)))
+            both_paths(w, n_gpus, lambda: EvalStop(make_scheduler(sched), "evalstop:k=2",
+                                                   mode="min"))
 
 
-def test_non_finite_evals_fall_back_to_the_detector_objects():
+@pytest.mark.parametrize("twin", [True, False], ids=["twin", "python"])
+def test_non_finite_evals_fall_back_to_the_detector_objects(twin):
     w = random_workload(3, 60)
     w.eval_obs[::7, 2] = np.nan
     w.eval_obs[::11, 4] = np.inf
-    for sched in SCHEDULERS:
-        for rule in ("evalstop:k=1", "evalstop:k=2", "default"):
-            both_paths(w, 6, lambda: build(sched, rule))
+    with jit_env(twin):
+        for sched in SCHEDULERS:
+            for rule in ("evalstop:k=1", "evalstop:k=2", "default"):
+                both_paths(w, 6, lambda: build(sched, rule))
 
 
 @settings(max_examples=60, deadline=None)
