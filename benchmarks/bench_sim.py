@@ -4,17 +4,18 @@ For each size (the Philly trace, 82,247 jobs on 512 GPUs, repeated k times at th
 arrival times on k x 512 GPUs) it prints jobs/s and the time relative to a bare
 strict-FIFO heap event loop carried here (arrivals in order, one finish event per job, a
 deque for the queue: the least a FIFO simulation can do in Python), for FIFO alone,
-FIFO+evalstop:k=2, FIFO+default, SRTF-Est+evalstop:k=2, and Tiresias and LossAware with
-evalstop:k=2 and with the default, then the time per job at each size relative to 1x, and
-the peak memory per job. With the ``fast`` extra (numba) installed, SRTF-Est's loop, the
-checkpoint loop of Tiresias and LossAware, and the default rule's stop planning run compiled
-(``evalstop.jit``; ``EVALSTOP_JIT=0`` runs the Python versions): each line also prints its
-first call, which in a fresh process includes numba's import and the load of the cached
-compiled code; Tiresias' and LossAware's lines marked "(Python)" run with the twins off
-(``EVALSTOP_JIT=0`` for that call). Targets on the project's 2-core machine: FIFO alone and
-FIFO+k=2 <= 2.5x the bare loop, FIFO+default <= 1.5x FIFO+k=2, SRTF-Est+k=2 <= 5x,
-Tiresias and LossAware <= 2.5x with the twin and <= 5x without, time per job at 8x within
-1.2x of 1x.
+FIFO+evalstop:k=2, FIFO+default, SRTF-Est+evalstop:k=2, and Tiresias, LossAware and
+SJF-Est with evalstop:k=2 and with the default, then the time per job at each size
+relative to 1x, and the peak memory per job. With the ``fast`` extra (numba) installed,
+SRTF-Est's loop, the compiled loop of Tiresias, LossAware and SJF-Est, and the default
+rule's stop planning run compiled (``evalstop.jit``; ``EVALSTOP_JIT=0`` runs the Python
+versions): each line also prints its first call, which in a fresh process includes numba's
+import and the load of the cached compiled code; the lines marked "(Python)" run with the
+twins off (``EVALSTOP_JIT=0`` for that call). SJF-Est's lines come after Tiresias' and
+LossAware's, which load the twin it shares (alone, at 1x, it would not repay its load).
+Targets on the project's 2-core machine: FIFO alone and FIFO+k=2 <= 2.5x the bare loop,
+FIFO+default <= 1.5x FIFO+k=2, SRTF-Est+k=2 <= 5x, Tiresias, LossAware and SJF-Est <= 2.5x
+with the twin and <= 5x without, time per job at 8x within 1.2x of 1x.
 
     python benchmarks/bench_sim.py [--sizes 1,2,4,8] [--repeat 3] [--gpus 512] [--check] [--json OUT]
                                    [--default SPEC]
@@ -57,7 +58,7 @@ CLOCK = time.process_time
 # (scheduler, rule, whether the compiled twins may run)
 CONFIGS = (("fifo", None, True), ("fifo", "evalstop:k=2", True), ("fifo", "default", True),
            ("srtf-est", "evalstop:k=2", True),
-           *((s, d, twin) for s in ("tiresias", "loss-aware")
+           *((s, d, twin) for s in ("tiresias", "loss-aware", "sjf-est")
              for d in ("evalstop:k=2", "default") for twin in (True, False)))
 TARGETS = {("fifo", None, True): "<= 2.5x bare", ("fifo", "evalstop:k=2", True): "<= 2.5x bare",
            ("fifo", "default", True): "<= 1.5x FIFO+k=2",

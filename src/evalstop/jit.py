@@ -54,9 +54,10 @@ COSTS = {
     "evalstop.sim.srtf_jit": Cost(load_s=0.15, job_s=4e-6),
     "evalstop.sim.priority_jit": Cost(load_s=0.15, eval_s=1.4e-6),
     # The same twin on job ends only (SJF-Est with planned stops, against sim.ends' loop)
-    # saved 3.5-5 us per job at 1x Philly and 2.7-7 at 4x (least: SJF-Est+evalstop:k=2,
+    # saved 2.2-6 us per job at 1x Philly and 2.7-7 at 4x (least: SJF-Est+evalstop:k=2,
     # whose stops keep the queue short): counted at 2, it pays from about 5x Philly, or
-    # from 75,000 jobs once numba is loaded.
+    # from 75,000 jobs once numba is loaded, and at any size once the checkpoint loop's
+    # twin (the same module) is.
     "evalstop.sim.priority_jit:ends": Cost(load_s=0.15, job_s=2e-6),
     "evalstop.detectors.cusum_drop_jit": Cost(load_s=0.08, eval_s=3e-8),
     # Past the default rule's first merge (32 evals) the objects run each row the plan
