@@ -1,5 +1,6 @@
 """The numba twin of the checkpoint loop (``engine._run``) for a plain priority base
-(LossAware, Tiresias or SRTF-Est, alone or under the plain overlay) with planned stops.
+(LossAware, Tiresias, SRTF-Est or SJF-Est, alone or under the plain overlay) with planned
+stops.
 
 The same loop, compiled: every eval is an event on a heap of (time, seq, job), taken at
 the time, in the order and with the float expressions of ``engine._run``; and
@@ -13,8 +14,15 @@ layout does not change. The engine's version check is kept as each job's live ev
 seq (-1: none). No fastmath: each float comes from the Python expression, in its order.
 
 Keys (``PriorityScheduler.twin_key``): est x (1 - progress) (SRTF-Est), Tiresias' level
-x 2**32 + arrival (level by ``bisect_right`` on attained GPU-seconds), or a (job, evals
-seen) table (LossAware, ``loss_aware.key_table``). ``tests/test_sim_priority_jit.py``
+x 2**32 + arrival (level by ``bisect_right`` on attained GPU-seconds), a (job, evals
+seen) table (LossAware, ``loss_aware.key_table``), or est (SJF-Est).
+
+``ends_only`` (a base that neither preempts nor is asked at evals: SJF-Est, which the
+Python side runs in ``sim.ends``): a started job's one event is its end, eval
+``end_eval``, at the float the checkpoint loop's event for it has (``t + 0.0 + (grid[end]
+- 0.0) * dur``: such a job starts once, at progress 0, without overhead). The evals
+before it would change no key and, ``reschedule_on_eval`` being off, bring no call, so
+the instants, calls and starts are the checkpoint loop's. ``tests/test_sim_priority_jit.py``
 compares every field of the result with the checkpoint loop's. A change to ``engine._run``
 or ``PriorityScheduler`` must be made here too. Only ``run_kernel`` is called from outside
 (by ``evalstop.sim.priority_twin``).
