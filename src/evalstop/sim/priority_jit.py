@@ -67,7 +67,7 @@ S_DIRTY, S_FREE, S_ROSE, S_FILLS, S_VICTIMS = range(8, 13)
 C_KIND, C_POA, C_PAC, C_DEPTH = range(4)
 
 
-@_helper(i8, I1, F2, I2, F2, F1, F2)
+@_step
 def _key(i, C, JF, JI, JS, thr, KT):
     """``key(job, now)`` of the base, from the job's view as it stands."""
     kind = C[C_KIND]
@@ -86,7 +86,7 @@ def _key(i, C, JF, JI, JS, thr, KT):
     return KT[i, JI[i, NSEEN]]
 
 
-@_helper(i8, f8, I1, I1, F2, I2, F1, I1, I1)
+@_step
 def _set_running_key(i, key, C, S, JF, JI, WF, WA, WB):
     S[S_SEQ] += 1
     version = S[S_SEQ]
@@ -280,7 +280,7 @@ def _yield_at_checkpoints(free, cid, margin, C, S, JF, JI, JS, G, thr, KT, QF, Q
     return free
 
 
-@_helper(i8, i8, f8, I1, I1, F2, I2, I1, I1, F1, I1, I1, F1, I1, I1, F1, I1, I1, I1, I1)
+@_step
 def _acts(free, cid, margin, C, S, JF, JI, G, WCNT, QF, QA, QB, WF, WA, WB, SKF, SKA, SKB, CK,
           stack):
     """Whether the call at this instant (``cid``) could start or preempt a job: always
