@@ -57,6 +57,7 @@ import os
 import pickle
 import platform
 import select
+import shutil
 import signal
 import statistics
 import subprocess
@@ -322,7 +323,7 @@ def checkout(option: str, given: str | None, sub: str, markers) -> Path | None:
     if given is None:
         print(f"{option.lstrip('-')}: skipped (no {option} DIR given)")
         return None
-    root = Path(given)
+    root = Path(given).resolve()  # the peers run in their own folders
     if not root.is_dir():
         raise Skip(f"{option} {given}: no such directory")
     folder = root / sub
@@ -435,6 +436,11 @@ def main(argv=None) -> int:
             return fail(f"--{opt} must be at least 1, got {getattr(args, opt)}")
     if not args.timeout > 0:
         return fail(f"--timeout must be positive, got {args.timeout}")
+    # The peers run in their own folders: a relative path would be read from there.
+    peer_python = shutil.which(args.peer_python)
+    if peer_python is None:
+        return fail(f"--peer-python {args.peer_python}: no such program")
+    args.peer_python = os.path.abspath(peer_python)  # (not resolved: a venv's python is a link)
     try:
         from evalstop.fileio import check_out_file
         if args.out:

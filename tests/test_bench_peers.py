@@ -167,6 +167,11 @@ def test_checkout_check_names_what_is_wrong(tmp_path, capsys):
         (folder / m).parent.mkdir(parents=True, exist_ok=True)
         (folder / m).write_text("")
     assert bp.checkout("--gavel", str(tmp_path), "scheduler", bp.GAVEL_MARKERS) == folder
+    # The peers run in their own folders: a checkout given relative to here is made absolute.
+    with pytest.MonkeyPatch.context() as m:
+        m.chdir(tmp_path.parent)
+        found = bp.checkout("--gavel", tmp_path.name, "scheduler", bp.GAVEL_MARKERS)
+    assert found == folder and found.is_absolute()
 
 
 def test_jobs_come_in_submit_order_from_a_philly_file_or_a_job_csv(tmp_path):
@@ -188,6 +193,7 @@ def test_jobs_come_in_submit_order_from_a_philly_file_or_a_job_csv(tmp_path):
     (["--timeout", "-1"], "--timeout must be positive"),
     (["--trace", "/nonexistent/trace.csv"], "trace.csv"),
     (["--gpus", "4", "--jobs", "50"], "more than --gpus 4"),
+    (["--peer-python", "no/such/python"], "--peer-python no/such/python: no such program"),
 ])
 def test_bad_arguments_are_one_line_and_exit_2(argv, match, capsys):
     assert bp.main(argv) == 2

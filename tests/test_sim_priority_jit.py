@@ -19,6 +19,7 @@ import pytest
 from conftest import make_workload
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tie_traces import bases, overlays, tie_workload
 
 from evalstop.experiments.runner import hacking_jobs
 from evalstop.schedulers import EvalStop, LossAware, SJFEst, SRTFEst, Tiresias, build
@@ -114,42 +115,6 @@ def same(monkeypatch, kernel_calls, w, n_gpus, make, **kw):
         assert (tw.n_events, tw.n_eval_events) == (ref.n_events, ref.n_eval_events)
         assert tw.scheduler == ref.scheduler
     return refs[0]
-
-
-def tie_workload(rng, n, m):
-    """Arrivals on a coarse grid (many at once), durations and estimates from a few values,
-    losses on an integer grid (equal drops), some non-finite or zero; evals that stop."""
-    obs = np.cumsum(rng.integers(-1, 2, (n, m)), axis=1).astype(float) / 8
-    losses = 10.0 - np.cumsum(rng.integers(0, 3, (n, m)), axis=1).astype(float)
-    losses[rng.random(n) < 0.1, 0] = 0.0
-    losses[rng.random(n) < 0.05, rng.integers(0, m)] = np.nan
-    losses[rng.random(n) < 0.05, rng.integers(0, m)] = np.inf
-    return make_workload(np.sort(rng.integers(0, 12, n)).astype(float) * 10,
-                         rng.choice([20.0, 40.0, 80.0, 160.0], n), rng.integers(1, 4, n),
-                         evals=obs, est=rng.choice([40.0, 60.0, 80.0, 120.0], n),
-                         losses=losses, types=rng.choice(["lora", "dpo", "rlhf"], n))
-
-
-def bases(rng):
-    """One of each base, with a depth from 1 to unbounded; Tiresias' thresholds low enough
-    to be crossed within runs."""
-    depth = [1, 2, 3, 32, math.inf][int(rng.integers(5))]
-    thresholds = sorted(set(rng.choice([10.0, 40.0, 80.0, 160.0, 640.0], 2).tolist()))
-    margin = float(rng.choice([0.0, 0.0, 5.0]))
-    return {"loss-aware": lambda: LossAware(depth=depth, margin=margin),
-            "tiresias": lambda: Tiresias(depth=depth, thresholds_gpu_s=thresholds),
-            "srtf-est": lambda: SRTFEst(depth=depth, margin=None if margin else 0.0),
-            "sjf-est": lambda: SJFEst(depth=depth, margin=margin)}
-
-
-def overlays(make, w):
-    """The base alone and under the overlay with rules, options and modes that plan."""
-    yield make
-    for rule in ("evalstop:k=2", "default"):
-        yield lambda rule=rule: EvalStop(make(), rule)
-    yield lambda: EvalStop(make(), "evalstop:k=1", job_types=["rlhf"])
-    yield lambda: EvalStop(make(), "evalstop:k=2", only_jobs=range(0, w.n_jobs, 3))
-    yield lambda: EvalStop(make(), "evalstop:k=2", mode="min")
 
 
 BASES = ["loss-aware", "tiresias", "srtf-est", "sjf-est"]

@@ -11,7 +11,9 @@ max-heap (-key, version, job), the events) are totally ordered by unique sequenc
 numbers, so they pop in the same order as ``heapq`` on the Python tuples; and
 ``_enough_above`` reads only whether enough GPUs sit above a limit, which the heap's
 layout does not change. The engine's version check is kept as each job's live event's
-seq (-1: none). No fastmath: each float comes from the Python expression, in its order.
+seq (-1: none). A call after only checkpoints is skipped when ``_acts`` says it would do
+nothing, as ``PriorityScheduler.schedule`` answers it at once. No fastmath: each float
+comes from the Python expression, in its order.
 
 Keys (``PriorityScheduler.twin_key``): est x (1 - progress) (SRTF-Est), Tiresias' level
 x 2**32 + arrival (level by ``bisect_right`` on attained GPU-seconds), a (job, evals
@@ -63,13 +65,17 @@ NEXT, EVSEQ, RUN, NPRE, RVER, MOVED, STARTING, KEPT, NSEEN = range(9)
 DUR, EST, ARR = range(3)
 GPUS, END = range(2)
 # Scalars (S): heap sizes, the scheduler's counter, len(_running), and the lengths of
-# ``start``, ``preempt`` and ``_checkpointed``.
+# ``start``, ``preempt`` and ``_checkpointed``; then what a call after only checkpoints
+# needs (``PriorityScheduler._acts``): whether an end or arrival came since the last call,
+# the GPUs that call left free, whether a checkpoint raised a running key, and whether a
+# fill or the victims' search would act (-1: not yet known since the last call).
 S_EV, S_Q, S_W, S_SEQ, S_NRUN, S_NST, S_NPR, S_NCK = range(8)
+S_DIRTY, S_FREE, S_ROSE, S_FILLS, S_VICTIMS = range(8, 13)
 # Configuration (C): the key rule, preempt_on_arrival, preempt_at_checkpoint, depth.
 C_KIND, C_POA, C_PAC, C_DEPTH = range(4)
 
 
-@_helper(i8, I1, F2, I2, F2, F1, F2)
+@_step
 def _key(i, C, JF, JI, JS, thr, KT):
     """``key(job, now)`` of the base, from the job's view as it stands."""
     kind = C[C_KIND]
@@ -90,10 +96,12 @@ def _key(i, C, JF, JI, JS, thr, KT):
     return KT[i, JI[i, NSEEN]]
 
 
-@_helper(i8, f8, I1, I1, F2, I2, F1, I1, I1)
+@_step
 def _set_running_key(i, key, C, S, JF, JI, WF, WA, WB):
     S[S_SEQ] += 1
     version = S[S_SEQ]
+    if JI[i, RVER] < 0 or key > JF[i, RKEY]:
+        S[S_ROSE] = 1
     if JI[i, RVER] < 0:
         S[S_NRUN] += 1
     JI[i, RVER] = version
@@ -283,6 +291,43 @@ def _yield_at_checkpoints(free, cid, margin, C, S, JF, JI, JS, G, thr, KT, QF, Q
 
 
 @_step
+def _acts(free, cid, margin, C, S, JF, JI, G, WCNT, QF, QA, QB, WF, WA, WB, SKF, SKA, SKB, CK,
+          stack):
+    """Whether the call at this instant (``cid``) could start or preempt a job: always
+    after an end, an arrival or a change of free GPUs; after only checkpoints,
+    ``PriorityScheduler._acts``. Whether a fill would start one is read in place here
+    (``_one_fits``), not from the last fill."""
+    if S[S_DIRTY] or free != S[S_FREE]:
+        return True
+    if S[S_Q] == 0:
+        return False
+    head_key, h = QF[0], QB[0]
+    limit = head_key + margin
+    if C[C_PAC]:
+        for r in range(S[S_NCK]):
+            i = CK[r]
+            if (JI[i, RVER] >= 0 and JI[i, RUN] != 0 and JF[i, RKEY] > limit
+                    and G[h] <= free + G[i]):
+                return True
+    if S[S_FILLS] < 0:
+        g = 1
+        while g <= free and WCNT[g] == 0:
+            g += 1
+        fits = g <= free and _one_fits(free, C, S, G, QF, QA, QB, SKF, SKA, SKB)
+        S[S_FILLS] = 1 if fits else 0
+    if S[S_FILLS]:
+        return True
+    if not C[C_POA]:
+        return False
+    if S[S_ROSE] or G[h] <= free:
+        return True
+    if S[S_VICTIMS] < 0:
+        S[S_VICTIMS] = 1 if _enough_above(limit, G[h] - free, cid, S, JI, G, WF, WA, WB,
+                                          stack) else 0
+    return S[S_VICTIMS] != 0
+
+
+@_step
 def _init_jobs(dur, est, arrival, JS, JF, JI):
     """The per-job inputs, and the per-job state of a job that has not arrived."""
     for i in range(JS.shape[0]):  # (numba's slice assignment costs seconds to compile)
@@ -318,6 +363,7 @@ def _eval(t, free, seq, changed, resched, C, S, JF, JI, JS, G, thr, KT, grid, en
         JF[i, GPU_S] += G[i] * (t - JF[i, SEG_S])
         JI[i, EVSEQ] = -1
         JI[i, RUN] = 0
+        S[S_DIRTY] = 1
         if JI[i, RVER] >= 0:  # on_end
             S[S_NRUN] -= 1
             JI[i, RVER] = -1
@@ -339,6 +385,7 @@ def _arrive(ai, t, arrival, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT):
         S[S_SEQ] += 1
         S[S_Q] = _tpush(QF, QA, QB, S[S_Q], _key(ai, C, JF, JI, JS, thr, KT), S[S_SEQ], ai)
         WCNT[G[ai]] += 1
+        S[S_DIRTY] = 1
         ai += 1
     return ai
 
@@ -402,13 +449,14 @@ def _apply(t, cid, free, seq, overhead, S, JF, JI, JS, G, grid, EF, EA, EB, star
         te = t + JF[i, SEG_OH] + (grid[JI[i, NEXT]] - p0) * JS[i, DUR]
         S[S_EV] = _tpush(EF, EA, EB, S[S_EV], te, seq, i)
         JI[i, EVSEQ] = seq
+    S[S_DIRTY], S[S_FREE], S[S_ROSE], S[S_FILLS], S[S_VICTIMS] = 0, free, 0, -1, -1
     return free, seq
 
 
 @njit(cache=True)
 def run_kernel(arrival, dur, gpus, est, end_eval, grid, thr, table, kind, poa, pac, resched,
                n_gpus, depth, margin, overhead, record_timeline, ends_only):
-    """``engine._run``'s loop with the base's calls (``ends_only``: one event per job). Returns start_s, finish_s, gpu_s,
+    """``engine._run``'s loop with the base's calls. Returns start_s, finish_s, gpu_s,
     n_preemptions, the timeline (times, GPUs used), the number of jobs left waiting on an
     idle cluster (-1: none; the loop stopped there) and the owners (``_o``) of the views
     it works on (``_borrow``), to drop. Every array is made here, not by a helper (so
@@ -418,7 +466,8 @@ def run_kernel(arrival, dur, gpus, est, end_eval, grid, thr, table, kind, poa, p
     end_eval = _borrow(end_eval)
     JS_o, JF_o, JI_o = np.empty((n, 3)), np.zeros((n, 9)), np.zeros((n, 9), np.int64)
     G_o, C_o = gpus.copy(), np.array([kind, poa, pac, depth], np.int64)
-    S_o = np.zeros(8, np.int64)
+    S_o = np.zeros(13, np.int64)
+    S_o[S_DIRTY] = 1  # (no call yet)
     JS, JF, JI, G, C, S = (_borrow(JS_o), _borrow(JF_o), _borrow(JI_o), _borrow(G_o),
                            _borrow(C_o), _borrow(S_o))
     _init_jobs(dur, est, arrival, JS, JF, JI)
@@ -460,6 +509,10 @@ def run_kernel(arrival, dur, gpus, est, end_eval, grid, thr, table, kind, poa, p
         a0 = ai  # 2. arrivals at t join the queue
         ai = _arrive(ai, t, arrival, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT)
         if not (changed or ai != a0):
+            continue
+        if not _acts(free, cid + 1, margin, C, S, JF, JI, G, WCNT, QF, QA, QB, WF, WA, WB, SKF,
+                     SKA, SKB, CK, stack):
+            S[S_NCK] = 0  # a call after only checkpoints would do nothing
             continue
         if S[S_EV] + n_gpus + 2 > EF.shape[0]:  # 3. one scheduling decision for the instant
             size = S[S_EV] + 4 * n_gpus + 2

@@ -93,7 +93,7 @@ def _borrow(typingctx, arr):
 # The events, (time, job, 0), and the one-GPU wait queue, (key, seq, job).
 
 
-@_helper(f8, i8, i8, f8, i8, i8)
+@_step
 def _tless(f1, a1, b1, f2, a2, b2):
     if f1 != f2:
         return f1 < f2
@@ -102,7 +102,7 @@ def _tless(f1, a1, b1, f2, a2, b2):
     return b1 < b2
 
 
-@_helper(F1, I1, I1, i8, i8)
+@_step
 def _tsiftdown(F, A, B, startpos, pos):
     f, a, b = F[pos], A[pos], B[pos]
     while pos > startpos:
@@ -115,7 +115,7 @@ def _tsiftdown(F, A, B, startpos, pos):
     F[pos], A[pos], B[pos] = f, a, b
 
 
-@_helper(F1, I1, I1, i8, i8)
+@_step
 def _tsiftup(F, A, B, n, pos):
     startpos = pos
     f, a, b = F[pos], A[pos], B[pos]

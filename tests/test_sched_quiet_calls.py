@@ -1,0 +1,73 @@
+"""A priority base's answer to a call after only checkpoints (``quiet_calls``) is the
+full call's: every field of the result is the same with it on and off, for LossAware,
+Tiresias and SRTF-Est, alone and under the overlay, on the planned and the event path,
+on random traces made to tie and on a slice of Philly; and the quick answer is taken."""
+
+import numpy as np
+import pytest
+from tie_traces import bases, overlays, tie_workload
+
+from evalstop.schedulers import build
+from evalstop.schedulers.priority import PriorityScheduler
+from evalstop.sim import srtf_loop
+from evalstop.sim.engine import simulate
+from evalstop.workload import load_philly, trace_workload
+
+FIELDS = ("start_s", "finish_s", "stopped", "stop_eval", "kept_eval", "end_progress", "gpu_s",
+          "n_preemptions", "timeline_t", "timeline_used")
+
+
+@pytest.fixture
+def quick_answers(monkeypatch):
+    """The calls answered quickly so far, and the Python checkpoint loop for every base."""
+    monkeypatch.setenv("EVALSTOP_JIT", "0")
+    monkeypatch.setattr(srtf_loop, "ENABLED", False)
+    answers = []
+    acts = PriorityScheduler._acts
+
+    def counted(self, free):
+        out = acts(self, free)
+        answers.append(not out)
+        return out
+
+    monkeypatch.setattr(PriorityScheduler, "_acts", counted)
+    return answers
+
+
+def same(monkeypatch, w, n_gpus, make, **kw):
+    with monkeypatch.context() as m:
+        m.setattr(PriorityScheduler, "quiet_calls", False)
+        ref = simulate(w, n_gpus, make(), **kw)
+    res = simulate(w, n_gpus, make(), **kw)
+    for f in FIELDS:
+        a, b = getattr(res, f), getattr(ref, f)
+        assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True), f
+    assert (res.n_events, res.n_eval_events) == (ref.n_events, ref.n_eval_events)
+    return ref
+
+
+@pytest.mark.parametrize("base", ["loss-aware", "tiresias", "srtf-est"])
+def test_random_traces_made_to_tie_match(monkeypatch, quick_answers, base):
+    preempted = 0
+    for seed in range(30):
+        rng = np.random.default_rng(seed)
+        w = tie_workload(rng, int(rng.integers(2, 40)), int(rng.integers(2, 7)))
+        n_gpus = int(rng.choice([3, 4, 6, 64]))
+        overhead = float(rng.choice([0.0, 10.0, 120.0]))
+        for make in overlays(bases(rng)[base], w):
+            res = same(monkeypatch, w, n_gpus, make, restart_overhead_s=overhead,
+                       plan_stops=bool(seed % 3), record_timeline=bool(seed % 5))
+            preempted += int(res.n_preemptions.sum())
+    assert preempted > 50
+    if base != "srtf-est":  # (it is not asked at checkpoints)
+        assert sum(quick_answers) > 100 and not all(quick_answers)
+
+
+def test_a_slice_of_philly_matches(monkeypatch, quick_answers):
+    w = trace_workload(load_philly(limit=800), np.random.default_rng(1))
+    n_gpus = max(96, int(w.gpus.max()))
+    for base in ("loss-aware", "tiresias"):
+        for rule in (None, "evalstop:k=2", "default"):
+            res = same(monkeypatch, w, n_gpus, lambda rule=rule: build(base, rule))
+            assert res.n_preemptions.sum() > 0
+    assert sum(quick_answers) > 1000
