@@ -60,7 +60,7 @@ KEY_REMAINING, KEY_LEVELS, KEY_TABLE, KEY_FIXED = 0, 1, 2, 3
 # Per-job floats (JF) and ints (JI): the engine's lists and the views' fields, then the
 # scheduler's ``_running`` entry (RKEY, RVER: the version, -1 when not in it).
 START, FINISH, GPU_S, SEG_S, SEG_OH, SEG_P0, PROG, ATT, RKEY = range(9)
-NEXT, EVSEQ, RUN, NPRE, RVER, MOVED, STARTING, KEPT, NSEEN = range(9)
+NEXT, EVSEQ, RUN, NPRE, RVER, MOVED, STARTING, KEPT, NSEEN, TLO, THI = range(11)
 # Per-job inputs: floats (JS) and ints (JG).
 DUR, EST, ARR = range(3)
 GPUS, END = range(2)
@@ -97,7 +97,24 @@ def _key(i, C, JF, JI, JS, thr, KT):
 
 
 @_step
+def _untied(i, key, JF, JI):
+    """Whether no other running job has ``key``: the jobs whose keys can equal job i's are
+    ``TLO`` to ``THI`` (``priority_twin.tie_ranges``; -1: unknown, so not known untied)."""
+    lo = JI[i, TLO]
+    if lo < 0:
+        return False
+    for j in range(lo, JI[i, THI]):
+        if j != i and JI[j, RVER] >= 0 and JF[j, RKEY] == key:
+            return False
+    return True
+
+
+@_step
 def _set_running_key(i, key, C, S, JF, JI, WF, WA, WB):
+    if C[C_POA] and JI[i, RVER] >= 0 and key == JF[i, RKEY] and _untied(i, key, JF, JI):
+        # The key stands and no other running job has it: the new version would only
+        # order it among equal keys, so its entry in the victims' heap stands too.
+        return
     S[S_SEQ] += 1
     version = S[S_SEQ]
     if JI[i, RVER] < 0 or key > JF[i, RKEY]:
@@ -328,10 +345,11 @@ def _acts(free, cid, margin, C, S, JF, JI, G, WCNT, QF, QA, QB, WF, WA, WB, SKF,
 
 
 @_step
-def _init_jobs(dur, est, arrival, JS, JF, JI):
+def _init_jobs(dur, est, arrival, ties, JS, JF, JI):
     """The per-job inputs, and the per-job state of a job that has not arrived."""
     for i in range(JS.shape[0]):  # (numba's slice assignment costs seconds to compile)
         JS[i, DUR], JS[i, EST], JS[i, ARR] = dur[i], est[i], arrival[i]
+        JI[i, TLO], JI[i, THI] = ties[i, 0], ties[i, 1]
         JF[i, START] = JF[i, FINISH] = NAN
         JI[i, EVSEQ] = JI[i, RVER] = -1
 
@@ -454,8 +472,8 @@ def _apply(t, cid, free, seq, overhead, S, JF, JI, JS, G, grid, EF, EA, EB, star
 
 
 @njit(cache=True)
-def run_kernel(arrival, dur, gpus, est, end_eval, grid, thr, table, kind, poa, pac, resched,
-               n_gpus, depth, margin, overhead, record_timeline, ends_only):
+def run_kernel(arrival, dur, gpus, est, end_eval, grid, thr, table, ties, kind, poa, pac,
+               resched, n_gpus, depth, margin, overhead, record_timeline, ends_only):
     """``engine._run``'s loop with the base's calls. Returns start_s, finish_s, gpu_s,
     n_preemptions, the timeline (times, GPUs used), the number of jobs left waiting on an
     idle cluster (-1: none; the loop stopped there) and the owners (``_o``) of the views
@@ -464,13 +482,13 @@ def run_kernel(arrival, dur, gpus, est, end_eval, grid, thr, table, kind, poa, p
     n = arrival.shape[0]
     arrival, grid, thr, KT = _borrow(arrival), _borrow(grid), _borrow(thr), _borrow(table)
     end_eval = _borrow(end_eval)
-    JS_o, JF_o, JI_o = np.empty((n, 3)), np.zeros((n, 9)), np.zeros((n, 9), np.int64)
+    JS_o, JF_o, JI_o = np.empty((n, 3)), np.zeros((n, 9)), np.zeros((n, 11), np.int64)
     G_o, C_o = gpus.copy(), np.array([kind, poa, pac, depth], np.int64)
     S_o = np.zeros(13, np.int64)
     S_o[S_DIRTY] = 1  # (no call yet)
     JS, JF, JI, G, C, S = (_borrow(JS_o), _borrow(JF_o), _borrow(JI_o), _borrow(G_o),
                            _borrow(C_o), _borrow(S_o))
-    _init_jobs(dur, est, arrival, JS, JF, JI)
+    _init_jobs(dur, est, arrival, ties, JS, JF, JI)
     # Capacities: a job waits at most once; in one scheduling call (each job holding a
     # GPU) at most n_gpus starts and n_gpus preemptions; ``_worst`` is compacted above
     # 64 + 4 len(_running) and at most n_gpus jobs run. The events and ``_checkpointed``
