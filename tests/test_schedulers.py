@@ -5,7 +5,16 @@ from conftest import make_workload, random_workload
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalstop.schedulers import EvalStop, LossAware, SRTFEst, Tiresias, build, make_scheduler
+from evalstop.schedulers import (
+    EvalStop,
+    LossAware,
+    SJFEst,
+    SRTFEst,
+    Tiresias,
+    build,
+    make_scheduler,
+)
+from evalstop.schedulers.overlay import plain_base
 from evalstop.sim.engine import simulate
 
 
@@ -133,3 +142,35 @@ def test_preemptions_only_make_room_for_a_better_job(seed, n, name):
         for v in preempt:
             assert v.index in running
             assert any(running[v.index] > h + s.margin for h in heads)
+
+
+class _Watched(SJFEst):
+    """Records every attribute read on the instance (``vars`` reads ``__dict__`` so)."""
+
+    def __getattribute__(self, name):
+        object.__getattribute__(self, "read").append(name)
+        return object.__getattribute__(self, name)
+
+
+@pytest.mark.parametrize("patch", [None, "schedule", "bound", "key", "data"])
+def test_plain_base_finds_patched_methods_without_the_instance_dict(patch):
+    """A method set on the instance (a spy, a bound method put back) is found; a class's
+    own methods are not; and the check never reads ``__dict__``, which would make every
+    later attribute read on the scheduler slower (CPython keeps them inline until then)."""
+    s = _Watched.__new__(_Watched)
+    object.__setattr__(s, "read", [])
+    SJFEst.__init__(s)
+    if patch == "schedule":
+        s.schedule = lambda now, free: ([], [])
+    elif patch == "bound":
+        s.key = s.key
+    elif patch == "key":
+        s.key = staticmethod(lambda job, now: 0.0)
+    elif patch == "data":
+        s.submit = 3
+    hooks = ("submit", "schedule", "key", "on_end")
+    s.read.clear()
+    found = plain_base(s, _Watched, hooks)
+    assert (found is None) == (patch is not None)
+    assert "__dict__" not in s.read
+    assert plain_base(build("sjf-est", "evalstop:k=2"), SJFEst, hooks) is not None
