@@ -172,3 +172,27 @@ def test_summary_statistics_are_computed_once_per_distinct_sample(monkeypatch):
     assert out[("b", "zero")]["mean"] == real([-0.0, -0.0]).mean
     # a: "same" and "zero"; b: "same" repeats a's sample, its -0.0 "zero" does not
     assert [repr(c) for c in calls] == ["(1.0, 1.0)", "(0.0, 0.0)", "(-0.0, -0.0)"]
+
+
+def test_a_task_declares_its_runs_compiled_loops_before_the_first(monkeypatch):
+    """``run_task`` hands ``jit.expect`` each run's loop (``engine.twin_use``) once, before
+    any run, so that the twins the runs repay together are loaded for all of them."""
+    from evalstop import jit
+    from evalstop.experiments.runner import run_task
+    from evalstop.sim import engine
+
+    events = []
+    monkeypatch.setattr(jit, "expect", lambda uses: events.append(("expect", list(uses))))
+    simulate = engine.simulate
+    monkeypatch.setattr(engine, "simulate",
+                        lambda *a, **k: events.append("simulate") or simulate(*a, **k))
+    task = plan(select("scale"), replace(TINY, n_seeds=1))[0]
+    task = replace(task, point=replace(task.point, n_jobs=40))
+    out = run_task(task)
+    (kind, uses), *runs = events
+    assert kind == "expect" and runs == ["simulate"] * len(task.point.methods)
+    assert len(uses) == len(task.point.methods) == len(out.rows)
+    names = {u[0] for u in uses if u is not None}
+    assert names == {"evalstop.sim.srtf_jit", "evalstop.sim.priority_jit",
+                     "evalstop.sim.priority_jit:ends"}
+    assert uses[0] is None and all(u is None or u[1] == 40 for u in uses)  # FIFO: none

@@ -169,3 +169,29 @@ def test_a_twin_that_cannot_import_warns_once_and_the_python_version_runs(monkey
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert jit.twin("evalstop.no_such_twin", 1) is None  # said once
+
+
+@pytest.mark.parametrize("numba_loaded", [False, True])
+def test_expected_calls_load_the_twins_they_repay_together(fresh, numba_loaded):
+    """Three SJF-Est runs on 1x Philly: none repays numba and the twin alone, together
+    with the checkpoint loop's runs they do; calls too small together load nothing."""
+    if numba_loaded:
+        fresh.setitem(sys.modules, "numba", sys.modules["evalstop.errors"])
+    philly = 82_247
+    jit.expect([(ENDS, 1_000, 0), None, (PRIO, 100, 20)])
+    assert not jit._loaded
+    if not numba_loaded:
+        assert not jit.pays(ENDS, philly)
+        jit.expect([(ENDS, philly, 0)] * 2)  # 0.33 CPU-s saved: less than numba's import
+        assert not jit._loaded
+    jit.expect([(ENDS, philly, 0)] * 3 + [(SRTF, 100, 0), (PRIO, philly, 20)])
+    assert list(jit._loaded) == [PRIO]  # SRTF-Est's twin not repaid by 100 jobs
+    assert jit.twin(ENDS, 1) is jit.twin(PRIO, 1, 20) is sys.modules["evalstop.errors"]
+    assert jit.twin(SRTF, 100) is None
+
+
+@pytest.mark.parametrize("flag", ["0", "1"])
+def test_expected_calls_change_nothing_unless_the_switch_decides(fresh, flag):
+    fresh.setenv("EVALSTOP_JIT", flag)
+    jit.expect([(PRIO, 10**7, 20)])
+    assert not jit._loaded

@@ -241,6 +241,51 @@ def test_only_plain_fresh_bases_with_a_plan_take_the_twin(monkeypatch, kernel_ca
     assert kernel_calls == [1, 1, 2]
 
 
+SRTF_JIT, PRIO = "evalstop.sim.srtf_jit", "evalstop.sim.priority_jit"
+
+
+@pytest.mark.parametrize("make,use", [
+    (lambda: build("fifo", "evalstop:k=2"), None),
+    (lambda: build("sjf-est"), priority_twin.ENDS),
+    (lambda: build("sjf-est", "default"), priority_twin.ENDS),
+    (lambda: build("srtf-est", "evalstop:k=2"), SRTF_JIT),
+    (lambda: build("loss-aware", "default"), PRIO),
+    (lambda: build("tiresias"), PRIO),
+    (lambda: Tiresias(depth=1), PRIO),
+])
+def test_twin_use_names_what_simulate_asks_for(monkeypatch, make, use):
+    """``engine.twin_use`` (what a task declares to ``jit.expect``) is the loop's twin that
+    ``simulate`` asks the switch for, with the same work, or None when it asks for none."""
+    from evalstop import jit
+
+    w = tie_workload(np.random.default_rng(3), 20, 4)
+    asked = []
+    twin = jit.twin
+    monkeypatch.setattr(jit, "twin", lambda *a: asked.append(a) or twin(*a))
+    monkeypatch.setenv("EVALSTOP_JIT", "1")
+    got = engine.twin_use(w, make())
+    simulate(w, 6, make())
+    asked = [(*a, 0)[:3] for a in asked if a[0] in (SRTF_JIT, PRIO, priority_twin.ENDS)]
+    assert asked == ([] if use is None else [got])
+    if use is not None:
+        assert got == (use, w.n_jobs, w.n_evals if use == PRIO else 0)
+    assert engine.twin_use(w, make(), plan_stops=False) is None
+
+
+def test_twin_use_is_none_without_a_plan_or_for_a_subclass():
+    w = tie_workload(np.random.default_rng(3), 20, 4)
+    fleet = build("sjf-est", "default")
+    fleet.per_job = False
+
+    class Mine(SJFEst):
+        pass
+
+    spied = build("tiresias")
+    spied.schedule = spied.schedule
+    for sched in (fleet, Mine(), spied):
+        assert engine.twin_use(w, sched) is None
+
+
 @pytest.mark.parametrize("base", ["tiresias", "sjf-est"])
 def test_the_twin_raises_as_the_checkpoint_loop_does(monkeypatch, base):
     # A job bigger than the cluster (simulate refuses it; the loops are called directly)

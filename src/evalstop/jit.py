@@ -107,7 +107,37 @@ def twin(module: str, n_jobs: int, n_evals: int = 0) -> ModuleType | None:
     m = mode()
     if m == "off" or (m == "auto" and not pays(module, n_jobs, n_evals)):
         return None
-    module = _module(module)
+    return _load(_module(module))
+
+
+def expect(uses) -> None:
+    """Load now the twins that the calls ahead repay together: ``uses`` holds ``(name,
+    n_jobs, n_evals)`` (or None) for each call this process is about to make (one task's
+    simulations, say). Each twin whose summed saving exceeds its load is loaded, provided
+    those twins' savings, less their loads, exceed numba's import when numba is not in yet;
+    ``twin`` then runs them at any size (paid for). Does nothing unless the mode is
+    ``auto``: the greedy rule in ``pays`` alone leaves a twin out that no single call
+    repays, though the calls together would (three SJF-Est runs on 1x Philly)."""
+    if mode() != "auto":
+        return
+    saving: dict[str, float] = {}
+    for use in uses:
+        if use is not None:
+            name, n_jobs, n_evals = use
+            cost = COSTS.get(name, UNMEASURED)
+            module = _module(name)
+            saving[module] = saving.get(module, 0.0) + n_jobs * (cost.job_s
+                                                                 + n_evals * cost.eval_s)
+    net = {m: s - COSTS.get(m, UNMEASURED).load_s for m, s in saving.items()
+           if m not in _loaded}
+    chosen = [m for m, s in net.items() if s > 0]
+    if chosen and ("numba" in sys.modules or sum(net[m] for m in chosen) > NUMBA_S):
+        for module in chosen:
+            _load(module)
+
+
+def _load(module: str) -> ModuleType | None:
+    """Twin ``module``, imported once (None when it cannot be)."""
     if module not in _loaded:
         if _cold(module) and sys.stderr.isatty():
             print(f"evalstop: compiling {module} with numba (first run only, 10-20 s)",
@@ -119,7 +149,7 @@ def twin(module: str, n_jobs: int, n_evals: int = 0) -> ModuleType | None:
             # version gives the same results, so say so once and go on without the twin.
             warnings.warn(f"compiled twin {module} unavailable ({exc}); running the Python "
                           "version (set EVALSTOP_JIT=0 to silence this)", RuntimeWarning,
-                          stacklevel=2)
+                          stacklevel=3)
             _loaded[module] = None
     return _loaded[module]
 

@@ -34,7 +34,7 @@ from evalstop.schedulers.overlay import EvalStop
 from evalstop.sim import priority_twin, srtf_loop
 from evalstop.sim.ends import run_ends
 from evalstop.sim.result import SimResult
-from evalstop.sim.stops import plan_for
+from evalstop.sim.stops import plan_for, plannable
 from evalstop.sim.view import JobView
 from evalstop.workload.model import Workload
 
@@ -91,21 +91,32 @@ def simulate(
             gc.enable()
 
 
-def _compiled(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, wall0):
-    """``_run`` by its compiled twin (``sim.priority_jit``) for a plain priority base with
-    planned stops, where the twin pays; None: ``_run`` (or ``run_ends``) runs. SRTF-Est
-    keeps its own loop. SJF-Est's twin runs on ends only, and pays per job."""
-    if plan is None or srtf_loop.fits(scheduler):
+def twin_use(workload, scheduler, plan_stops: bool = True):
+    """The compiled loop that ``simulate`` would ask ``evalstop.jit`` for on this run, as
+    ``(name, n_jobs, n_evals)``, or None (for ``jit.expect``). SRTF-Est's own loop asks
+    for its twin; a plain priority base with planned stops for ``sim.priority_jit``, on
+    ends only (``priority_twin.ENDS``) where it needs no checkpoints (SJF-Est)."""
+    if not (plan_stops and plannable(scheduler)):
         return None
+    n, m = workload.n_jobs, workload.n_evals
+    if srtf_loop.fits(scheduler):
+        return "evalstop.sim.srtf_jit", n, 0
     base = priority_twin.plain(scheduler)
     if base is None:
         return None
-    if not scheduler.needs_checkpoints:  # ``run_ends``' case: the twin on ends only
-        if not priority_twin.ends_only(base, scheduler):
-            return None
-        twin = jit.twin(priority_twin.ENDS, workload.n_jobs)
-    else:
-        twin = jit.twin("evalstop.sim.priority_jit", workload.n_jobs, workload.n_evals)
+    if not scheduler.needs_checkpoints:  # ``run_ends``' case
+        return (priority_twin.ENDS, n, 0) if priority_twin.ends_only(base, scheduler) else None
+    return "evalstop.sim.priority_jit", n, m
+
+
+def _compiled(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, wall0):
+    """``_run`` by its compiled twin (``sim.priority_jit``) for a plain priority base with
+    planned stops, where the twin pays; None: ``_run`` (or ``run_ends``) runs. SRTF-Est
+    keeps its own loop."""
+    use = None if plan is None else twin_use(workload, scheduler)
+    if use is None or use[0] == "evalstop.sim.srtf_jit":
+        return None
+    twin = jit.twin(*use)
     return None if twin is None else priority_twin.run(
         twin, workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, wall0)
 

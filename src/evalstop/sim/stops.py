@@ -106,18 +106,28 @@ def _by_objects(plan, new_detector, obs, loss, proxy, progress, rows) -> None:
                 break
 
 
+def plannable(scheduler) -> bool:
+    """Whether ``plan_for`` gives ``scheduler`` a plan: a base alone, or the overlay with a
+    per-job rule that it does not hear itself (not a pooled rule, no ``on_eval`` of its
+    own)."""
+    from evalstop.schedulers.overlay import EvalStop
+
+    return not isinstance(scheduler, EvalStop) or (
+        scheduler.per_job and type(scheduler).on_eval is EvalStop.on_eval)
+
+
 def plan_for(workload: Workload, scheduler) -> StopPlan | None:
     """The stop plan of ``scheduler`` on ``workload``, or None when its stops cannot be
     planned (a detector that is not per-job, or a scheduler this module does not know)."""
     from evalstop.schedulers.overlay import EvalStop
 
     n, m = workload.n_jobs, workload.n_evals
+    if not plannable(scheduler):
+        return None
     if not isinstance(scheduler, EvalStop):
         # A base alone has no detector; a stop its own on_eval might return is still
         # honoured by the engine, which asks it at every checkpoint it needs.
         return no_stops(n, m)
-    if not scheduler.per_job or type(scheduler).on_eval is not EvalStop.on_eval:
-        return None  # pooled rule, or an overlay that wants to hear every eval itself
     rows = None if scheduler.job_types is None and scheduler.only_jobs is None else np.arange(n)
     if scheduler.job_types is not None:
         rows = rows[np.isin(workload.type, list(scheduler.job_types))]
