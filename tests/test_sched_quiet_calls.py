@@ -25,8 +25,8 @@ def quick_answers(monkeypatch):
     answers = []
     acts = PriorityScheduler._acts
 
-    def counted(self, free):
-        out = acts(self, free)
+    def counted(self, now, free):
+        out = acts(self, now, free)
         answers.append(not out)
         return out
 

@@ -31,6 +31,10 @@ from itertools import count
 from evalstop.schedulers.base import Scheduler
 
 
+# A running entry whose key is not made yet (see ``on_eval``).
+_UNKEYED = (None, 0)
+
+
 class PriorityScheduler(Scheduler):
     preempt_on_arrival = False
     preempt_at_checkpoint = False
@@ -86,8 +90,11 @@ class PriorityScheduler(Scheduler):
         self._quiet = False
 
     def on_eval(self, job, now):
-        if self.preempt_on_arrival or self.preempt_at_checkpoint:
+        if self.preempt_on_arrival:
             self._set_running_key(job, self.key(job, now))
+        elif self.preempt_at_checkpoint:
+            # Only this call's yields read it: the key is made when one asks (_running_key).
+            self._running[job.index] = _UNKEYED
         if self.preempt_at_checkpoint:
             self._checkpointed.append(job)
 
@@ -103,7 +110,7 @@ class PriorityScheduler(Scheduler):
     def schedule(self, now, free_gpus):
         self._moved = set()  # started or preempted in this call: never a victim again
         if (self.quiet_calls and self._quiet and free_gpus == self._free_after
-                and not self._acts(free_gpus)):
+                and not self._acts(now, free_gpus)):
             self._checkpointed.clear()
             return [], []
         start: list = []
@@ -119,7 +126,7 @@ class PriorityScheduler(Scheduler):
         self._key_rose, self._no_victims = False, None
         return start, preempt
 
-    def _acts(self, free):
+    def _acts(self, now, free):
         """Whether a call after only checkpoints, on the ``free`` GPUs the last call left,
         could start or preempt a job: a checkpointed job would yield to the head, a key
         rose (the victims may differ), or the last call left work a repeat would do."""
@@ -130,8 +137,8 @@ class PriorityScheduler(Scheduler):
         if self.preempt_at_checkpoint:
             running = self._running
             for job in self._checkpointed:
-                if (job.index in running and job.running and running[job.index][0] > limit
-                        and head.gpus <= free + job.gpus):
+                if (job.index in running and job.running and head.gpus <= free + job.gpus
+                        and self._running_key(job, now) > limit):
                     return True
         if free > 0 and self._fill_noop != (self._qver, free):
             return True  # (rare: a fill cut short by ``depth`` after it started jobs)
@@ -176,6 +183,15 @@ class PriorityScheduler(Scheduler):
             self._set_running_key(job, key)
         else:
             self._running[job.index] = (key, 0)
+
+    def _running_key(self, job, now):
+        """A running job's key as of its last checkpoint (made then, or now from its view
+        as of then)."""
+        key = self._running[job.index][0]
+        if key is None:
+            key = self.key(job, now)
+            self._running[job.index] = (key, 0)
+        return key
 
     def _set_running_key(self, job, key):
         version = next(self._seq)  # globally unique, so no stale entry can match again
@@ -269,9 +285,8 @@ class PriorityScheduler(Scheduler):
                     or job.index in self._moved):
                 continue
             head_key, _, head = self._wait[0]
-            if self._running[job.index][0] > head_key + self.margin and (
-                head.gpus <= free_gpus + job.gpus
-            ):
+            if head.gpus <= free_gpus + job.gpus and (
+                    self._running_key(job, now) > head_key + self.margin):
                 self._preempt(job, now, preempt)
                 free_gpus += job.gpus
                 free_gpus = self._fill(now, free_gpus, start)
