@@ -30,7 +30,6 @@ from itertools import count
 
 from evalstop.schedulers.base import Scheduler
 
-
 # A running entry whose key is not made yet (see ``on_eval``).
 _UNKEYED = (None, 0)
 
