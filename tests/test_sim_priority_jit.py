@@ -23,7 +23,6 @@ from tie_traces import bases, overlays, tie_workload
 
 from evalstop.experiments.runner import hacking_jobs
 from evalstop.schedulers import EvalStop, LossAware, SJFEst, SRTFEst, Tiresias, build
-from evalstop.schedulers.loss_aware import key_table
 from evalstop.sim import engine, priority_twin, srtf_loop
 from evalstop.sim.engine import simulate
 from evalstop.sim.stops import plan_for
@@ -189,19 +188,25 @@ def test_a_slice_of_philly_matches(monkeypatch, kernel_calls):
     same(monkeypatch, kernel_calls, w, n_gpus, lambda: SJFEst(depth=1))
 
 
-def test_the_loss_table_is_the_key(monkeypatch):
+def test_the_compiled_loss_drop_is_the_key():
+    from numba import njit
+
+    from evalstop.sim.priority_jit import _loss_drop
+
+    every = njit(lambda L: [_loss_drop(L, i, c) for i in range(L.shape[0])
+                            for c in range(L.shape[1] + 1)])
     rng = np.random.default_rng(0)
     loss = rng.choice([0.0, -0.0, 1.0, 2.5, -3.0, 1e-310, 1e308, -1e308, np.inf, -np.inf,
                        np.nan], (300, 5))
-    table = key_table(loss)
+    got = iter(every(loss))
     s = LossAware()
     for i in range(loss.shape[0]):
         v = JobView(i, "j", "rlhf", "t", 1, 0.0, 1.0)
         for c in range(loss.shape[1] + 1):
             v.losses = loss[i, :c].tolist()
-            want = s.key(v, 0.0)
-            assert table[i, c] == want or (math.isnan(want) and math.isnan(table[i, c]))
-            assert math.copysign(1.0, table[i, c]) == math.copysign(1.0, want)
+            want, key = s.key(v, 0.0), next(got)
+            assert key == want or (math.isnan(want) and math.isnan(key))
+            assert math.copysign(1.0, key) == math.copysign(1.0, want)
 
 
 def test_only_plain_fresh_bases_with_a_plan_take_the_twin(monkeypatch, kernel_calls):

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from evalstop.schedulers.priority import PriorityScheduler
 
 
@@ -32,22 +30,6 @@ class LossAware(PriorityScheduler):
         return -drop if math.isfinite(drop) else 0.0
 
     def twin_key(self, workload):
-        return "table", key_table(workload.loss)
-
-
-def key_table(loss: np.ndarray) -> np.ndarray:
-    """``LossAware.key`` for every job and count of losses seen: ``out[i, c]`` is job i's
-    key once it has reported the first ``c`` losses of row i (``loss`` is (job, eval)).
-    The same rule, element-wise: numpy's float64 subtraction, absolute value, division and
-    negation are the IEEE operations Python's floats do, one by one in the same order, so
-    each cell is the float ``key`` returns."""
-    loss = np.ascontiguousarray(loss, dtype=np.float64)
-    n, m = loss.shape
-    out = np.full((n, m + 1), -np.inf)
-    if m >= 2:
-        first = loss[:, :1]
-        with np.errstate(all="ignore"):  # inf and nan as Python's floats give them
-            drop = (loss[:, :-1] - loss[:, 1:]) / np.abs(first)
-        keyed = np.isfinite(first) & (first != 0)
-        out[:, 2:] = np.where(keyed, np.where(np.isfinite(drop), -drop, 0.0), -np.inf)
-    return out
+        # The compiled loop computes ``key`` above from the loss rows, operation by
+        # operation (``priority_jit._loss_drop``).
+        return "loss-drop", None

@@ -72,8 +72,8 @@ class PriorityScheduler(Scheduler):
         """``key`` as the compiled checkpoint loop (``evalstop.sim.priority_jit``) reads it:
         ``(rule, values)``, or None when it has no compiled form (then the Python loop
         runs). Rules: ``"remaining"`` (est x (1 - progress)), ``"levels"`` (Tiresias'
-        queue levels, ``values`` the thresholds) and ``"table"`` (``values[i, c]``: job
-        i's key once it has reported ``c`` evals)."""
+        queue levels, ``values`` the thresholds), ``"loss-drop"`` (LossAware's, from the
+        workload's loss rows) and ``"fixed"`` (est)."""
         return None
 
     @property

@@ -17,7 +17,7 @@ comes from the Python expression, in its order.
 
 Keys (``PriorityScheduler.twin_key``): est x (1 - progress) (SRTF-Est), Tiresias' level
 x 2**32 + arrival (level by ``bisect_right`` on attained GPU-seconds), a (job, evals
-seen) table (LossAware, ``loss_aware.key_table``), or est (SJF-Est).
+seen) LossAware's latest loss drop (``_loss_drop``, from the loss rows), or est (SJF-Est).
 
 ``ends_only`` (a base that neither preempts nor is asked at evals: SJF-Est, which the
 Python side runs in ``sim.ends``): a started job's one event is its end, eval
@@ -55,7 +55,7 @@ from evalstop.sim.srtf_jit import (
 
 INF = np.inf
 NAN = np.nan
-KEY_REMAINING, KEY_LEVELS, KEY_TABLE, KEY_FIXED = 0, 1, 2, 3
+KEY_REMAINING, KEY_LEVELS, KEY_LOSS_DROP, KEY_FIXED = 0, 1, 2, 3
 
 # Per-job floats (JF) and ints (JI): the engine's lists and the views' fields, then the
 # scheduler's ``_running`` entry (RKEY, RVER: the version, -1 when not in it).
@@ -76,6 +76,19 @@ C_KIND, C_POA, C_PAC, C_DEPTH = range(4)
 
 
 @_step
+def _loss_drop(L, i, c):
+    """``LossAware.key`` once job i has reported its first ``c`` losses (row i of ``L``):
+    the same IEEE operations, in the same order, as on Python's floats."""
+    if c < 2:
+        return -INF
+    first = L[i, 0]
+    if not (first == first and abs(first) != INF) or first == 0.0:  # not isfinite, or 0
+        return -INF
+    drop = (L[i, c - 2] - L[i, c - 1]) / abs(first)
+    return -drop if drop == drop and abs(drop) != INF else 0.0
+
+
+@_step
 def _key(i, C, JF, JI, JS, thr, KT):
     """``key(job, now)`` of the base, from the job's view as it stands."""
     kind = C[C_KIND]
@@ -93,7 +106,7 @@ def _key(i, C, JF, JI, JS, thr, KT):
         return lo * 4294967296.0 + JS[i, ARR]
     if kind == KEY_FIXED:
         return JS[i, EST]
-    return KT[i, JI[i, NSEEN]]
+    return _loss_drop(KT, i, JI[i, NSEEN])  # (KT: the loss rows)
 
 
 @_step

@@ -32,7 +32,7 @@ from evalstop.sim.result import planned_result
 # The calls the twin restates: patched on the instance, they keep the Python loop.
 _HOOKS = (*srtf_loop._HOOKS, "twin_key", "_fill", "_started", "_set_running_key", "_compact",
           "_preempt", "_preempt_for_head", "_enough_above", "_yield_at_checkpoints")
-_RULES = {"remaining": 0, "levels": 1, "table": 2, "fixed": 3}
+_RULES = {"remaining": 0, "levels": 1, "loss-drop": 2, "fixed": 3}
 # The switch's name for the twin run ends only (``jit.COSTS``): the same module.
 ENDS = "evalstop.sim.priority_jit:ends"
 
@@ -66,9 +66,9 @@ def run(twin, workload, n_gpus, scheduler, restart_overhead_s, record_timeline, 
     name, values = rule
     n, m = workload.n_jobs, workload.n_evals
     thresholds = values if name == "levels" else np.zeros(0)
-    table = values if name == "table" else np.zeros((1, 1))
-    if name == "table" and values.shape != (n, m + 1):
-        raise ValueError(f"key table has shape {values.shape}, not {(n, m + 1)}")
+    table = workload.loss if name == "loss-drop" else np.zeros((1, 1))
+    if name == "loss-drop" and table.shape != (n, m):
+        raise ValueError(f"loss table has shape {table.shape}, not {(n, m)}")
     grid = np.ascontiguousarray(workload.eval_progress, dtype=np.float64)
     # ``looked < depth`` on counts: the least integer not below depth (any depth >= 1,
     # infinite included, as an int64).
