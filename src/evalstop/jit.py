@@ -46,13 +46,14 @@ class Cost(NamedTuple):
 # SRTF-Est's loop saved 4-7 us per job: it pays from about 2.6x Philly. The default rule's
 # plan saves about 0.09 s per 1.64M (job, eval) pairs inside one process, but whole
 # processes showed no saving up to 4x; counted at half that, it pays from about 16x. The
-# checkpoint loop of Tiresias and LossAware saved at least 2.8 us per (job, eval) pair
-# (LossAware+evalstop:k=2; up to 5.8 for Tiresias+default): counted at half that, it pays
-# from about 30,000 jobs of 20 evals.
+# checkpoint loop of Tiresias and LossAware saved at least 2.1 us per (job, eval) pair on
+# the first 30,000 Philly jobs, its load counted back in (LossAware+evalstop:k=2; the
+# Python loop answers most checkpoints' calls at once): counted at half that, it pays from
+# about 40,000 jobs of 20 evals.
 NUMBA_S = 0.7
 COSTS = {
     "evalstop.sim.srtf_jit": Cost(load_s=0.15, job_s=4e-6),
-    "evalstop.sim.priority_jit": Cost(load_s=0.15, eval_s=1.4e-6),
+    "evalstop.sim.priority_jit": Cost(load_s=0.15, eval_s=1.05e-6),
     # The same twin on job ends only (SJF-Est with planned stops, against sim.ends' loop)
     # saved 2.2-6 us per job at 1x Philly and 2.7-7 at 4x (least: SJF-Est+evalstop:k=2,
     # whose stops keep the queue short): counted at 2, it pays from about 5x Philly, or
