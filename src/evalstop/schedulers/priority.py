@@ -195,7 +195,7 @@ class PriorityScheduler(Scheduler):
     def _set_running_key(self, job, key):
         version = next(self._seq)  # globally unique, so no stale entry can match again
         old = self._running.get(job.index)
-        if old is None or key > old[0]:
+        if old is None or old[0] is None or key > old[0]:
             self._key_rose = True
         self._running[job.index] = (key, version)
         if self.preempt_on_arrival:
