@@ -10,7 +10,9 @@ points with the same arguments. Its heaps (the wait queue (key, seq, job), the v
 max-heap (-key, version, job), the events) are totally ordered by unique sequence
 numbers, so they pop in the same order as ``heapq`` on the Python tuples; and
 ``_enough_above`` reads only whether enough GPUs sit above a limit, which the heap's
-layout does not change. The engine's version check is kept as each job's live event's
+layout does not change. The victims' heap is pushed to only when a running key rises
+above the job's entry there (``_push_victim``): a job's entry bounds its key, and the
+search refreshes it at the top, so it pops as the Python scheduler's entry would. The engine's version check is kept as each job's live event's
 seq (-1: none). A call after only checkpoints is skipped when ``_acts`` says it would do
 nothing, as ``PriorityScheduler.schedule`` answers it at once. No fastmath: each float
 comes from the Python expression, in its order.
@@ -59,8 +61,8 @@ KEY_REMAINING, KEY_LEVELS, KEY_LOSS_DROP, KEY_FIXED = 0, 1, 2, 3
 
 # Per-job floats (JF) and ints (JI): the engine's lists and the views' fields, then the
 # scheduler's ``_running`` entry (RKEY, RVER: the version, -1 when not in it).
-START, FINISH, GPU_S, SEG_S, SEG_OH, SEG_P0, PROG, ATT, RKEY = range(9)
-NEXT, EVSEQ, RUN, NPRE, RVER, MOVED, STARTING, KEPT, NSEEN, TLO, THI = range(11)
+START, FINISH, GPU_S, SEG_S, SEG_OH, SEG_P0, PROG, ATT, RKEY, WKEY = range(10)
+NEXT, EVSEQ, RUN, NPRE, RVER, MOVED, STARTING, KEPT, NSEEN, WENT = range(10)
 # Per-job inputs: floats (JS) and ints (JG).
 DUR, EST, ARR = range(3)
 GPUS, END = range(2)
@@ -110,42 +112,37 @@ def _key(i, C, JF, JI, JS, thr, KT):
 
 
 @_step
-def _untied(i, key, JF, JI):
-    """Whether no other running job has ``key``: the jobs whose keys can equal job i's are
-    ``TLO`` to ``THI`` (``priority_twin.tie_ranges``; -1: unknown, so not known untied)."""
-    lo = JI[i, TLO]
-    if lo < 0:
-        return False
-    for j in range(lo, JI[i, THI]):
-        if j != i and JI[j, RVER] >= 0 and JF[j, RKEY] == key:
-            return False
-    return True
-
-
-@_step
 def _set_running_key(i, key, C, S, JF, JI, WF, WA, WB):
-    if C[C_POA] and JI[i, RVER] >= 0 and key == JF[i, RKEY] and _untied(i, key, JF, JI):
-        # The key stands and no other running job has it: the new version would only
-        # order it among equal keys, so its entry in the victims' heap stands too.
-        return
     S[S_SEQ] += 1
     version = S[S_SEQ]
     if JI[i, RVER] < 0 or key > JF[i, RKEY]:
         S[S_ROSE] = 1
     if JI[i, RVER] < 0:
         S[S_NRUN] += 1
+        JI[i, WENT] = -1  # its entries in the victims' heap are of an earlier run
     JI[i, RVER] = version
     JF[i, RKEY] = key
-    if C[C_POA]:
-        S[S_W] = _tpush(WF, WA, WB, S[S_W], -key, version, i)
-        if S[S_W] > 64 + 4 * S[S_NRUN]:  # _compact
-            k = 0
-            for r in range(S[S_W]):
-                if JI[WB[r], RVER] == WA[r]:
-                    WF[k], WA[k], WB[k] = WF[r], WA[r], WB[r]
-                    k += 1
-            S[S_W] = k
-            _theapify(WF, WA, WB, k)
+    if C[C_POA] and (JI[i, WENT] < 0 or key > JF[i, WKEY]):
+        _push_victim(i, S, JF, JI, WF, WA, WB)
+
+
+@_step
+def _push_victim(i, S, JF, JI, WF, WA, WB):
+    """Job i's running key and version into the victims' heap (``_worst``): the entry
+    ``PriorityScheduler._set_running_key`` pushed when it set them. The twin pushes only
+    when the key rose above the job's entry (``WENT``, ``WKEY``): an entry whose key is not
+    below the job's key, with an older version, sorts before the job's own entry, so it
+    bounds it, and the search refreshes it when it reaches the top (``_live_top``)."""
+    S[S_W] = _tpush(WF, WA, WB, S[S_W], -JF[i, RKEY], JI[i, RVER], i)
+    JI[i, WENT], JF[i, WKEY] = JI[i, RVER], JF[i, RKEY]
+    if S[S_W] > 64 + 4 * S[S_NRUN]:  # _compact
+        k = 0
+        for r in range(S[S_W]):
+            if JI[WB[r], RVER] >= 0 and JI[WB[r], WENT] == WA[r]:
+                WF[k], WA[k], WB[k] = WF[r], WA[r], WB[r]
+                k += 1
+        S[S_W] = k
+        _theapify(WF, WA, WB, k)
 
 
 @_helper(i8, f8, i8, I1, I1, F2, I2, F2, F1, F2, F1, I1, I1, I1)
@@ -228,8 +225,11 @@ def _fill(free, cid, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT, WF, WA, WB,
     return free
 
 
-@_helper(f8, i8, i8, I1, I2, I1, F1, I1, I1, I1)
-def _enough_above(limit, short, cid, S, JI, G, WF, WA, WB, stack):
+@_helper(f8, i8, i8, I1, F2, I2, I1, F1, I1, I1, I1)
+def _enough_above(limit, short, cid, S, JF, JI, G, WF, WA, WB, stack):
+    """``PriorityScheduler._enough_above`` on the victims' heap as the twin keeps it: a
+    job counts at its entry (``WENT``) by its running key; an entry's key bounds its
+    subtree's running keys."""
     n = S[S_W]
     top = 0
     if n:
@@ -241,7 +241,8 @@ def _enough_above(limit, short, cid, S, JI, G, WF, WA, WB, stack):
         if -WF[k] <= limit:
             continue
         i = WB[k]
-        if JI[i, RVER] == WA[k] and JI[i, RUN] != 0 and JI[i, MOVED] != cid:
+        if (JI[i, RVER] >= 0 and JI[i, WENT] == WA[k] and JF[i, RKEY] > limit
+                and JI[i, RUN] != 0 and JI[i, MOVED] != cid):
             short -= G[i]
             if short <= 0:
                 return True
@@ -268,14 +269,18 @@ def _preempt_for_head(free, cid, margin, C, S, JF, JI, JS, G, thr, KT, QF, QA, Q
             free = _fill(free, cid, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT, WF, WA,
                          WB, SKF, SKA, SKB, starts)
             continue
-        if need - free > 1 and not _enough_above(head_key + margin, need - free, cid, S, JI,
-                                                 G, WF, WA, WB, stack):
+        if need - free > 1 and not _enough_above(head_key + margin, need - free, cid, S, JF,
+                                                 JI, G, WF, WA, WB, stack):
             break
         n_pop = gain = 0
         while S[S_W] and free + gain < need:
             nkey, version, i = WF[0], WA[0], WB[0]
-            if JI[i, RVER] != version:
+            if JI[i, RVER] < 0 or JI[i, WENT] != version:
                 _, _, _, S[S_W] = _tpop(WF, WA, WB, S[S_W])  # stale
+                continue
+            if JI[i, RVER] != version:  # its key fell since: the scheduler's entry for it
+                _, _, _, S[S_W] = _tpop(WF, WA, WB, S[S_W])
+                _push_victim(i, S, JF, JI, WF, WA, WB)
                 continue
             if -nkey <= head_key + margin:
                 break
@@ -352,17 +357,16 @@ def _acts(free, cid, margin, C, S, JF, JI, G, WCNT, QF, QA, QB, WF, WA, WB, SKF,
     if S[S_ROSE] or G[h] <= free:
         return True
     if S[S_VICTIMS] < 0:
-        S[S_VICTIMS] = 1 if _enough_above(limit, G[h] - free, cid, S, JI, G, WF, WA, WB,
+        S[S_VICTIMS] = 1 if _enough_above(limit, G[h] - free, cid, S, JF, JI, G, WF, WA, WB,
                                           stack) else 0
     return S[S_VICTIMS] != 0
 
 
 @_step
-def _init_jobs(dur, est, arrival, ties, JS, JF, JI):
+def _init_jobs(dur, est, arrival, JS, JF, JI):
     """The per-job inputs, and the per-job state of a job that has not arrived."""
     for i in range(JS.shape[0]):  # (numba's slice assignment costs seconds to compile)
         JS[i, DUR], JS[i, EST], JS[i, ARR] = dur[i], est[i], arrival[i]
-        JI[i, TLO], JI[i, THI] = ties[i, 0], ties[i, 1]
         JF[i, START] = JF[i, FINISH] = NAN
         JI[i, EVSEQ] = JI[i, RVER] = -1
 
@@ -485,7 +489,7 @@ def _apply(t, cid, free, seq, overhead, S, JF, JI, JS, G, grid, EF, EA, EB, star
 
 
 @njit(cache=True)
-def run_kernel(arrival, dur, gpus, est, end_eval, grid, thr, table, ties, kind, poa, pac,
+def run_kernel(arrival, dur, gpus, est, end_eval, grid, thr, table, kind, poa, pac,
                resched, n_gpus, depth, margin, overhead, record_timeline, ends_only):
     """``engine._run``'s loop with the base's calls. Returns start_s, finish_s, gpu_s,
     n_preemptions, the timeline (times, GPUs used), the number of jobs left waiting on an
@@ -495,13 +499,13 @@ def run_kernel(arrival, dur, gpus, est, end_eval, grid, thr, table, ties, kind, 
     n = arrival.shape[0]
     arrival, grid, thr, KT = _borrow(arrival), _borrow(grid), _borrow(thr), _borrow(table)
     end_eval = _borrow(end_eval)
-    JS_o, JF_o, JI_o = np.empty((n, 3)), np.zeros((n, 9)), np.zeros((n, 11), np.int64)
+    JS_o, JF_o, JI_o = np.empty((n, 3)), np.zeros((n, 10)), np.zeros((n, 10), np.int64)
     G_o, C_o = gpus.copy(), np.array([kind, poa, pac, depth], np.int64)
     S_o = np.zeros(13, np.int64)
     S_o[S_DIRTY] = 1  # (no call yet)
     JS, JF, JI, G, C, S = (_borrow(JS_o), _borrow(JF_o), _borrow(JI_o), _borrow(G_o),
                            _borrow(C_o), _borrow(S_o))
-    _init_jobs(dur, est, arrival, ties, JS, JF, JI)
+    _init_jobs(dur, est, arrival, JS, JF, JI)
     # Capacities: a job waits at most once; in one scheduling call (each job holding a
     # GPU) at most n_gpus starts and n_gpus preemptions; ``_worst`` is compacted above
     # 64 + 4 len(_running) and at most n_gpus jobs run. The events and ``_checkpointed``

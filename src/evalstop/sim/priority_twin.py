@@ -80,8 +80,7 @@ def run(twin, workload, n_gpus, scheduler, restart_overhead_s, record_timeline, 
         np.ascontiguousarray(workload.est_duration_s, dtype=np.float64),
         np.ascontiguousarray(plan.end_eval, dtype=np.int64), grid,
         np.ascontiguousarray(thresholds, dtype=np.float64),
-        np.ascontiguousarray(table, dtype=np.float64), tie_ranges(workload, name, values),
-        _RULES[name],
+        np.ascontiguousarray(table, dtype=np.float64), _RULES[name],
         int(bool(base.preempt_on_arrival)), int(bool(base.preempt_at_checkpoint)),
         bool(scheduler.reschedule_on_eval), int(n_gpus), depth, float(base.margin),
         float(restart_overhead_s), bool(record_timeline), ends_only(base, scheduler))
@@ -90,34 +89,3 @@ def run(twin, workload, n_gpus, scheduler, restart_overhead_s, record_timeline, 
     return planned_result(workload, plan, grid, start_s=start_s, finish_s=finish_s,
                           gpu_s=gpu_s, n_preemptions=n_pre, tl_t=tl_t, tl_used=tl_used,
                           n_gpus=n_gpus, scheduler=scheduler, wall0=wall0)
-
-
-def tie_ranges(workload, rule, values) -> np.ndarray:
-    """For each job, the jobs ``[lo, hi)`` whose key can equal its own (-1, -1: not known),
-    for the twin to tell a running key that no other running job has. With Tiresias'
-    levels a key is ``level * 2**32 + arrival``: keys of one level are ordered as the
-    arrivals (sorted), so equal ones are neighbours, and a run of jobs joined by an equal
-    key at any level is one range. A key equal to one outside its range (a rounding
-    across levels) leaves both jobs unknown. Other rules' keys move at every eval."""
-    n = workload.n_jobs
-    out = np.full((n, 2), -1, dtype=np.int64)
-    if rule != "levels" or n == 0:
-        return out
-    arrival = np.asarray(workload.arrival_s, dtype=np.float64)
-    # The key's float operations, as Tiresias.key does them, at every level.
-    keys = np.arange(len(values) + 1, dtype=np.float64)[:, None] * 4294967296.0 + arrival
-    joined = (keys[:, 1:] == keys[:, :-1]).any(axis=0)
-    group = np.concatenate(([0], np.cumsum(~joined)))
-    starts = np.flatnonzero(np.concatenate(([True], ~joined)))
-    lo = starts[group]
-    hi = np.append(starts[1:], n)[group]
-    out[:, 0], out[:, 1] = lo, hi
-    order = np.argsort(keys.ravel(), kind="stable")
-    value = keys.ravel()[order]
-    owner = np.tile(np.arange(n), keys.shape[0])[order]
-    run = np.concatenate(([0], np.cumsum(value[1:] != value[:-1])))  # runs of one value
-    g = group[owner]
-    mixed = np.full(run[-1] + 1, False)  # runs holding keys of two groups or more
-    mixed[run[1:][(g[1:] != g[:-1]) & (run[1:] == run[:-1])]] = True
-    out[owner[mixed[run]]] = -1
-    return out
