@@ -50,7 +50,12 @@ class PriorityScheduler(Scheduler):
         self._wait: list = []  # (key, seq, job)
         self._seq = count()
         self._running: dict[int, tuple[float, int]] = {}  # index -> (key, version)
-        self._worst: list = []  # lazy max-heap of running: (-key, seq, version, job)
+        # Lazy max-heap of running jobs: (-key, version, version, job). A job's entry
+        # (``_entry``: index -> (key, version)) is pushed when its key rises above it; a
+        # key that falls or stays leaves it, older and not below, so it sorts first and
+        # bounds the job; the search refreshes it at the top (``_live_top``).
+        self._worst: list = []
+        self._entry: dict[int, tuple[float, int]] = {}
         self._checkpointed: list = []
         self.reschedule_on_eval = self.preempt_at_checkpoint
         # What a call after only checkpoints needs: whether anything but checkpoints came
@@ -99,6 +104,7 @@ class PriorityScheduler(Scheduler):
 
     def on_end(self, job, now, stopped):
         self._running.pop(job.index, None)
+        self._entry.pop(job.index, None)
         self._quiet = False
 
     @property
@@ -199,18 +205,41 @@ class PriorityScheduler(Scheduler):
             self._key_rose = True
         self._running[job.index] = (key, version)
         if self.preempt_on_arrival:
-            heapq.heappush(self._worst, (-key, version, version, job))
-            if len(self._worst) > 64 + 4 * len(self._running):
-                self._compact()
+            entry = self._entry.get(job.index)
+            if entry is None or key > entry[0]:
+                self._push_worst(job, key, version)
+
+    def _push_worst(self, job, key, version):
+        self._entry[job.index] = (key, version)
+        heapq.heappush(self._worst, (-key, version, version, job))
+        if len(self._worst) > 64 + 4 * len(self._running):
+            self._compact()
 
     def _compact(self):
-        live = self._running
-        self._worst = [e for e in self._worst if live.get(e[3].index, (0, -1))[1] == e[2]]
+        entry = self._entry
+        self._worst = [e for e in self._worst if entry.get(e[3].index, (0, -1))[1] == e[2]]
         heapq.heapify(self._worst)
+
+    def _live_top(self):
+        """The top of ``_worst`` once stale entries are dropped and a job's entry that its
+        key fell below is replaced by the entry it has (None: empty)."""
+        entry, running = self._entry, self._running
+        while self._worst:  # (a push may compact it into a new list)
+            top = self._worst[0]
+            i = top[3].index
+            if entry.get(i, (0, -1))[1] != top[2]:
+                heapq.heappop(self._worst)  # stale
+            elif running[i][1] != top[2]:
+                heapq.heappop(self._worst)
+                self._push_worst(top[3], *running[i])
+            else:
+                return top
+        return None
 
     def _preempt(self, job, now, preempt):
         self._moved.add(job.index)
         self._running.pop(job.index, None)
+        self._entry.pop(job.index, None)
         preempt.append(job)
         # The job's key as it waits: progress is as of its last checkpoint.
         heapq.heappush(self._wait, (self.key(job, now), next(self._seq), job))
@@ -228,11 +257,8 @@ class PriorityScheduler(Scheduler):
                     head_key + self.margin, head.gpus - free_gpus):
                 break  # what the search below would find, without popping and pushing back
             victims, popped, gain = [], [], 0
-            while self._worst and free_gpus + gain < head.gpus:
-                neg_key, _, version, job = self._worst[0]
-                if self._running.get(job.index, (0, -1))[1] != version:
-                    heapq.heappop(self._worst)  # stale
-                    continue
+            while free_gpus + gain < head.gpus and (top := self._live_top()) is not None:
+                neg_key, _, version, job = top
                 if -neg_key <= head_key + self.margin:
                     break
                 popped.append(heapq.heappop(self._worst))
@@ -257,8 +283,8 @@ class PriorityScheduler(Scheduler):
         ``short`` GPUs: the heap read in place (a subtree whose root's key is at most
         ``limit`` holds none). When they do not (a big job at the head of the queue), the
         search would pop every candidate and push it back, at every call until the head
-        fits."""
-        worst, running, moved = self._worst, self._running, self._moved
+        fits. A job counts at its entry, by its key (which an entry's key bounds)."""
+        worst, running, moved, entry = self._worst, self._running, self._moved, self._entry
         n = len(worst)
         stack = [0] if n else []
         while stack:
@@ -266,8 +292,8 @@ class PriorityScheduler(Scheduler):
             neg_key, _, version, job = worst[k]
             if -neg_key <= limit:
                 continue
-            if (running.get(job.index, (0, -1))[1] == version and job.running
-                    and job.index not in moved):
+            if (entry.get(job.index, (0, -1))[1] == version and job.running
+                    and job.index not in moved and running[job.index][0] > limit):
                 short -= job.gpus
                 if short <= 0:
                     return True

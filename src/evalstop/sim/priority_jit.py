@@ -11,8 +11,7 @@ max-heap (-key, version, job), the events) are totally ordered by unique sequenc
 numbers, so they pop in the same order as ``heapq`` on the Python tuples; and
 ``_enough_above`` reads only whether enough GPUs sit above a limit, which the heap's
 layout does not change. The victims' heap is pushed to only when a running key rises
-above the job's entry there (``_push_victim``): a job's entry bounds its key, and the
-search refreshes it at the top, so it pops as the Python scheduler's entry would. The engine's version check is kept as each job's live event's
+above the job's entry there (``_push_victim``), as in ``PriorityScheduler``. The engine's version check is kept as each job's live event's
 seq (-1: none). A call after only checkpoints is skipped when ``_acts`` says it would do
 nothing, as ``PriorityScheduler.schedule`` answers it at once. No fastmath: each float
 comes from the Python expression, in its order.
@@ -128,11 +127,11 @@ def _set_running_key(i, key, C, S, JF, JI, WF, WA, WB):
 
 @_step
 def _push_victim(i, S, JF, JI, WF, WA, WB):
-    """Job i's running key and version into the victims' heap (``_worst``): the entry
-    ``PriorityScheduler._set_running_key`` pushed when it set them. The twin pushes only
-    when the key rose above the job's entry (``WENT``, ``WKEY``): an entry whose key is not
-    below the job's key, with an older version, sorts before the job's own entry, so it
-    bounds it, and the search refreshes it when it reaches the top (``_live_top``)."""
+    """Job i's running key and version into the victims' heap (``_worst``), as
+    ``PriorityScheduler._push_worst``: only when the key rose above the job's entry
+    (``WENT``, ``WKEY``); an entry whose key is not below the job's key, with an older
+    version, sorts before the job's own entry, so it bounds it, and the search refreshes
+    it when it reaches the top (``_live_top``)."""
     S[S_W] = _tpush(WF, WA, WB, S[S_W], -JF[i, RKEY], JI[i, RVER], i)
     JI[i, WENT], JF[i, WKEY] = JI[i, RVER], JF[i, RKEY]
     if S[S_W] > 64 + 4 * S[S_NRUN]:  # _compact

@@ -30,8 +30,9 @@ from evalstop.sim import srtf_loop
 from evalstop.sim.result import planned_result
 
 # The calls the twin restates: patched on the instance, they keep the Python loop.
-_HOOKS = (*srtf_loop._HOOKS, "twin_key", "_fill", "_started", "_set_running_key", "_compact",
-          "_preempt", "_preempt_for_head", "_enough_above", "_yield_at_checkpoints")
+_HOOKS = (*srtf_loop._HOOKS, "twin_key", "_fill", "_started", "_set_running_key", "_push_worst",
+          "_live_top", "_compact", "_preempt", "_preempt_for_head", "_enough_above",
+          "_yield_at_checkpoints")
 _RULES = {"remaining": 0, "levels": 1, "loss-drop": 2, "fixed": 3}
 # The switch's name for the twin run ends only (``jit.COSTS``): the same module.
 ENDS = "evalstop.sim.priority_jit:ends"

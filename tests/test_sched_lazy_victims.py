@@ -1,0 +1,85 @@
+"""A preempting priority base pushes a running job into its victims' heap only when the
+job's key rises above its entry there; the result is the one of pushing at every key
+change (each field, Tiresias and SRTF-Est, alone and under the overlay, on random traces
+made to tie and on a slice of Philly, on the Python checkpoint loop)."""
+
+import numpy as np
+import pytest
+from tie_traces import bases, overlays, tie_workload
+
+from evalstop.schedulers import build
+from evalstop.schedulers.priority import PriorityScheduler
+from evalstop.sim import srtf_loop
+from evalstop.sim.engine import simulate
+from evalstop.workload import load_philly, trace_workload
+
+FIELDS = ("start_s", "finish_s", "stopped", "stop_eval", "kept_eval", "end_progress", "gpu_s",
+          "n_preemptions", "timeline_t", "timeline_used")
+
+
+def _eager(self, job, key):
+    """An entry for every key set: the heap the lazy one stands for."""
+    version = next(self._seq)
+    old = self._running.get(job.index)
+    if old is None or old[0] is None or key > old[0]:
+        self._key_rose = True
+    self._running[job.index] = (key, version)
+    if self.preempt_on_arrival:
+        self._push_worst(job, key, version)
+
+
+@pytest.fixture
+def pushes(monkeypatch):
+    """The pushes into the victims' heap so far, on the Python checkpoint loop."""
+    monkeypatch.setenv("EVALSTOP_JIT", "0")
+    monkeypatch.setattr(srtf_loop, "ENABLED", False)
+    counts = []
+    push = PriorityScheduler._push_worst
+
+    def counted(self, job, key, version):
+        counts.append(1)
+        push(self, job, key, version)
+
+    monkeypatch.setattr(PriorityScheduler, "_push_worst", counted)
+    return counts
+
+
+def same(monkeypatch, pushes, w, n_gpus, make, **kw):
+    """Simulate eagerly, then lazily: the result, and each run's pushes."""
+    n0 = len(pushes)
+    with monkeypatch.context() as m:
+        m.setattr(PriorityScheduler, "_set_running_key", _eager)
+        ref = simulate(w, n_gpus, make(), **kw)
+    n1 = len(pushes)
+    res = simulate(w, n_gpus, make(), **kw)
+    for f in FIELDS:
+        a, b = getattr(res, f), getattr(ref, f)
+        assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True), f
+    return ref, n1 - n0, len(pushes) - n1
+
+
+@pytest.mark.parametrize("base", ["tiresias", "srtf-est"])
+def test_random_traces_made_to_tie_match(monkeypatch, pushes, base):
+    preempted = eager = lazy = 0
+    for seed in range(30):
+        rng = np.random.default_rng(seed)
+        w = tie_workload(rng, int(rng.integers(2, 40)), int(rng.integers(2, 7)))
+        n_gpus = int(rng.choice([3, 4, 6, 64]))
+        overhead = float(rng.choice([0.0, 10.0, 120.0]))
+        for make in overlays(bases(rng)[base], w):
+            res, e, z = same(monkeypatch, pushes, w, n_gpus, make, restart_overhead_s=overhead,
+                             plan_stops=bool(seed % 3), record_timeline=bool(seed % 5))
+            preempted += int(res.n_preemptions.sum())
+            eager, lazy = eager + e, lazy + z
+    assert preempted > 50
+    assert lazy < 0.8 * eager  # entries were kept, and refreshed at the top, often
+
+
+def test_a_slice_of_philly_matches(monkeypatch, pushes):
+    w = trace_workload(load_philly(limit=800), np.random.default_rng(1))
+    n_gpus = max(96, int(w.gpus.max()))
+    for base in ("tiresias", "srtf-est"):
+        for rule in (None, "evalstop:k=2", "default"):
+            res, eager, lazy = same(monkeypatch, pushes, w, n_gpus,
+                                    lambda rule=rule: build(base, rule))
+            assert res.n_preemptions.sum() > 0 and lazy < 0.5 * eager
