@@ -5,16 +5,12 @@ made to tie and on a slice of Philly, on the Python checkpoint loop)."""
 
 import numpy as np
 import pytest
-from tie_traces import bases, overlays, tie_workload
+from tie_traces import assert_same_fields, bases, overlays, python_loop_calls, tie_workload
 
 from evalstop.schedulers import build
 from evalstop.schedulers.priority import PriorityScheduler
-from evalstop.sim import srtf_loop
 from evalstop.sim.engine import simulate
 from evalstop.workload import load_philly, trace_workload
-
-FIELDS = ("start_s", "finish_s", "stopped", "stop_eval", "kept_eval", "end_progress", "gpu_s",
-          "n_preemptions", "timeline_t", "timeline_used")
 
 
 def _eager(self, job, key):
@@ -31,17 +27,7 @@ def _eager(self, job, key):
 @pytest.fixture
 def pushes(monkeypatch):
     """The pushes into the victims' heap so far, on the Python checkpoint loop."""
-    monkeypatch.setenv("EVALSTOP_JIT", "0")
-    monkeypatch.setattr(srtf_loop, "ENABLED", False)
-    counts = []
-    push = PriorityScheduler._push_worst
-
-    def counted(self, job, key, version):
-        counts.append(1)
-        push(self, job, key, version)
-
-    monkeypatch.setattr(PriorityScheduler, "_push_worst", counted)
-    return counts
+    return python_loop_calls(monkeypatch, PriorityScheduler, "_push_worst", lambda out: 1)
 
 
 def same(monkeypatch, pushes, w, n_gpus, make, **kw):
@@ -52,9 +38,7 @@ def same(monkeypatch, pushes, w, n_gpus, make, **kw):
         ref = simulate(w, n_gpus, make(), **kw)
     n1 = len(pushes)
     res = simulate(w, n_gpus, make(), **kw)
-    for f in FIELDS:
-        a, b = getattr(res, f), getattr(ref, f)
-        assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True), f
+    assert_same_fields(res, ref)
     return ref, n1 - n0, len(pushes) - n1
 
 

@@ -5,33 +5,18 @@ on random traces made to tie and on a slice of Philly; and the quick answer is t
 
 import numpy as np
 import pytest
-from tie_traces import bases, overlays, tie_workload
+from tie_traces import assert_same_fields, bases, overlays, python_loop_calls, tie_workload
 
 from evalstop.schedulers import build
 from evalstop.schedulers.priority import PriorityScheduler
-from evalstop.sim import srtf_loop
 from evalstop.sim.engine import simulate
 from evalstop.workload import load_philly, trace_workload
-
-FIELDS = ("start_s", "finish_s", "stopped", "stop_eval", "kept_eval", "end_progress", "gpu_s",
-          "n_preemptions", "timeline_t", "timeline_used")
 
 
 @pytest.fixture
 def quick_answers(monkeypatch):
     """The calls answered quickly so far, and the Python checkpoint loop for every base."""
-    monkeypatch.setenv("EVALSTOP_JIT", "0")
-    monkeypatch.setattr(srtf_loop, "ENABLED", False)
-    answers = []
-    acts = PriorityScheduler._acts
-
-    def counted(self, now, free):
-        out = acts(self, now, free)
-        answers.append(not out)
-        return out
-
-    monkeypatch.setattr(PriorityScheduler, "_acts", counted)
-    return answers
+    return python_loop_calls(monkeypatch, PriorityScheduler, "_acts", lambda out: not out)
 
 
 def same(monkeypatch, w, n_gpus, make, **kw):
@@ -39,9 +24,7 @@ def same(monkeypatch, w, n_gpus, make, **kw):
         m.setattr(PriorityScheduler, "quiet_calls", False)
         ref = simulate(w, n_gpus, make(), **kw)
     res = simulate(w, n_gpus, make(), **kw)
-    for f in FIELDS:
-        a, b = getattr(res, f), getattr(ref, f)
-        assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True), f
+    assert_same_fields(res, ref)
     assert (res.n_events, res.n_eval_events) == (ref.n_events, ref.n_eval_events)
     return ref
 

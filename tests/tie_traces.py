@@ -1,5 +1,6 @@
 """Random traces made to tie, and the priority bases and overlays run on them: shared by
-the tests that compare a fast path of the checkpoint loop with its reference."""
+the tests that compare a fast path of the checkpoint loop with its reference, with the
+fields they compare and a counter of a scheduler method's calls."""
 
 import math
 
@@ -7,6 +8,33 @@ import numpy as np
 from conftest import make_workload
 
 from evalstop.schedulers import EvalStop, LossAware, SJFEst, SRTFEst, Tiresias
+from evalstop.sim import srtf_loop
+
+FIELDS = ("start_s", "finish_s", "stopped", "stop_eval", "kept_eval", "end_progress", "gpu_s",
+          "n_preemptions", "timeline_t", "timeline_used")
+
+
+def assert_same_fields(res, ref):
+    for f in FIELDS:
+        a, b = getattr(res, f), getattr(ref, f)
+        assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True), f
+
+
+def python_loop_calls(monkeypatch, cls, name, note):
+    """On the Python checkpoint loop for every base (no twin, no SRTF-Est loop), record
+    ``note(out)`` for each call of ``cls.name``; returns the list of records."""
+    monkeypatch.setenv("EVALSTOP_JIT", "0")
+    monkeypatch.setattr(srtf_loop, "ENABLED", False)
+    records = []
+    method = getattr(cls, name)
+
+    def counted(self, *args):
+        out = method(self, *args)
+        records.append(note(out))
+        return out
+
+    monkeypatch.setattr(cls, name, counted)
+    return records
 
 
 def tie_workload(rng, n, m):
