@@ -5,7 +5,7 @@ made to tie and on a slice of Philly, on the Python checkpoint loop)."""
 
 import numpy as np
 import pytest
-from tie_traces import assert_same_fields, bases, overlays, python_loop_calls, tie_workload
+from tie_traces import assert_same_fields, python_loop_calls, tie_cases
 
 from evalstop.schedulers import build
 from evalstop.schedulers.priority import PriorityScheduler
@@ -45,16 +45,11 @@ def same(monkeypatch, pushes, w, n_gpus, make, **kw):
 @pytest.mark.parametrize("base", ["tiresias", "srtf-est"])
 def test_random_traces_made_to_tie_match(monkeypatch, pushes, base):
     preempted = eager = lazy = 0
-    for seed in range(30):
-        rng = np.random.default_rng(seed)
-        w = tie_workload(rng, int(rng.integers(2, 40)), int(rng.integers(2, 7)))
-        n_gpus = int(rng.choice([3, 4, 6, 64]))
-        overhead = float(rng.choice([0.0, 10.0, 120.0]))
-        for make in overlays(bases(rng)[base], w):
-            res, e, z = same(monkeypatch, pushes, w, n_gpus, make, restart_overhead_s=overhead,
-                             plan_stops=bool(seed % 3), record_timeline=bool(seed % 5))
-            preempted += int(res.n_preemptions.sum())
-            eager, lazy = eager + e, lazy + z
+    for seed, w, n_gpus, overhead, make in tie_cases(base):
+        res, e, z = same(monkeypatch, pushes, w, n_gpus, make, restart_overhead_s=overhead,
+                         plan_stops=bool(seed % 3), record_timeline=bool(seed % 5))
+        preempted += int(res.n_preemptions.sum())
+        eager, lazy = eager + e, lazy + z
     assert preempted > 50
     assert lazy < 0.8 * eager  # entries were kept, and refreshed at the top, often
 

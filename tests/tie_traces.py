@@ -71,3 +71,15 @@ def overlays(make, w):
     yield lambda: EvalStop(make(), "evalstop:k=1", job_types=["rlhf"])
     yield lambda: EvalStop(make(), "evalstop:k=2", only_jobs=range(0, w.n_jobs, 3))
     yield lambda: EvalStop(make(), "evalstop:k=2", mode="min")
+
+
+def tie_cases(base, n_seeds=30):
+    """``(seed, workload, n_gpus, restart overhead, scheduler factory)`` on random traces
+    made to tie: ``base`` alone and under the overlays, on few or many GPUs."""
+    for seed in range(n_seeds):
+        rng = np.random.default_rng(seed)
+        w = tie_workload(rng, int(rng.integers(2, 40)), int(rng.integers(2, 7)))
+        n_gpus = int(rng.choice([3, 4, 6, 64]))
+        overhead = float(rng.choice([0.0, 10.0, 120.0]))
+        for make in overlays(bases(rng)[base], w):
+            yield seed, w, n_gpus, overhead, make
