@@ -11,8 +11,8 @@ max-heap (-key, version, job), the events) are totally ordered by unique sequenc
 numbers, so they pop in the same order as ``heapq`` on the Python tuples; and
 ``_enough_above`` reads only whether enough GPUs sit above a limit, which the heap's
 layout does not change. The victims' heap is pushed to only when a running key rises
-above the job's entry there (``_push_victim``), as in ``PriorityScheduler``. The engine's version check is kept as each job's live event's
-seq (-1: none). A call after only checkpoints is skipped when ``_acts`` says it would do
+above the job's entry there (``_push_victim``), as in ``PriorityScheduler``. The
+engine's version check is kept as each job's live event's seq (-1: none). A call after only checkpoints is skipped when ``_acts`` says it would do
 nothing, as ``PriorityScheduler.schedule`` answers it at once. No fastmath: each float
 comes from the Python expression, in its order.
 
@@ -126,6 +126,12 @@ def _set_running_key(i, key, C, S, JF, JI, WF, WA, WB):
 
 
 @_step
+def _holds(i, version, JI):
+    """Whether the victims' heap entry of ``version`` is job i's entry (not stale)."""
+    return JI[i, RVER] >= 0 and JI[i, WENT] == version
+
+
+@_step
 def _push_victim(i, S, JF, JI, WF, WA, WB):
     """Job i's running key and version into the victims' heap (``_worst``), as
     ``PriorityScheduler._push_worst``: only when the key rose above the job's entry
@@ -137,7 +143,7 @@ def _push_victim(i, S, JF, JI, WF, WA, WB):
     if S[S_W] > 64 + 4 * S[S_NRUN]:  # _compact
         k = 0
         for r in range(S[S_W]):
-            if JI[WB[r], RVER] >= 0 and JI[WB[r], WENT] == WA[r]:
+            if _holds(WB[r], WA[r], JI):
                 WF[k], WA[k], WB[k] = WF[r], WA[r], WB[r]
                 k += 1
         S[S_W] = k
@@ -240,8 +246,8 @@ def _enough_above(limit, short, cid, S, JF, JI, G, WF, WA, WB, stack):
         if -WF[k] <= limit:
             continue
         i = WB[k]
-        if (JI[i, RVER] >= 0 and JI[i, WENT] == WA[k] and JF[i, RKEY] > limit
-                and JI[i, RUN] != 0 and JI[i, MOVED] != cid):
+        if (_holds(i, WA[k], JI) and JF[i, RKEY] > limit and JI[i, RUN] != 0
+                and JI[i, MOVED] != cid):
             short -= G[i]
             if short <= 0:
                 return True
@@ -274,7 +280,7 @@ def _preempt_for_head(free, cid, margin, C, S, JF, JI, JS, G, thr, KT, QF, QA, Q
         n_pop = gain = 0
         while S[S_W] and free + gain < need:
             nkey, version, i = WF[0], WA[0], WB[0]
-            if JI[i, RVER] < 0 or JI[i, WENT] != version:
+            if not _holds(i, version, JI):
                 _, _, _, S[S_W] = _tpop(WF, WA, WB, S[S_W])  # stale
                 continue
             if JI[i, RVER] != version:  # its key fell since: the scheduler's entry for it
