@@ -27,7 +27,7 @@ def _eager(self, job, key):
 @pytest.fixture
 def pushes(monkeypatch):
     """The pushes into the victims' heap so far, on the Python checkpoint loop."""
-    return python_loop_calls(monkeypatch, PriorityScheduler, "_push_worst", lambda out: 1)
+    return python_loop_calls(monkeypatch, PriorityScheduler, "_push_worst", lambda self, out: 1)
 
 
 def same(monkeypatch, pushes, w, n_gpus, make, **kw):

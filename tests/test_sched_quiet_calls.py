@@ -16,7 +16,7 @@ from evalstop.workload import load_philly, trace_workload
 @pytest.fixture
 def quick_answers(monkeypatch):
     """The calls answered quickly so far, and the Python checkpoint loop for every base."""
-    return python_loop_calls(monkeypatch, PriorityScheduler, "_acts", lambda out: not out)
+    return python_loop_calls(monkeypatch, PriorityScheduler, "_acts", lambda self, out: not out)
 
 
 def same(monkeypatch, w, n_gpus, make, **kw):

@@ -130,7 +130,7 @@ def test_preemptions_only_make_room_for_a_better_job(seed, n, name):
 
     def spy(now, free):
         running = {i: k for i, (k, _) in s._running.items()}
-        waiting = {e[2].index: e[0] for e in s._wait}
+        waiting = {e[2].index: e[0] for e in s._front + s._wait}
         start, preempt = schedule(now, free)
         # (a key made only when a yield asks for it: from the view, still as of then)
         running.update({v.index: s.key(v, now) for v in preempt if running.get(v.index, 0) is None})

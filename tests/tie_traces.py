@@ -22,7 +22,7 @@ def assert_same_fields(res, ref):
 
 def python_loop_calls(monkeypatch, cls, name, note):
     """On the Python checkpoint loop for every base (no twin, no SRTF-Est loop), record
-    ``note(out)`` for each call of ``cls.name``; returns the list of records."""
+    ``note(self, out)`` for each call of ``cls.name``; returns the list of records."""
     monkeypatch.setenv("EVALSTOP_JIT", "0")
     monkeypatch.setattr(srtf_loop, "ENABLED", False)
     records = []
@@ -30,7 +30,7 @@ def python_loop_calls(monkeypatch, cls, name, note):
 
     def counted(self, *args):
         out = method(self, *args)
-        records.append(note(out))
+        records.append(note(self, out))
         return out
 
     monkeypatch.setattr(cls, name, counted)

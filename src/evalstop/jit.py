@@ -54,12 +54,12 @@ NUMBA_S = 0.7
 COSTS = {
     "evalstop.sim.srtf_jit": Cost(load_s=0.15, job_s=4e-6),
     "evalstop.sim.priority_jit": Cost(load_s=0.15, eval_s=1.05e-6),
-    # The same twin on job ends only (SJF-Est with planned stops, against sim.ends' loop)
-    # saved 2.2-6 us per job at 1x Philly and 2.7-7 at 4x (least: SJF-Est+evalstop:k=2,
-    # whose stops keep the queue short): counted at 2, it pays from about 5x Philly, or
-    # from 75,000 jobs once numba is loaded, and at any size once the checkpoint loop's
-    # twin (the same module) is.
-    "evalstop.sim.priority_jit:ends": Cost(load_s=0.15, job_s=2e-6),
+    # The same twin on job ends only (SJF-Est with planned stops, against sim.ends' loop,
+    # whose fill reads the jobs it skipped in place) saved 0.6-4.4 us per job at 1x Philly
+    # and 3.1-6.2 at 4x (least: SJF-Est+evalstop:k=2 at 1x, whose stops keep the queue
+    # short): counted at 1, it pays from about 10x Philly, or from 150,000 jobs once numba
+    # is loaded, and at any size once the checkpoint loop's twin (the same module) is.
+    "evalstop.sim.priority_jit:ends": Cost(load_s=0.15, job_s=1e-6),
     "evalstop.detectors.cusum_drop_jit": Cost(load_s=0.08, eval_s=3e-8),
     # Past the default rule's first merge (32 evals) the objects run each row the plan
     # leaves, 6-8 us per eval (whole processes, 2k-5k Philly jobs at 50-100 evals; it is

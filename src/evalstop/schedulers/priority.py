@@ -8,7 +8,8 @@ at their eval checkpoints, the only moments a scheduler hears from a job.
 
 * **Start**: queued jobs are started in key order; a job that does not fit is skipped, not
   waited for (backfill), looking at most ``depth`` jobs deep so one call stays cheap on a
-  long queue.
+  long queue. The jobs a fill skipped stay in a sorted front of the queue, before its
+  heap, so the next fill reads them there instead of popping and pushing them back.
 * **Preempt on arrival** (SRTF): when the best waiting job does not fit, running jobs whose
   key is worse by more than ``margin`` are preempted, worst first, if that makes it fit.
 * **Preempt at checkpoint** (LossAware, Tiresias): a running job that, at its eval
@@ -26,6 +27,7 @@ LossAware and Tiresias are of this kind.
 from __future__ import annotations
 
 import heapq
+from bisect import insort
 from itertools import count
 
 from evalstop.schedulers.base import Scheduler
@@ -47,7 +49,12 @@ class PriorityScheduler(Scheduler):
         if not margin >= 0:
             raise ValueError(f"margin must be >= 0, got {margin}")
         self.depth, self.margin = depth, margin
-        self._wait: list = []  # (key, seq, job)
+        # The wait queue, (key, seq, job) in (key, seq) order: its first entries as a sorted
+        # list (``_front``, at most ``depth``: those a fill skipped, kept there so the next
+        # fill reads them without popping and pushing back), the rest a heap (``_wait``),
+        # every entry of which comes after the front's.
+        self._front: list = []
+        self._wait: list = []
         self._seq = count()
         self._running: dict[int, tuple[float, int]] = {}  # index -> (key, version)
         # Lazy max-heap of running jobs: (-key, version, version, job). A job's entry
@@ -89,9 +96,24 @@ class PriorityScheduler(Scheduler):
 
     # ---- events -----------------------------------------------------------------------
     def submit(self, job, now):
-        heapq.heappush(self._wait, (self.key(job, now), next(self._seq), job))
-        self._qver += 1
+        self._enqueue((self.key(job, now), next(self._seq), job))
         self._quiet = False
+
+    def _enqueue(self, entry):
+        front = self._front
+        if front and entry < front[-1]:
+            insort(front, entry)
+            if len(front) > self.depth:
+                heapq.heappush(self._wait, front.pop())
+        else:
+            heapq.heappush(self._wait, entry)
+        self._qver += 1
+
+    def _head(self):
+        return self._front[0] if self._front else self._wait[0]
+
+    def _pop_head(self):
+        return self._front.pop(0) if self._front else heapq.heappop(self._wait)
 
     def on_eval(self, job, now):
         if self.preempt_on_arrival:
@@ -109,7 +131,7 @@ class PriorityScheduler(Scheduler):
 
     @property
     def queue_length(self):
-        return len(self._wait)
+        return len(self._front) + len(self._wait)
 
     # ---- decisions --------------------------------------------------------------------
     def schedule(self, now, free_gpus):
@@ -121,11 +143,11 @@ class PriorityScheduler(Scheduler):
         start: list = []
         preempt: list = []
         free_gpus = self._fill(now, free_gpus, start)
-        if self._wait and self.preempt_at_checkpoint and self._checkpointed:
+        if (self._front or self._wait) and self.preempt_at_checkpoint and self._checkpointed:
             free_gpus = self._yield_at_checkpoints(now, free_gpus, start, preempt)
         elif self._checkpointed:
             self._checkpointed.clear()
-        if self._wait and self.preempt_on_arrival:
+        if (self._front or self._wait) and self.preempt_on_arrival:
             free_gpus = self._preempt_for_head(now, free_gpus, start, preempt)
         self._quiet, self._free_after = True, free_gpus
         self._key_rose, self._no_victims = False, None
@@ -135,9 +157,9 @@ class PriorityScheduler(Scheduler):
         """Whether a call after only checkpoints, on the ``free`` GPUs the last call left,
         could start or preempt a job: a checkpointed job would yield to the head, a key
         rose (the victims may differ), or the last call left work a repeat would do."""
-        if not self._wait:
+        if not (self._front or self._wait):
             return False
-        head_key, _, head = self._wait[0]
+        head_key, _, head = self._head()
         limit = head_key + self.margin
         if self.preempt_at_checkpoint:
             running = self._running
@@ -156,26 +178,40 @@ class PriorityScheduler(Scheduler):
         return not self._no_victims
 
     def _fill(self, now, free_gpus, start):
-        if free_gpus <= 0 or not self._wait:
+        front, wait = self._front, self._wait
+        if free_gpus <= 0 or not (front or wait):
             self._fill_noop = (self._qver, free_gpus)
             return free_gpus
-        skipped = []
-        looked = 0
-        while self._wait and looked < self.depth and free_gpus > 0:
-            entry = heapq.heappop(self._wait)
+        looked = k = n_started = 0
+        depth = self.depth
+        # The front first, in order (a job started leaves it), then the heap, whose skipped
+        # entries join the front's end: they come after all of it and before the rest.
+        while k < len(front) and looked < depth and free_gpus > 0:
+            entry = front[k]
             looked += 1
             job = entry[2]
             if job.gpus <= free_gpus:
                 free_gpus -= job.gpus
+                del front[k]
+                n_started += 1
                 self._started(job, entry[0], start)
             else:
-                skipped.append(entry)
+                k += 1
+        while wait and looked < depth and free_gpus > 0:
+            entry = heapq.heappop(wait)
+            looked += 1
+            job = entry[2]
+            if job.gpus <= free_gpus:
+                free_gpus -= job.gpus
+                n_started += 1
+                self._started(job, entry[0], start)
+            else:
+                front.append(entry)
         # A repeat would look at the same jobs when this one started none, saw the whole
-        # queue, or left no GPU free.
-        if len(skipped) == looked or not self._wait or free_gpus <= 0:
+        # queue (the front, at most ``depth``, is walked to its end unless no GPU is left),
+        # or left no GPU free.
+        if not n_started or not wait or free_gpus <= 0:
             self._fill_noop = (self._qver, free_gpus)
-        for entry in skipped:
-            heapq.heappush(self._wait, entry)
         return free_gpus
 
     def _started(self, job, key, start):
@@ -242,14 +278,13 @@ class PriorityScheduler(Scheduler):
         self._entry.pop(job.index, None)
         preempt.append(job)
         # The job's key as it waits: progress is as of its last checkpoint.
-        heapq.heappush(self._wait, (self.key(job, now), next(self._seq), job))
-        self._qver += 1
+        self._enqueue((self.key(job, now), next(self._seq), job))
 
     def _preempt_for_head(self, now, free_gpus, start, preempt):
         rounds = 0
-        while self._wait and rounds < self.depth:
+        while (self._front or self._wait) and rounds < self.depth:
             rounds += 1
-            head_key, _, head = self._wait[0]
+            head_key, _, head = self._head()
             if head.gpus <= free_gpus:
                 free_gpus = self._fill(now, free_gpus, start)
                 continue
@@ -271,7 +306,7 @@ class PriorityScheduler(Scheduler):
                     heapq.heappush(self._worst, entry)
             if free_gpus + gain < head.gpus:
                 break
-            heapq.heappop(self._wait)  # the head, before the victims join the queue
+            self._pop_head()  # the head, before the victims join the queue
             for job in victims:
                 self._preempt(job, now, preempt)
             free_gpus += gain - head.gpus
@@ -306,10 +341,10 @@ class PriorityScheduler(Scheduler):
 
     def _yield_at_checkpoints(self, now, free_gpus, start, preempt):
         for job in self._checkpointed:
-            if (not self._wait or job.index not in self._running or not job.running
+            if (not (self._front or self._wait) or job.index not in self._running or not job.running
                     or job.index in self._moved):
                 continue
-            head_key, _, head = self._wait[0]
+            head_key, _, head = self._head()
             if head.gpus <= free_gpus + job.gpus and (
                     self._running_key(job, now) > head_key + self.margin):
                 self._preempt(job, now, preempt)

@@ -44,7 +44,7 @@ def plain(scheduler):
     for cls in (LossAware, Tiresias, SRTFEst, SJFEst):
         base = plain_base(scheduler, cls, _HOOKS)
         if base is not None:
-            fresh = not (base._wait or base._running or base._worst or base._checkpointed)
+            fresh = not (base._front or base._wait or base._running or base._worst or base._checkpointed)
             return base if fresh else None
     return None
 
