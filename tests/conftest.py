@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import tempfile
@@ -59,6 +60,15 @@ def random_workload(seed, n):
 @pytest.fixture
 def workload_factory():
     return make_workload
+
+
+def load_benchmark(name: str):
+    """A script of ``benchmarks/`` as a module (they are scripts, not a package)."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def run_detector(det, values):

@@ -3,27 +3,16 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import pickle
 from pathlib import Path
 
 import pytest
+from conftest import load_benchmark
 from hypothesis import given
 from hypothesis import strategies as st
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location(
-        "bench_peers", ROOT / "benchmarks" / "bench_peers.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-bp = _load()
+bp = load_benchmark("bench_peers")
 
 # (job_id, arrival_s, duration_s, gpus), as rows_of gives them
 JOBS = [("philly-00007", 0.0, 66.0, 1), ("philly-00003", 0.0, 2951.0, 16),

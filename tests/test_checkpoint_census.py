@@ -4,29 +4,16 @@ yield)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
+from conftest import load_benchmark
 from tie_traces import assert_same_fields, tie_workload
 
 from evalstop.schedulers import build
 from evalstop.sim.engine import simulate
 from evalstop.workload import load_philly, trace_workload
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location(
-        "checkpoint_census", ROOT / "benchmarks" / "checkpoint_census.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-cc = _load()
+cc = load_benchmark("checkpoint_census")
 
 
 def _cases():
