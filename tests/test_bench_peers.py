@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import json
 import pickle
-from pathlib import Path
 
 import pytest
 from conftest import load_benchmark
