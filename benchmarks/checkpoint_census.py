@@ -52,7 +52,10 @@ def census(workload, n_gpus: int, sched: str, rule: str | None,
            restart_overhead_s: float = 120.0):
     """The counts above for one run, and its result (the scheduler's methods wrapped on
     the instance, which changes no decision)."""
-    scheduler = build(sched, rule)
+    try:
+        scheduler = build(sched, rule)
+    except ValueError as e:
+        raise SystemExit(f"checkpoint_census: {e}") from None
     base = _base(scheduler)
     count: Counter = Counter()
     last_key: dict[int, float] = {}
@@ -112,6 +115,8 @@ def main() -> None:
     args = ap.parse_args()
     os.environ["EVALSTOP_JIT"] = "0"  # the Python scheduler's own calls are watched
     table = load_philly()
+    if args.limit < 0:
+        ap.error(f"--limit must be >= 0, got {args.limit}")
     if args.limit:
         table = table.take(np.arange(min(args.limit, len(table))))
     workload = trace_workload(table, np.random.default_rng(args.seed))

@@ -46,3 +46,10 @@ def test_a_base_that_never_yields_at_checkpoints_is_refused():
     with pytest.raises(SystemExit, match="srtf-est"):
         cc.census(trace_workload(load_philly().take(np.arange(10)),
                                  np.random.default_rng(0)), 64, "srtf-est", None)
+
+
+@pytest.mark.parametrize("sched, rule", [("foo", "evalstop:k=2"), ("tiresias", "nosuch")])
+def test_unknown_names_are_one_line_errors(sched, rule):
+    with pytest.raises(SystemExit, match="unknown"):
+        cc.census(trace_workload(load_philly().take(np.arange(10)),
+                                 np.random.default_rng(0)), 64, sched, rule)
