@@ -80,6 +80,9 @@ def census(workload, n_gpus: int, sched: str, rule: str | None,
         if base._front or base._wait:
             head_key, _, head = base._head()
             for job in base._checkpointed:
+                # As the scheduler tests it: a job that ended at its checkpoint is not.
+                if not (job.running and job.index in base._running):
+                    continue
                 if base.key(job, now) > head_key + base.margin:
                     count["above head"] += 1
                     if head.gpus <= free + job.gpus:

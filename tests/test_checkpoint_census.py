@@ -42,14 +42,16 @@ def test_the_census_changes_nothing_and_adds_up(monkeypatch, sched, rule):
             assert count["yielded"] == int(ref.n_preemptions.sum()), name
 
 
+def _tiny():
+    return trace_workload(load_philly().take(np.arange(10)), np.random.default_rng(0))
+
+
 def test_a_base_that_never_yields_at_checkpoints_is_refused():
     with pytest.raises(SystemExit, match="srtf-est"):
-        cc.census(trace_workload(load_philly().take(np.arange(10)),
-                                 np.random.default_rng(0)), 64, "srtf-est", None)
+        cc.census(_tiny(), 64, "srtf-est", None)
 
 
 @pytest.mark.parametrize("sched, rule", [("foo", "evalstop:k=2"), ("tiresias", "nosuch")])
 def test_unknown_names_are_one_line_errors(sched, rule):
     with pytest.raises(SystemExit, match="unknown"):
-        cc.census(trace_workload(load_philly().take(np.arange(10)),
-                                 np.random.default_rng(0)), 64, sched, rule)
+        cc.census(_tiny(), 64, sched, rule)
