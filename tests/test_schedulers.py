@@ -94,6 +94,20 @@ def test_srtf_margin_is_the_runs_restart_overhead(overhead, durations, preempted
         assert r.n_preemptions.tolist() == [int(preempted), 0]
 
 
+@pytest.mark.parametrize("name", ["srtf-est", "tiresias"])
+def test_gpus_a_preemption_frees_beyond_the_heads_need_are_filled_in_the_same_call(name):
+    # L (2 GPUs, long) runs alone on 2 GPUs. At t=5100 H (1 GPU), W2 (2 GPUs) and W1
+    # (1 GPU) arrive, ranked in that order ahead of L (SRTF-Est: estimates 5, 7, 10
+    # against L's 10,000 s; Tiresias: queue 0 against L's queue 1). H preempts L; W2 does
+    # not fit the GPU left over, W1 does, and takes it in the same call, not at the next
+    # event (SRTF-Est: H's end) or checkpoint (Tiresias).
+    w = make_workload([0, 5100, 5100, 5100], [10000, 5, 10, 10], [2, 1, 2, 1], n_evals=20,
+                      est=[10000.0, 5.0, 7.0, 10.0])
+    r = simulate(w, 2, build(name), restart_overhead_s=0.0)
+    assert r.n_preemptions.tolist() == [1, 0, 0, 0]
+    assert r.start_s[1] == r.start_s[3] == 5100.0 and r.start_s[2] > 5100.0
+
+
 def test_srtf_explicit_margin_is_kept():
     w = make_workload([0, 10], [100, 50], [1, 1])
     r = simulate(w, 1, SRTFEst(margin=10.0), restart_overhead_s=120.0)

@@ -164,7 +164,9 @@ def test_a_key_set_at_a_restarts_eval_ranks_after_the_calls_starts(monkeypatch, 
                       [1, 2, 2, 3, 1], n_evals=3,
                       est=[3.0, 1.5, 0.5, 3.0 * (1.0 - grid[1]), 0.1])
     res = same_as_checkpoint_loop(monkeypatch, w, 4, lambda: build("srtf-est"), 0.0)
-    assert res.n_preemptions.tolist() == [1, 1, 0, 1, 0]  # A by B, V for Y, Y for H
+    # A by B, V for Y, Y for H; the two GPUs Y leaves beyond H's one restart V at once,
+    # and V yields them to Y again when A ends.
+    assert res.n_preemptions.tolist() == [1, 2, 0, 1, 0]
     assert res.start_s[3] == 10.0 and res.finish_s[0] == 11.0  # A: restarted at 10 too
 
 

@@ -311,6 +311,9 @@ class PriorityScheduler(Scheduler):
                 self._preempt(job, now, preempt)
             free_gpus += gain - head.gpus
             self._started(head, head_key, start)
+            # GPUs the victims freed beyond the head's need go to the queue now, not at
+            # the next call (which, for SRTF-Est, waits for the next arrival or end).
+            free_gpus = self._fill(now, free_gpus, start)
         return free_gpus
 
     def _enough_above(self, limit, short):

@@ -309,6 +309,8 @@ def _preempt_for_head(free, cid, margin, C, S, JF, JI, JS, G, thr, KT, QF, QA, Q
                          preempts)
         free += gain - need
         _started(h, head_key, cid, C, S, JF, JI, JS, thr, KT, WF, WA, WB, starts)
+        free = _fill(free, cid, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT, WF, WA, WB,
+                     SKF, SKA, SKB, starts)
     return free
 
 

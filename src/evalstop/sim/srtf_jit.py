@@ -591,6 +591,8 @@ def _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, 
         free += gain - need
         _start(h, head_key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur, gpus, est,
                end_eval, grid, n_gpus, overhead)
+        free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF, QA, QB,
+                     BK, BS, BJ, dur, gpus, est, end_eval, grid, n_gpus, overhead)
     return free
 
 

@@ -401,6 +401,7 @@ def _preempter(jobs, depth, margin, fill, enough_above, refresh, start):
                     insort(wait_big, (est[i] * (1.0 - prog[i]), wseq, i))
             free += gain - need
             start(h, head_key, t, call, cid)
+            free = fill(free, t, call, cid)
         return free, wseq
 
     return preempt_for_head
