@@ -122,8 +122,9 @@ def _compiled(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, 
 
 
 def _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, wall0):
-    """The checkpoint loop: every eval an event (or SRTF-Est's own loop, when it fits)."""
-    if plan is not None and srtf_loop.fits(scheduler):  # SRTF-Est: no checkpoint events
+    """The checkpoint loop: every eval an event (or, for SRTF-Est and Tiresias with
+    planned stops, the planned loop, which skips the evals no one acts on)."""
+    if plan is not None and srtf_loop.rule(scheduler, workload) is not None:
         return srtf_loop.run(workload, n_gpus, scheduler, restart_overhead_s,
                              record_timeline, plan, wall0)
     jobs = _Jobs(workload, plan)

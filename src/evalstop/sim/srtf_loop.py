@@ -40,6 +40,8 @@ import numpy as np
 from evalstop import jit
 from evalstop.schedulers.overlay import plain_base
 from evalstop.schedulers.srtf import SRTFEst
+from evalstop.schedulers.tiresias import _LEVEL_SPAN, Tiresias
+from evalstop.sim import levels, yields
 from evalstop.sim.result import planned_result
 
 ENABLED = True
@@ -55,6 +57,19 @@ def fits(scheduler) -> bool:
     base = plain_base(scheduler, SRTFEst, _HOOKS)
     return (base is not None and base.preempt_on_arrival and not base.preempt_at_checkpoint
             and not scheduler.reschedule_on_eval)
+
+
+def rule(scheduler, workload):
+    """The key rule this loop runs ``scheduler`` by, or None (the checkpoint loop runs):
+    ``"remaining"`` for a plain SRTF-Est (``fits``), ``"levels"`` for a plain Tiresias
+    whose arrivals its keys can order, which yields at checkpoints (``sim.yields``)."""
+    if fits(scheduler):
+        return "remaining"
+    base = plain_base(scheduler, Tiresias, _HOOKS) if ENABLED else None
+    if (base is not None and base.preempt_on_arrival and base.preempt_at_checkpoint
+            and scheduler.reschedule_on_eval and base.twin_key(workload) is not None):
+        return "levels"
+    return None
 
 
 def _round(seg, j):
@@ -102,14 +117,15 @@ class _Rank:
 
 
 def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, wall0):
-    """``engine._run`` for a scheduler that ``fits``, with its stop ``plan``."""
+    """``engine._run`` for a scheduler that has a ``rule``, with its stop ``plan``."""
     base = getattr(scheduler, "base", scheduler)
     depth, margin = base.depth, base.margin
-    twin = jit.twin("evalstop.sim.srtf_jit", workload.n_jobs)
+    twin = jit.twin("evalstop.sim.srtf_jit", workload.n_jobs) if fits(scheduler) else None
     if twin is not None:
         return _run_twin(twin, workload, n_gpus, scheduler, depth, margin, restart_overhead_s,
                          record_timeline, plan, wall0)
-    jobs = _Jobs(workload, plan, n_gpus, restart_overhead_s)
+    jobs = _Jobs(workload, plan, n_gpus, restart_overhead_s,
+                 base.thresholds if isinstance(base, Tiresias) else None)
     tl_t, tl_used = _loop(jobs, scheduler, depth, margin, record_timeline)
     # Every job ran to its planned end (or the loop raised).
     return planned_result(workload, plan, np.array(jobs.grid), start_s=np.array(jobs.start_s),
@@ -125,9 +141,9 @@ class _Jobs:
     __slots__ = ("n", "n_gpus", "overhead", "grid", "dur", "gpus", "arrival", "est",
                  "end_eval", "start_s", "finish_s", "gpu_s", "segs", "done", "nxt", "prog",
                  "n_pre", "live", "end_t", "moved", "gone", "events", "wait", "wait_big",
-                 "worst", "ea")
+                 "worst", "ea", "th", "akey", "att", "lvl", "cross", "cross_t")
 
-    def __init__(self, workload, plan, n_gpus, restart_overhead_s):
+    def __init__(self, workload, plan, n_gpus, restart_overhead_s, thresholds=None):
         n = self.n = workload.n_jobs
         self.n_gpus, self.overhead = n_gpus, restart_overhead_s
         self.grid = [float(x) for x in workload.eval_progress]
@@ -162,11 +178,20 @@ class _Jobs:
         # of, the count would fall short again (on Philly this answers 35k of the 56k
         # counts).
         self.ea = [inf, 0]
+        # The key rule: SRTF-Est's remaining time (``th`` None), or Tiresias' levels by the
+        # thresholds ``th``, with each job's attained GPU-seconds and level as of its last
+        # checkpoint, and its next level crossing (a time in ``cross_t`` and the heap
+        # ``cross``; nan: none). ``akey``: the key of an arriving job.
+        self.th = None if thresholds is None else tuple(thresholds)
+        self.akey = self.est if thresholds is None else [0 * _LEVEL_SPAN + a
+                                                         for a in self.arrival]
+        self.att, self.lvl, self.cross, self.cross_t = [0.0] * n, [0] * n, [], [nan] * n
 
 
-def _starter(jobs):
+def _starter(jobs, on_run):
     """``start(i, key, t, call, cid)``: job i starts (or, preempted in this call, keeps
-    running) with wait key ``key``."""
+    running) with wait key ``key``; ``on_run(i, j)`` (Tiresias) is told of a new run
+    from eval j."""
     moved, gone, live, worst, gpus, n_pre, est, prog = (jobs.moved, jobs.gone, jobs.live,
                                                         jobs.worst, jobs.gpus, jobs.n_pre,
                                                         jobs.est, jobs.prog)
@@ -175,6 +200,7 @@ def _starter(jobs):
         jobs.done, jobs.segs, jobs.nxt)
     ea, restart_overhead_s, n_gpus = jobs.ea, jobs.overhead, jobs.n_gpus
     push, heapify, inf = heapq.heappush, heapq.heapify, math.inf
+    remaining = on_run is None  # SRTF-Est: a restart's key is as of its preemption
     order = 0
 
     def start(i, key, t, call, cid):
@@ -191,7 +217,8 @@ def _starter(jobs):
                 ea[1] += gpus[i]
             return
         if n_pre[i]:
-            key = est[i] * (1.0 - prog[i])  # the wait key predates the progress made
+            if remaining:
+                key = est[i] * (1.0 - prog[i])  # the wait key predates the progress made
             oh = restart_overhead_s
         else:
             oh = 0.0
@@ -204,6 +231,8 @@ def _starter(jobs):
         j = done[i] + 1
         segs[i] = (t, oh, p0, d, j, call, order, grid)
         nxt[i] = t + oh + (grid[j] - p0) * d if j < end_eval[i] else inf
+        if not remaining:
+            on_run(i, j)
         e = live[i] = (-key, t, call, 1, order, i)
         push(worst, e)
         if key > ea[0]:
@@ -332,14 +361,14 @@ def _counter(jobs, refresh):
     return enough_above
 
 
-def _preempter(jobs, depth, margin, fill, enough_above, refresh, start):
+def _preempter(jobs, depth, margin, fill, enough_above, refresh, start, enqueue):
     """``preempt_for_head(free, t, call, cid, preempted, wseq)``: while the best waiting
     job does not fit, preempt the running jobs whose keys are worse than its by more than
     ``margin``, worst first, and start it (``depth`` rounds at most). Returns the free
     GPUs and the wait queue's counter; the victims are added to ``preempted``."""
-    wait, wait_big, gpus, worst, live, nxt, moved, gone, est, prog, ea = (
+    wait, wait_big, gpus, worst, live, nxt, moved, gone, ea = (
         jobs.wait, jobs.wait_big, jobs.gpus, jobs.worst, jobs.live, jobs.nxt, jobs.moved,
-        jobs.gone, jobs.est, jobs.prog, jobs.ea)
+        jobs.gone, jobs.ea)
     push, pop, replace = heapq.heappush, heapq.heappop, heapq.heapreplace
 
     def preempt_for_head(free, t, call, cid, preempted, wseq):
@@ -393,12 +422,10 @@ def _preempter(jobs, depth, margin, fill, enough_above, refresh, start):
             for i in victims:
                 moved[i] = gone[i] = cid
                 preempted.append(i)
-                live[i] = None
                 wseq += 1
-                if gpus[i] == 1:
-                    push(wait, (est[i] * (1.0 - prog[i]), wseq, i))
-                else:
-                    insort(wait_big, (est[i] * (1.0 - prog[i]), wseq, i))
+                # Its key as of its last checkpoint (its entry was refreshed on top).
+                enqueue((-live[i][0], wseq, i))
+                live[i] = None
             free += gain - need
             start(h, head_key, t, call, cid)
             free = fill(free, t, call, cid)
@@ -420,7 +447,7 @@ def _settle(jobs, preempted, t, cid):
         p = p0 + max(0.0, t - s - oh) / d
         prog[i] = min(p, grid[done[i] + 1])
         gpu_s[i] += gpus[i] * (t - s)
-        end_t[i] = math.nan
+        end_t[i] = jobs.cross_t[i] = math.nan
         n_pre[i] += 1
     preempted.clear()
     if len(events) > 64 + 2 * jobs.n_gpus:
@@ -430,74 +457,117 @@ def _settle(jobs, preempted, t, cid):
         heapq.heapify(events)
 
 
+def _queuer(jobs):
+    """``enqueue(entry)``: a (key, seq, job) entry joins the wait queue."""
+    wait, wait_big, gpus, push = jobs.wait, jobs.wait_big, jobs.gpus, heapq.heappush
+
+    def enqueue(entry):
+        if gpus[entry[2]] == 1:
+            push(wait, entry)
+        else:
+            insort(wait_big, entry)
+
+    return enqueue
+
+
 def _steps(jobs, depth, margin):
-    """SRTF-Est's scheduling steps over ``jobs``: ``start``, ``fill`` and
-    ``preempt_for_head``."""
-    start = _starter(jobs)
-    refresh = _refresher(jobs)
+    """The scheduling steps over ``jobs``: ``start``, ``fill`` and ``preempt_for_head``;
+    for Tiresias also ``take_crossings``, ``yields``, ``unsettled`` and ``next_at`` (None
+    for SRTF-Est)."""
+    if jobs.th is None:
+        refresh, on_run = _refresher(jobs), None
+    else:
+        refresh = levels.refresher(jobs, _round, _Rank)
+        cross_next = levels.crosser(jobs)
+        track, at = yields.eval_index(jobs, _round)
+
+        def on_run(i, j):
+            cross_next(i, j)
+            track(i)
+    start = _starter(jobs, on_run)
     fill = _filler(jobs, depth, start)
-    return start, fill, _preempter(jobs, depth, margin, fill, _counter(jobs, refresh),
-                                   refresh, start)
+    enqueue = _queuer(jobs)
+    steps = (start, fill, _preempter(jobs, depth, margin, fill, _counter(jobs, refresh),
+                                     refresh, start, enqueue))
+    if jobs.th is None:
+        return (*steps, None, None, None, None)
+    return (*steps, levels.taker(jobs, refresh, cross_next),
+            yields.yielder(jobs, margin, fill, refresh, enqueue, _Rank, at),
+            yields.unsettled_test(jobs, depth, margin), lambda t, call: at(t, call)[1])
 
 
-def _loop(jobs, scheduler, depth, margin, record_timeline):
-    """The event loop: one event per run of a job, its end. Returns the GPU timeline."""
-    n, n_gpus, arrival, gpus, est, events, wait, wait_big, worst = (
-        jobs.n, jobs.n_gpus, jobs.arrival, jobs.gpus, jobs.est, jobs.events, jobs.wait,
-        jobs.wait_big, jobs.worst)
-    end_t, finish_s, gpu_s, segs, live = (jobs.end_t, jobs.finish_s, jobs.gpu_s, jobs.segs,
-                                          jobs.live)
-    start, fill, preempt_for_head = _steps(jobs, depth, margin)
-    push, pop = heapq.heappush, heapq.heappop
-    nan, inf = math.nan, math.inf
-    free, ai, wseq = n_gpus, 0, 0
-    tl_t, tl_used = [0.0], [0]  # the GPU timeline: times, GPUs in use from then on
-    t_call, call, cid = nan, 0, 0
-    preempted: list = []  # by the current call
-    while True:
-        t_heap = events[0][0] if events else inf
-        t_arr = arrival[ai] if ai < n else inf
-        t = t_heap if t_heap <= t_arr else t_arr  # noqa: FURB136
-        if t == inf:
-            break
-        changed = False
+def _ender(jobs):
+    """``take_ends(t)``: the runs that end at t (planned stop or completion); returns the
+    GPUs they free (every job holds at least one, so 0: none ended)."""
+    events, end_t, finish_s, gpu_s, gpus, segs, live, cross_t = (
+        jobs.events, jobs.end_t, jobs.finish_s, jobs.gpu_s, jobs.gpus, jobs.segs, jobs.live,
+        jobs.cross_t)
+    pop, nan = heapq.heappop, math.nan
+
+    def take_ends(t):
+        freed = 0
         while events and events[0][0] == t:
             i = pop(events)[1]
             if end_t[i] != t:
                 continue  # a preempted segment's end, or a copy of one already handled
-            end_t[i] = nan
+            end_t[i] = cross_t[i] = nan
             finish_s[i] = t  # (how it ended, every job's planned end, comes from the plan)
             gpu_s[i] += gpus[i] * (t - segs[i][0])
-            free += gpus[i]
+            freed += gpus[i]
             live[i] = None
-            changed = True
-        alone = -1
-        if ai < n and arrival[ai] == t:
-            changed = True
-            if (not wait and not wait_big and gpus[ai] <= free
-                    and (ai + 1 == n or arrival[ai + 1] != t)):
-                # One arrival at an empty queue, and it fits: the call below would push it
-                # and pop it at once (on Philly, 42% of arrivals).
-                alone = ai
-                ai += 1
+        return freed
+
+    return take_ends
+
+
+def _arriver(jobs):
+    """``arrive(ai, t, free, wseq)``: the jobs that arrive at t join the queue; returns the
+    next arrival's index, the one job to start at once (-1: none) and the queue's
+    counter."""
+    n, arrival, gpus, akey, wait, wait_big = (jobs.n, jobs.arrival, jobs.gpus, jobs.akey,
+                                              jobs.wait, jobs.wait_big)
+    push = heapq.heappush
+
+    def arrive(ai, t, free, wseq):
+        if (not wait and not wait_big and gpus[ai] <= free
+                and (ai + 1 == n or arrival[ai + 1] != t)):
+            # One arrival at an empty queue, and it fits: the call would push it and pop
+            # it at once (on Philly, 42% of arrivals).
+            return ai + 1, ai, wseq
+        while ai < n and arrival[ai] == t:
+            wseq += 1
+            if gpus[ai] == 1:
+                push(wait, (akey[ai], wseq, ai))
             else:
-                while ai < n and arrival[ai] == t:
-                    wseq += 1
-                    if gpus[ai] == 1:
-                        push(wait, (est[ai], wseq, ai))  # est * (1 - 0.0) is est
-                    else:
-                        insort(wait_big, (est[ai], wseq, ai))
-                    ai += 1
-        if not changed:
-            continue
-        call = call + 1 if t == t_call else 0  # the calls at t before this one
-        t_call = t
-        cid += 1
+                insort(wait_big, (akey[ai], wseq, ai))
+            ai += 1
+        return ai, -1, wseq
+
+    return arrive
+
+
+def _decider(jobs, depth, margin):
+    """``decide(t, call, cid, free, alone, wseq, preempted)``: the scheduler's call at t
+    (``PriorityScheduler.schedule``): start ``alone`` or fill, the yields at checkpoints
+    (Tiresias), preempt for the head, settle the preemptions. Returns the free GPUs, the
+    queue's counter and the time of the next call that an unsettled state asks for (inf:
+    none), and ``take_crossings`` (None for SRTF-Est)."""
+    wait, wait_big, gpus, worst, akey = (jobs.wait, jobs.wait_big, jobs.gpus, jobs.worst,
+                                         jobs.akey)
+    start, fill, preempt_for_head, take_crossings, yields, unsettled, next_at = _steps(
+        jobs, depth, margin)
+    inf = math.inf
+
+    def decide(t, call, cid, free, alone, wseq, preempted):
         if alone >= 0:
             free -= gpus[alone]
-            start(alone, est[alone], t, call, cid)
+            start(alone, akey[alone], t, call, cid)
         elif free > 0 and (wait or wait_big):
             free = fill(free, t, call, cid)
+        if not (wait or wait_big):
+            return free, wseq, inf
+        if yields is not None:
+            free, wseq = yields(free, t, call, cid, preempted, wseq)
         if wait or wait_big:
             head = wait[0] if wait else wait_big[0]
             if wait_big and wait_big[0] < head:
@@ -505,8 +575,54 @@ def _loop(jobs, scheduler, depth, margin, record_timeline):
             # The search's first test, without the call (most calls end here).
             if gpus[head[2]] <= free or (worst and -worst[0][0] > head[0] + margin):
                 free, wseq = preempt_for_head(free, t, call, cid, preempted, wseq)
-            if preempted:
-                _settle(jobs, preempted, t, cid)
+        if preempted:
+            _settle(jobs, preempted, t, cid)
+        if unsettled is not None and (wait or wait_big) and unsettled(free):
+            return free, wseq, next_at(t, call)
+        return free, wseq, inf
+
+    return decide, take_crossings
+
+
+def _loop(jobs, scheduler, depth, margin, record_timeline):
+    """The event loop: one event per run of a job, its end (and, for Tiresias, its level
+    crossings, and a call where an unsettled state asks for one). Returns the GPU
+    timeline."""
+    n, n_gpus, arrival, wait, wait_big, cross = (jobs.n, jobs.n_gpus, jobs.arrival, jobs.wait,
+                                                 jobs.wait_big, jobs.cross)
+    events = jobs.events
+    take_ends, arrive = _ender(jobs), _arriver(jobs)
+    decide, take_crossings = _decider(jobs, depth, margin)
+    nan, inf = math.nan, math.inf
+    free, ai, wseq, t_any = n_gpus, 0, 0, inf
+    tl_t, tl_used = [0.0], [0]  # the GPU timeline: times, GPUs in use from then on
+    t_call, call, cid = nan, 0, 0
+    preempted: list = []  # by the current call
+    while True:
+        t = events[0][0] if events else inf
+        if ai < n and arrival[ai] < t:
+            t = arrival[ai]
+        if cross and cross[0][0] < t:
+            t = cross[0][0]
+        if t_any < t:
+            t = t_any
+        if t == inf:
+            break
+        freed = take_ends(t)
+        free += freed
+        changed = freed > 0 or t_any == t
+        if cross and cross[0][0] == t and take_crossings(t) and (wait or wait_big):
+            changed = True  # a key rose: the victims may differ
+        alone = -1
+        if ai < n and arrival[ai] == t:
+            changed = True
+            ai, alone, wseq = arrive(ai, t, free, wseq)
+        if not changed:
+            continue
+        call = call + 1 if t == t_call else 0  # the calls at t before this one
+        t_call = t
+        cid += 1
+        free, wseq, t_any = decide(t, call, cid, free, alone, wseq, preempted)
         if record_timeline:
             used = n_gpus - free
             if used != tl_used[-1]:

@@ -1,0 +1,103 @@
+"""Tiresias' keys in the planned loop (``sim.srtf_loop``): a running job's key changes only
+when its attained GPU-seconds cross a queue threshold, so each run of a job gets one more
+event, at the first eval where they do (a level crossing), found when the run starts.
+
+A key is ``level * _LEVEL_SPAN + arrival_s``, the level counting the thresholds at or
+below the GPU-seconds attained as of the job's last checkpoint; attained GPU-seconds there
+are the checkpoint loop's float: the job's GPU-seconds before this run, plus its GPUs times
+the time from the run's start to that eval's event time.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import bisect_right
+
+from evalstop.schedulers.tiresias import _LEVEL_SPAN
+
+
+def refresher(jobs, round_of, rank):
+    """``refresh(i, t)``: job i's entry among the running jobs as of its last eval at or
+    before t (one is due: ``nxt[i] <= t``), its level and attained GPU-seconds set."""
+    segs, done, end_eval, grid, nxt, prog = (jobs.segs, jobs.done, jobs.end_eval, jobs.grid,
+                                             jobs.nxt, jobs.prog)
+    att, lvl, th, gpu_s, gpus, arrival = (jobs.att, jobs.lvl, jobs.th, jobs.gpu_s, jobs.gpus,
+                                          jobs.arrival)
+    inf = math.inf
+
+    def refresh(i, t):
+        seg = segs[i]
+        s, oh, p0, d, _, _, _, _ = seg
+        b = s + oh
+        k, end = done[i] + 1, end_eval[i]
+        while k + 1 < end and b + (grid[k + 1] - p0) * d <= t:
+            k += 1
+        done[i] = k
+        nxt[i] = b + (grid[k + 1] - p0) * d if k + 1 < end else inf
+        g = prog[i] = grid[k]
+        tk = b + (g - p0) * d
+        a = att[i] = gpu_s[i] + gpus[i] * (tk - s)
+        level = lvl[i] = bisect_right(th, a)
+        return (-(level * _LEVEL_SPAN + arrival[i]), tk, round_of(seg, k), 0, rank(seg, k), i)
+
+    return refresh
+
+
+def crosser(jobs):
+    """``cross_next(i, lo)``: schedule job i's next level crossing, the first eval from
+    ``lo`` (before its end) whose attained GPU-seconds reach the next threshold."""
+    segs, gpu_s, gpus, grid, end_eval, lvl, th, cross, cross_t = (
+        jobs.segs, jobs.gpu_s, jobs.gpus, jobs.grid, jobs.end_eval, jobs.lvl, jobs.th,
+        jobs.cross, jobs.cross_t)
+    n_th, nan, push = len(jobs.th), math.nan, heapq.heappush
+
+    def cross_next(i, lo):
+        level = lvl[i]
+        hi = end_eval[i] - 1
+        if level >= n_th or lo > hi:
+            cross_t[i] = nan
+            return
+        thr = th[level]
+        s, oh, p0, d = segs[i][:4]
+        b, g0, g = s + oh, gpu_s[i], gpus[i]
+        if g0 + g * ((b + (grid[hi] - p0) * d) - s) < thr:
+            cross_t[i] = nan
+            return
+        # Attained GPU-seconds only grow along the evals (every step is monotone).
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if g0 + g * ((b + (grid[mid] - p0) * d) - s) >= thr:
+                hi = mid
+            else:
+                lo = mid + 1
+        tc = cross_t[i] = b + (grid[lo] - p0) * d
+        push(cross, (tc, i))
+
+    return cross_next
+
+
+def taker(jobs, refresh, cross_next):
+    """``take_crossings(t)``: the level crossings due at t, each job's entry among the
+    running jobs renewed with its new key; whether any was."""
+    cross, cross_t, live, nxt, worst, ea, gpus, done = (jobs.cross, jobs.cross_t, jobs.live,
+                                                        jobs.nxt, jobs.worst, jobs.ea,
+                                                        jobs.gpus, jobs.done)
+    pop, push = heapq.heappop, heapq.heappush
+
+    def take_crossings(t):
+        rose = False
+        while cross and cross[0][0] == t:
+            i = pop(cross)[1]
+            old = live[i]
+            if cross_t[i] != t or old is None or nxt[i] > t:
+                continue  # (a run preempted or ended since, or a copy already handled)
+            e = live[i] = refresh(i, t)
+            push(worst, e)
+            if -old[0] <= ea[0] < -e[0]:
+                ea[1] += gpus[i]  # now above the last short count's limit
+            cross_next(i, done[i] + 1)
+            rose = True
+        return rose
+
+    return take_crossings

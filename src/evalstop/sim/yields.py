@@ -1,0 +1,164 @@
+"""Yields at checkpoints in the planned loop (``sim.srtf_loop``), for a base that makes
+them (Tiresias): the checkpoint loop's calls that can act, without an event per eval.
+
+``PriorityScheduler`` hears every checkpoint and is asked after each instant's, but a call
+after only checkpoints acts only when the state the last call left is unsettled (see
+``PriorityScheduler._acts``): a fill would start a waiting job (one cut short by
+``depth``), or running jobs above the waiting head's key hold the GPUs it lacks (jobs
+started in that call, which it could not take; or a job that would yield). Keys change only
+at level crossings, which are events. So after each call the loop asks ``unsettled``; only
+then does it need the next checkpoint of any running job (``next_checkpoint``), where the
+checkpoint loop's next call acts. Every call tests the jobs checkpointed at its instant
+for a yield (``yields``), in the order the checkpoint loop processed their evals.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import bisect_left
+
+
+def _head(jobs):
+    wait, wait_big = jobs.wait, jobs.wait_big
+    head = wait[0] if wait else wait_big[0]
+    if wait_big and wait_big[0] < head:
+        head = wait_big[0]
+    return head
+
+
+def eval_index(jobs, round_of):
+    """``track(i)``: job i's run starts. ``at(t, call)``: the running jobs' evals (before
+    their ends) at t that the checkpoint loop processes in the batch before call ``call``
+    at t, as (job, eval), and the time of the next eval of any running job after that
+    batch (t itself: one due at once at a start in this call; inf: none).
+
+    Queries come in time order, so a heap of each run's next eval not yet passed, advanced
+    lazily, answers them: a query pops only the entries it passes, and an entry skips the
+    evals between two queries at once. (A map from every eval time of a run, filled when
+    it starts, answered faster but cost more to fill: on Philly, runs are often preempted
+    long before their last evals.)"""
+    segs, grid, end_eval, end_t, n_gpus = (jobs.segs, jobs.grid, jobs.end_eval, jobs.end_t,
+                                           jobs.n_gpus)
+    ck: list = []  # (time, job, eval, run)
+    push, pop = heapq.heappush, heapq.heappop
+
+    def track(i):
+        seg = segs[i]
+        j = seg[4]
+        if j < end_eval[i]:
+            push(ck, (seg[0] + seg[1] + (grid[j] - seg[2]) * seg[3], i, j, seg))
+        if len(ck) > 64 + 4 * n_gpus:
+            # (A run preempted in the call being made still counts: it may be restarted in
+            # it, on the same run; its end time is cleared only after the call.)
+            ck[:] = [e for e in ck if segs[e[1]] is e[3] and end_t[e[1]] == end_t[e[1]]]
+            heapq.heapify(ck)
+
+    def at(t, call):
+        hits, later = [], []
+        while ck and ck[0][0] <= t:
+            e = pop(ck)
+            tk, i, k, seg = e
+            if segs[i] is not seg or end_t[i] != end_t[i]:
+                continue  # the run ended or was preempted
+            if tk == t and round_of(seg, k) > call:
+                later.append(e)  # due at once at its start in this call: after it
+                continue
+            b, p0, d, end = seg[0] + seg[1], seg[2], seg[3], end_eval[i]
+            tk = b + (grid[k] - p0) * d
+            while tk <= t:
+                if tk == t and round_of(seg, k) == call:
+                    hits.append((i, k))
+                k += 1
+                if k == end:
+                    break
+                tk = b + (grid[k] - p0) * d
+            else:
+                push(ck, (tk, i, k, seg))
+        for e in later:
+            push(ck, e)
+        while ck and (segs[ck[0][1]] is not ck[0][3] or end_t[ck[0][1]] != end_t[ck[0][1]]):
+            pop(ck)
+        return hits, ck[0][0] if ck else math.inf
+
+    return track, at
+
+
+def yielder(jobs, margin, fill, refresh, enqueue, rank, at):
+    """``yields(free, t, call, cid, preempted, wseq)``: ``_yield_at_checkpoints`` for the
+    jobs whose evals the checkpoint loop processed in this call's batch (``at``): each, in
+    that order, yields to the waiting head if it ranks behind it by more than ``margin``
+    and the head fits in the free GPUs and its own; a fill follows each yield. Returns the
+    free GPUs and the wait queue's counter."""
+    wait, wait_big, worst, live, moved, gone, nxt, segs, gpus = (
+        jobs.wait, jobs.wait_big, jobs.worst, jobs.live, jobs.moved, jobs.gone, jobs.nxt,
+        jobs.segs, jobs.gpus)
+
+    def yields(free, t, call, cid, preempted, wseq):
+        if not worst or -worst[0][0] <= _head(jobs)[0] + margin:
+            return free, wseq
+        limit = _head(jobs)[0] + margin
+        found = [(rank(segs[i], k), i) for i, k in at(t, call)[0]
+                 if moved[i] != cid and -live[i][0] > limit]
+        found.sort(key=lambda r: r[0])
+        for _, i in found:
+            if not (wait or wait_big):
+                break
+            if live[i] is None or moved[i] == cid:
+                continue
+            head_key, _, h = _head(jobs)
+            key = -live[i][0]
+            if gpus[h] <= free + gpus[i] and key > head_key + margin:
+                if nxt[i] <= t:
+                    refresh(i, t)  # its settlement reads its last eval
+                moved[i] = gone[i] = cid
+                preempted.append(i)
+                live[i] = None
+                wseq += 1
+                enqueue((key, wseq, i))
+                free = fill(free + gpus[i], t, call, cid)
+        return free, wseq
+
+    return yields
+
+
+def unsettled_test(jobs, depth, margin):
+    """``unsettled(free)``: whether the scheduler's next call after only checkpoints would
+    act on the state this call left (the queue not empty): a fill would start one of the
+    first ``depth`` waiting jobs, or running jobs above the head's key plus ``margin`` hold
+    the GPUs the head lacks (counted as the victims' search of a call would, none moved)."""
+    wait, wait_big, worst, live, gpus, ea = (jobs.wait, jobs.wait_big, jobs.worst, jobs.live,
+                                             jobs.gpus, jobs.ea)
+    depth = math.ceil(min(depth, 2**62))  # the jobs a fill looks at: ``looked < depth``
+
+    def unsettled(free):
+        if free > 0:
+            n_ahead = bisect_left(wait_big, wait[0]) if wait else len(wait_big)
+            if wait and n_ahead < depth:
+                return True
+            for k in range(min(n_ahead, depth)):
+                if gpus[wait_big[k][2]] <= free:
+                    return True
+        head_key, _, h = _head(jobs)
+        short, limit = gpus[h] - free, head_key + margin
+        if limit >= ea[0] and ea[1] < short:
+            return False
+        held, stack, n_w = 0, [0] if worst else [], len(worst)
+        while stack:
+            k = stack.pop()
+            e = worst[k]
+            if -e[0] <= limit:
+                continue
+            if live[e[5]] is e:
+                held += gpus[e[5]]
+                if held >= short:
+                    return True
+            k = 2 * k + 1
+            if k < n_w:
+                stack.append(k)
+                if k + 1 < n_w:
+                    stack.append(k + 1)
+        ea[0], ea[1] = limit, held
+        return False
+
+    return unsettled
