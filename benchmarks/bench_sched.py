@@ -6,7 +6,7 @@ GPUs, as in bench_sim.py) it prints the CPU time of the whole ``simulate`` call,
 process, then the time per job at each size relative to the first. Target for
 SRTF-Est+evalstop:k=2: <= 5x bare, time per job at 8x within 1.2x of 1x. ``--check``
 also runs SRTF-Est's configurations through the checkpoint loop at the first size
-(``srtf_loop.ENABLED = False``: an event per eval) and asserts every start, finish, stop,
+(``planned.ENABLED = False``: an event per eval) and asserts every start, finish, stop,
 kept checkpoint, preemption and the GPU timeline are the same.
 
     python benchmarks/bench_sched.py [--sizes 1,2,4,8] [--repeat 3] [--check]
@@ -23,7 +23,7 @@ import numpy as np
 from bench_sim import CLOCK, bare_fifo, best_of, repeated
 
 from evalstop.schedulers import build
-from evalstop.sim import srtf_loop
+from evalstop.sim import planned
 from evalstop.sim.engine import simulate
 from evalstop.workload import load_philly, trace_workload
 
@@ -73,11 +73,11 @@ def main():
                   f"{int(res.n_preemptions.sum()):,} preemptions, {int(res.stopped.sum()):,} "
                   f"stopped")
             if args.check and k == sizes[0] and sched == "srtf-est":
-                srtf_loop.ENABLED = False
+                planned.ENABLED = False
                 t0 = CLOCK()
                 slow = simulate(w, n_gpus, build(sched, det))
                 t_slow = CLOCK() - t0
-                srtf_loop.ENABLED = True
+                planned.ENABLED = True
                 fast = simulate(w, n_gpus, build(sched, det))
                 for f in FIELDS:
                     assert np.array_equal(getattr(fast, f), getattr(slow, f),

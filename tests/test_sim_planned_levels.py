@@ -1,11 +1,11 @@
-"""Tiresias on the planned loop (evalstop.sim.srtf_loop with ``levels`` and ``yields``)
+"""Tiresias on the planned loop (evalstop.sim.planned with ``levels`` and ``yields``)
 gives the checkpoint loop's result.
 
 The planned loop gives a Tiresias run with planned stops an event at its end and at its
 level crossings only, and makes a call after only checkpoints where the checkpoint loop's
 call would act (an unsettled state) or a job checkpointed at that instant would yield.
 Every field of the result is compared with the Python checkpoint loop
-(``srtf_loop.ENABLED = False``, ``EVALSTOP_JIT=0``) on random traces made to tie, with low
+(``planned.ENABLED = False``, ``EVALSTOP_JIT=0``) on random traces made to tie, with low
 thresholds (many crossings), on Philly slices and on a Philly slice repeated (copies share
 every time); and the compared runs must cover crossings, yields at checkpoints, calls an
 unsettled state asked for, and checkpoints found at the instant of a call.
@@ -20,7 +20,7 @@ from conftest import random_workload
 from tie_traces import assert_same_fields, tie_cases
 
 from evalstop.schedulers import EvalStop, Tiresias, build
-from evalstop.sim import levels, srtf_loop, yields
+from evalstop.sim import levels, planned, yields
 from evalstop.sim.engine import simulate
 from evalstop.workload import load_philly, trace_workload
 
@@ -38,8 +38,8 @@ def seen(monkeypatch):
             return lambda *a: note(step(*a), a)
         return made
 
-    run = srtf_loop.run
-    monkeypatch.setattr(srtf_loop, "run", lambda *a: count.update(["run"]) or run(*a))
+    run = planned.run
+    monkeypatch.setattr(planned, "run", lambda *a: count.update(["run"]) or run(*a))
     monkeypatch.setattr(levels, "taker", wrap(levels.taker, lambda out, a: (
         count.update(["crossing"] * out) or out)))
 
@@ -75,7 +75,7 @@ def seen(monkeypatch):
 def same_as_checkpoint_loop(monkeypatch, w, n_gpus, make, overhead=120.0):
     res = simulate(w, n_gpus, make(), restart_overhead_s=overhead)
     with monkeypatch.context() as m:
-        m.setattr(srtf_loop, "ENABLED", False)
+        m.setattr(planned, "ENABLED", False)
         ref = simulate(w, n_gpus, make(), restart_overhead_s=overhead)
     assert_same_fields(res, ref)
     assert (res.n_events, res.n_eval_events) == (ref.n_events, ref.n_eval_events)
@@ -84,24 +84,24 @@ def same_as_checkpoint_loop(monkeypatch, w, n_gpus, make, overhead=120.0):
 
 def test_the_loop_is_taken_for_plain_tiresias_only():
     w = random_workload(0, 10)
-    assert srtf_loop.rule(build("tiresias"), w) == "levels"
-    assert srtf_loop.rule(build("tiresias", "default"), w) == "levels"
-    assert srtf_loop.rule(build("srtf-est"), w) == "remaining"
-    assert srtf_loop.rule(build("loss-aware"), w) is None
+    assert planned.rule(build("tiresias"), w) == "levels"
+    assert planned.rule(build("tiresias", "default"), w) == "levels"
+    assert planned.rule(build("srtf-est"), w) == "remaining"
+    assert planned.rule(build("loss-aware"), w) is None
 
     class Mine(Tiresias):
         pass
 
-    assert srtf_loop.rule(Mine(), w) is None
+    assert planned.rule(Mine(), w) is None
     spied = build("tiresias")
     spied.key = spied.key  # a patched method keeps the checkpoint loop
-    assert srtf_loop.rule(spied, w) is None
+    assert planned.rule(spied, w) is None
     no_yields = build("tiresias")
     no_yields.preempt_at_checkpoint = False
-    assert srtf_loop.rule(no_yields, w) is None
+    assert planned.rule(no_yields, w) is None
     late = random_workload(0, 3)
     late.arrival_s[-1] = 2.0**33  # beyond the keys' span: the checkpoint loop refuses it
-    assert srtf_loop.rule(build("tiresias"), late) is None
+    assert planned.rule(build("tiresias"), late) is None
     with pytest.raises(ValueError, match="arrival_s"):
         simulate(late, 8, build("tiresias", "evalstop:k=2"))
 

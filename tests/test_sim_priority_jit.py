@@ -23,7 +23,7 @@ from tie_traces import bases, overlays, tie_workload
 
 from evalstop.experiments.runner import hacking_jobs
 from evalstop.schedulers import EvalStop, LossAware, SJFEst, SRTFEst, Tiresias, build
-from evalstop.sim import engine, priority_twin, srtf_loop
+from evalstop.sim import engine, planned, priority_twin
 from evalstop.sim.engine import simulate
 from evalstop.sim.stops import plan_for
 from evalstop.sim.view import JobView
@@ -54,7 +54,7 @@ def checkpoint_loop(monkeypatch, w, n_gpus, sched, *, restart_overhead_s=120.0,
     checkpoints (whose ``simulate`` runs ``sim.ends``)."""
     with monkeypatch.context() as m:
         m.setenv("EVALSTOP_JIT", "0")
-        m.setattr(srtf_loop, "ENABLED", False)
+        m.setattr(planned, "ENABLED", False)
         if sched.needs_checkpoints:
             return simulate(w, n_gpus, sched, restart_overhead_s=restart_overhead_s,
                             record_timeline=record_timeline)
@@ -69,7 +69,7 @@ def twin_loop(monkeypatch, w, n_gpus, sched, *, restart_overhead_s=120.0,
 
     with monkeypatch.context() as m:
         m.setenv("EVALSTOP_JIT", "1")
-        if not srtf_loop.fits(sched):
+        if not planned.fits(sched):
             return simulate(w, n_gpus, sched, restart_overhead_s=restart_overhead_s,
                             record_timeline=record_timeline)
         sched.bind(n_gpus=n_gpus, restart_overhead_s=restart_overhead_s)

@@ -1,9 +1,9 @@
-"""SRTF-Est's own loop (evalstop.sim.srtf_loop) gives the checkpoint loop's result.
+"""SRTF-Est's own loop (evalstop.sim.planned) gives the checkpoint loop's result.
 
 The loop skips the checkpoint events of SRTF-Est runs with planned stops and finds a
 job's last checkpoint when the scheduler looks at it. Every field of the result (every
 start, finish, stop, kept checkpoint, preemption and the GPU timeline) is compared with the
-checkpoint loop of ``engine._run`` (``srtf_loop.ENABLED = False``) on random traces made
+checkpoint loop of ``engine._run`` (``planned.ENABLED = False``) on random traces made
 to tie (equal estimates, durations on a coarse grid, no restart overhead), on the traces
 of ``test_sim_fastpath`` and on a slice of Philly. Each comparison runs twice: with the
 Python loop (``EVALSTOP_JIT=0``) and with its compiled twin (``evalstop.sim.srtf_jit``,
@@ -17,7 +17,7 @@ import pytest
 from conftest import make_workload, random_workload
 
 from evalstop.schedulers import EvalStop, SRTFEst, build, make_scheduler
-from evalstop.sim import srtf_loop
+from evalstop.sim import planned
 from evalstop.sim.engine import simulate
 from evalstop.workload import load_philly, synthetic_workload, trace_workload
 
@@ -51,7 +51,7 @@ def loop(request, monkeypatch):
 
 def checkpoint_loop(monkeypatch, *args, **kw):
     with monkeypatch.context() as m:
-        m.setattr(srtf_loop, "ENABLED", False)
+        m.setattr(planned, "ENABLED", False)
         return simulate(*args, **kw)
 
 
@@ -76,24 +76,24 @@ def tie_workload(seed, n):
 
 
 def test_the_loop_is_taken_for_plain_srtf_only():
-    assert srtf_loop.fits(build("srtf-est")) and srtf_loop.fits(build("srtf-est", "default"))
-    assert not srtf_loop.fits(build("tiresias", "evalstop:k=2"))
+    assert planned.fits(build("srtf-est")) and planned.fits(build("srtf-est", "default"))
+    assert not planned.fits(build("tiresias", "evalstop:k=2"))
 
     class Mine(SRTFEst):
         pass
 
-    assert not srtf_loop.fits(Mine())
+    assert not planned.fits(Mine())
     spied = build("srtf-est")
     spied.schedule = spied.schedule  # a patched method (a test's spy) keeps the general loop
-    assert not srtf_loop.fits(spied)
+    assert not planned.fits(spied)
     yields = build("srtf-est")
     yields.preempt_at_checkpoint = True  # yields at checkpoints: it must hear them
-    assert not srtf_loop.fits(yields)
+    assert not planned.fits(yields)
 
     class Overlay(EvalStop):
         pass
 
-    assert not srtf_loop.fits(Overlay(make_scheduler("srtf-est"), "evalstop:k=2"))
+    assert not planned.fits(Overlay(make_scheduler("srtf-est"), "evalstop:k=2"))
 
 
 @pytest.mark.parametrize("overhead", [0.0, 30.0, 120.0])
@@ -147,8 +147,8 @@ def test_an_eval_due_at_its_restart_is_processed_after_that_call(monkeypatch, lo
     res = same_as_checkpoint_loop(monkeypatch, w, 2, lambda: build("srtf-est"), 0.0)
     assert res.n_preemptions.tolist() == [1, 0, 1, 0]
     seg = (10.0, 0.0, grid[1], 3.0, 1, 0, 4, [float(g) for g in grid])
-    assert srtf_loop._round(seg, 1) == 1  # after call 0 at t=10
-    assert srtf_loop._round(seg[:1] + (1.0,) + seg[2:], 1) == 0  # due later: first batch
+    assert planned._round(seg, 1) == 1  # after call 0 at t=10
+    assert planned._round(seg[:1] + (1.0,) + seg[2:], 1) == 0  # due later: first batch
 
 
 def test_a_key_set_at_a_restarts_eval_ranks_after_the_calls_starts(monkeypatch, loop):
@@ -237,6 +237,6 @@ def test_the_twin_raises_as_the_python_loop_does(monkeypatch):
         s = build("srtf-est")
         s.bind(n_gpus=2, restart_overhead_s=0.0)
         with pytest.raises(RuntimeError, match="left 1 jobs waiting") as err:
-            srtf_loop.run(w, 2, s, 0.0, True, plan_for(w, s), 0.0)
+            planned.run(w, 2, s, 0.0, True, plan_for(w, s), 0.0)
         errors.append(str(err.value))
     assert errors[0] == errors[1]

@@ -8,7 +8,7 @@ import numpy as np
 from conftest import make_workload
 
 from evalstop.schedulers import EvalStop, LossAware, SJFEst, SRTFEst, Tiresias
-from evalstop.sim import srtf_loop
+from evalstop.sim import planned
 
 FIELDS = ("start_s", "finish_s", "stopped", "stop_eval", "kept_eval", "end_progress", "gpu_s",
           "n_preemptions", "timeline_t", "timeline_used")
@@ -24,7 +24,7 @@ def python_loop_calls(monkeypatch, cls, name, note):
     """On the Python checkpoint loop for every base (no twin, no SRTF-Est loop), record
     ``note(self, out)`` for each call of ``cls.name``; returns the list of records."""
     monkeypatch.setenv("EVALSTOP_JIT", "0")
-    monkeypatch.setattr(srtf_loop, "ENABLED", False)
+    monkeypatch.setattr(planned, "ENABLED", False)
     records = []
     method = getattr(cls, name)
 

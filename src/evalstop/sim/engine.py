@@ -31,7 +31,7 @@ import numpy as np
 from evalstop import jit
 from evalstop.schedulers.base import Scheduler
 from evalstop.schedulers.overlay import EvalStop
-from evalstop.sim import priority_twin, srtf_loop
+from evalstop.sim import planned, priority_twin
 from evalstop.sim.ends import run_ends
 from evalstop.sim.result import SimResult
 from evalstop.sim.stops import plan_for, plannable
@@ -93,13 +93,14 @@ def simulate(
 
 def twin_use(workload, scheduler, plan_stops: bool = True):
     """The compiled loop that ``simulate`` would ask ``evalstop.jit`` for on this run, as
-    ``(name, n_jobs, n_evals)``, or None (for ``jit.expect``). SRTF-Est's own loop asks
-    for its twin; a plain priority base with planned stops for ``sim.priority_jit``, on
-    ends only (``priority_twin.ENDS``) where it needs no checkpoints (SJF-Est)."""
+    ``(name, n_jobs, n_evals)``, or None (for ``jit.expect``). SRTF-Est's planned loop
+    asks for its twin; a plain priority base with planned stops for ``sim.priority_jit``
+    (Tiresias: before its planned loop), on ends only (``priority_twin.ENDS``) where it
+    needs no checkpoints (SJF-Est)."""
     if not (plan_stops and plannable(scheduler)):
         return None
     n, m = workload.n_jobs, workload.n_evals
-    if srtf_loop.fits(scheduler):
+    if planned.fits(scheduler):
         return "evalstop.sim.srtf_jit", n, 0
     base = priority_twin.plain(scheduler)
     if base is None:
@@ -112,7 +113,7 @@ def twin_use(workload, scheduler, plan_stops: bool = True):
 def _compiled(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, wall0):
     """``_run`` by its compiled twin (``sim.priority_jit``) for a plain priority base with
     planned stops, where the twin pays; None: ``_run`` (or ``run_ends``) runs. SRTF-Est
-    keeps its own loop."""
+    keeps its planned loop, which asks for its own twin."""
     use = None if plan is None else twin_use(workload, scheduler)
     if use is None or use[0] == "evalstop.sim.srtf_jit":
         return None
@@ -124,8 +125,8 @@ def _compiled(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, 
 def _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, wall0):
     """The checkpoint loop: every eval an event (or, for SRTF-Est and Tiresias with
     planned stops, the planned loop, which skips the evals no one acts on)."""
-    if plan is not None and srtf_loop.rule(scheduler, workload) is not None:
-        return srtf_loop.run(workload, n_gpus, scheduler, restart_overhead_s,
+    if plan is not None and planned.rule(scheduler, workload) is not None:
+        return planned.run(workload, n_gpus, scheduler, restart_overhead_s,
                              record_timeline, plan, wall0)
     jobs = _Jobs(workload, plan)
     tl_t, tl_used = _loop(jobs, n_gpus, scheduler, _hooks(scheduler, plan),

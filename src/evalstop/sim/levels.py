@@ -1,4 +1,4 @@
-"""Tiresias' keys in the planned loop (``sim.srtf_loop``): a running job's key changes only
+"""Tiresias' keys in the planned loop (``sim.planned``): a running job's key changes only
 when its attained GPU-seconds cross a queue threshold, so each run of a job gets one more
 event, at the first eval where they do (a level crossing), found when the run starts.
 

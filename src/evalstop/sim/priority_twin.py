@@ -26,11 +26,11 @@ from evalstop.schedulers.overlay import plain_base
 from evalstop.schedulers.sjf import SJFEst
 from evalstop.schedulers.srtf import SRTFEst
 from evalstop.schedulers.tiresias import Tiresias
-from evalstop.sim import srtf_loop
+from evalstop.sim import planned
 from evalstop.sim.result import planned_result
 
 # The calls the twin restates: patched on the instance, they keep the Python loop.
-_HOOKS = (*srtf_loop._HOOKS, "twin_key", "_fill", "_started", "_set_running_key", "_push_worst",
+_HOOKS = (*planned._HOOKS, "twin_key", "_fill", "_started", "_set_running_key", "_push_worst",
           "_live_top", "_compact", "_preempt", "_preempt_for_head", "_enough_above",
           "_yield_at_checkpoints")
 _RULES = {"remaining": 0, "levels": 1, "loss-drop": 2, "fixed": 3}
@@ -86,7 +86,7 @@ def run(twin, workload, n_gpus, scheduler, restart_overhead_s, record_timeline, 
         bool(scheduler.reschedule_on_eval), int(n_gpus), depth, float(base.margin),
         float(restart_overhead_s), bool(record_timeline), ends_only(base, scheduler))
     if n_waiting >= 0:
-        raise srtf_loop._left_waiting(scheduler, n_waiting)
+        raise planned._left_waiting(scheduler, n_waiting)
     return planned_result(workload, plan, grid, start_s=start_s, finish_s=finish_s,
                           gpu_s=gpu_s, n_preemptions=n_pre, tl_t=tl_t, tl_used=tl_used,
                           n_gpus=n_gpus, scheduler=scheduler, wall0=wall0)

@@ -1,6 +1,6 @@
-"""The numba twin of ``srtf_loop.run``: the same loop, compiled.
+"""The numba twin of ``planned.run`` for SRTF-Est: the same loop, compiled.
 
-``srtf_loop.run`` spends its time in Python's heap operations (on 1x Philly: 137k starts,
+``planned.run`` (SRTF-Est) spends its time in Python's heap operations (on 1x Philly: 137k starts,
 237k pops, 370k pushes). Here the same loop runs over numpy arrays: every heap is an
 array heap whose pushes, pops, replaces and heapifies are ``heapq``'s algorithms step for
 step (so each heap holds its entries in the same places, and the in-place reading of the
@@ -11,7 +11,7 @@ every float is computed with the expression, and in the order, of the Python loo
 times, keys and GPU-seconds are the same floats. ``tests/test_sim_srtf_loop.py`` compares
 the twin with the Python loop and with the checkpoint loop.
 
-A change to the loop of ``srtf_loop`` must be made here too. Only ``run_kernel`` is called from
+A change to SRTF-Est's steps in ``planned`` must be made here too. Only ``run_kernel`` is called from
 outside; it returns the arrays ``run`` builds its result from, and a count of jobs left
 waiting on an idle cluster (-1: none) for ``run`` to raise on. Its buffers are sized by
 the bounds of one scheduling call, which hold because every job needs at least one GPU
@@ -200,7 +200,7 @@ def _delete(BK, BS, BJ, nb, at):
 
 @_helper(f8, f8, f8, f8, i8, i8, F1, i8)
 def _round(s, oh, p0, d, j0, call, grid, j):
-    """``srtf_loop._round``: the scheduling calls at its time before eval ``j`` of the
+    """``planned._round``: the scheduling calls at its time before eval ``j`` of the
     segment was processed."""
     b = s + oh
     t = b + (grid[j] - p0) * d
@@ -346,7 +346,7 @@ def _grow(A, rows):
 @_helper(i8, f8, f8, i8, i8, I1, F1, F2, I2, F2, I2, F1, I1, I1, F1, I1, F1, I1, F1, i8, f8)
 def _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur, gpus, est,
            end_eval, grid, n_gpus, overhead):
-    """``start`` in ``srtf_loop`` (``_starter``)."""
+    """``start`` in ``planned`` (``_starter``)."""
     JI[i, MOVED] = cid
     S[S_ORDER] += 1
     order = S[S_ORDER]
@@ -636,7 +636,7 @@ def _arrive(ai, t, free, arrival, gpus, est, S, QF, QA, QB, BK, BS, BJ):
 
 @_step
 def _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, gpus, grid, n_gpus):
-    """The preemptions of call ``cid`` at t, if any (``srtf_loop._settle``)."""
+    """The preemptions of call ``cid`` at t, if any (``planned._settle``)."""
     if S[S_PRE] == 0:
         return
     for r in range(S[S_PRE]):
@@ -712,7 +712,7 @@ def _grown_worst(WF, WI, PPF, PPI, FRF, FRI, stack, size):
 @njit(cache=True)
 def run_kernel(arrival, dur, gpus, est, end_eval, grid, n_gpus, depth, margin, overhead,
                record_timeline):
-    """``srtf_loop.run``'s loop: start_s, finish_s, gpu_s, n_preemptions, the timeline
+    """``planned.run``'s loop: start_s, finish_s, gpu_s, n_preemptions, the timeline
     (times, GPUs used), the jobs left waiting on an idle cluster (-1: none; the loop
     stopped there), and the owners (``_o``) of the views it works on (``_borrow``),
     returned so that they outlive every view. Every array is made here, not by a helper

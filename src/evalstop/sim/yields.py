@@ -1,4 +1,4 @@
-"""Yields at checkpoints in the planned loop (``sim.srtf_loop``), for a base that makes
+"""Yields at checkpoints in the planned loop (``sim.planned``), for a base that makes
 them (Tiresias): the checkpoint loop's calls that can act, without an event per eval.
 
 ``PriorityScheduler`` hears every checkpoint and is asked after each instant's, but a call

@@ -1,32 +1,39 @@
-"""SRTF-Est with planned stops: the checkpoint loop's result without its checkpoint events.
+"""The planned loop: SRTF-Est and Tiresias with planned stops, the checkpoint loop's
+result without an event per eval.
 
-SRTF-Est hears a running job's evals only to re-key it (estimated remaining time as of
-the last checkpoint), and reads those keys only when the best waiting job does not fit
-and it looks for victims. So here each run of a job (from a start to its end or
-preemption) gets one event, its end (planned stop or completion); a running job's last
-checkpoint is found when SRTF-Est looks at the job,
-from its segment's start, overhead and progress with the expression the checkpoint loop
-uses for each eval's event time, so it is the same float. The victims' heap holds each
-job's key as of when it was last looked at: keys only fall while a job runs, so a stale
-key is an upper bound, and the top is refreshed until it stays on top (the job the
-checkpoint loop would find there).
+Both hear a running job's evals only to re-key it, and read those keys only in a
+scheduling call. So here each run of a job (from a start to its end or preemption) gets
+one event, its end (planned stop or completion), and a job's last checkpoint is found when
+the scheduler looks at the job, from its run's start, overhead and progress with the
+expression the checkpoint loop uses for each eval's event time (the same float). A base
+states its key rule (``rule``):
+
+* ``"remaining"`` (SRTF-Est): the key falls at every eval, so the victims' heap holds
+  each job's key as of when it was last looked at, an upper bound, and the top is
+  refreshed until it stays on top (the job the checkpoint loop would find there).
+* ``"levels"`` (Tiresias, ``sim.levels``): the key changes only at a level crossing, found
+  when the run starts and made an event. Tiresias also yields at checkpoints and is asked
+  after every instant's evals; ``sim.yields`` makes only the calls of the checkpoint loop
+  that can act, and tests the jobs checkpointed at a call's instant for a yield.
 
 Ties between equal keys go, in the checkpoint loop, to the key set first. When keys tie,
 ``_Rank`` recovers that order: it is the order in which the checkpoint loop would have
 processed the two checkpoints (or starts) that set them (see ``_chain``).
 
-The scheduling itself is ``PriorityScheduler``'s (fill in key order ``depth`` deep, then
-preempt for the head), restated over plain lists for speed: a change there must be made
-here too. Every start, finish, stop and preemption is the checkpoint loop's
-(``engine._run`` with ``SRTFEst``); ``tests/test_sim_srtf_loop.py`` compares them on
-random traces with many ties and on a slice of Philly, so a difference shows there.
-``ENABLED = False`` sends SRTF-Est back to that loop.
+The scheduling itself is ``PriorityScheduler``'s (fill in key order ``depth`` deep, the
+yields at checkpoints, then preempt for the head), restated over plain lists for speed: a
+change there must be made here too. Every start, finish, stop and preemption is the
+checkpoint loop's (``engine._run``); ``tests/test_sim_srtf_loop.py`` and
+``tests/test_sim_planned_levels.py`` compare them on random traces with many ties and on
+Philly slices, so a difference shows there. ``ENABLED = False`` sends both back to that
+loop.
 
-With numba installed (the ``fast`` extra), ``run`` hands the loop to its compiled twin
-``evalstop.sim.srtf_jit`` when ``evalstop.jit`` says so (by default for large workloads;
-``EVALSTOP_JIT=1`` always, ``0`` never). The twin makes every decision and float of the
-loop here (the same tests compare the two). The Python loop stays the reference: it is
-what runs without numba or on small workloads, and what the twin is read against.
+With numba installed (the ``fast`` extra), ``run`` hands SRTF-Est's loop to its compiled
+twin ``evalstop.sim.srtf_jit`` when ``evalstop.jit`` says so (by default for large
+workloads; ``EVALSTOP_JIT=1`` always, ``0`` never); the twin makes every decision and float
+of the loop here (the same tests compare the two). Tiresias' compiled form is the
+checkpoint loop's twin (``sim.priority_jit``), which ``engine`` asks for first. The Python
+loop stays the reference: it is what runs without numba or on small workloads.
 """
 
 from __future__ import annotations
