@@ -503,44 +503,14 @@ def _steps(jobs, depth, margin):
             yields.unsettled_test(jobs, depth, margin), lambda t, call: at(t, call)[1])
 
 
-def _ender(jobs):
-    """``take_ends(t)``: the runs that end at t (planned stop or completion); returns the
-    GPUs they free (every job holds at least one, so 0: none ended)."""
-    events, end_t, finish_s, gpu_s, gpus, segs, live, cross_t = (
-        jobs.events, jobs.end_t, jobs.finish_s, jobs.gpu_s, jobs.gpus, jobs.segs, jobs.live,
-        jobs.cross_t)
-    pop, nan = heapq.heappop, math.nan
-
-    def take_ends(t):
-        freed = 0
-        while events and events[0][0] == t:
-            i = pop(events)[1]
-            if end_t[i] != t:
-                continue  # a preempted segment's end, or a copy of one already handled
-            end_t[i] = cross_t[i] = nan
-            finish_s[i] = t  # (how it ended, every job's planned end, comes from the plan)
-            gpu_s[i] += gpus[i] * (t - segs[i][0])
-            freed += gpus[i]
-            live[i] = None
-        return freed
-
-    return take_ends
-
-
 def _arriver(jobs):
-    """``arrive(ai, t, free, wseq)``: the jobs that arrive at t join the queue; returns the
-    next arrival's index, the one job to start at once (-1: none) and the queue's
-    counter."""
+    """``arrive(ai, t, wseq)``: the jobs that arrive at t join the queue; returns the next
+    arrival's index and the queue's counter."""
     n, arrival, gpus, akey, wait, wait_big = (jobs.n, jobs.arrival, jobs.gpus, jobs.akey,
                                               jobs.wait, jobs.wait_big)
     push = heapq.heappush
 
-    def arrive(ai, t, free, wseq):
-        if (not wait and not wait_big and gpus[ai] <= free
-                and (ai + 1 == n or arrival[ai + 1] != t)):
-            # One arrival at an empty queue, and it fits: the call would push it and pop
-            # it at once (on Philly, 42% of arrivals).
-            return ai + 1, ai, wseq
+    def arrive(ai, t, wseq):
         while ai < n and arrival[ai] == t:
             wseq += 1
             if gpus[ai] == 1:
@@ -548,28 +518,24 @@ def _arriver(jobs):
             else:
                 insort(wait_big, (akey[ai], wseq, ai))
             ai += 1
-        return ai, -1, wseq
+        return ai, wseq
 
     return arrive
 
 
 def _decider(jobs, depth, margin):
-    """``decide(t, call, cid, free, alone, wseq, preempted)``: the scheduler's call at t
-    (``PriorityScheduler.schedule``): start ``alone`` or fill, the yields at checkpoints
-    (Tiresias), preempt for the head, settle the preemptions. Returns the free GPUs, the
-    queue's counter and the time of the next call that an unsettled state asks for (inf:
-    none), and ``take_crossings`` (None for SRTF-Est)."""
-    wait, wait_big, gpus, worst, akey = (jobs.wait, jobs.wait_big, jobs.gpus, jobs.worst,
-                                         jobs.akey)
+    """``decide(t, call, cid, free, wseq, preempted)``: the scheduler's call at t
+    (``PriorityScheduler.schedule``): fill, the yields at checkpoints (Tiresias), preempt
+    for the head, settle the preemptions. Returns the free GPUs, the queue's counter and
+    the time of the next call that an unsettled state asks for (inf: none); with it,
+    ``take_crossings`` (None for SRTF-Est) and ``start``."""
+    wait, wait_big, gpus, worst = jobs.wait, jobs.wait_big, jobs.gpus, jobs.worst
     start, fill, preempt_for_head, take_crossings, yields, unsettled, next_at = _steps(
         jobs, depth, margin)
     inf = math.inf
 
-    def decide(t, call, cid, free, alone, wseq, preempted):
-        if alone >= 0:
-            free -= gpus[alone]
-            start(alone, akey[alone], t, call, cid)
-        elif free > 0 and (wait or wait_big):
+    def decide(t, call, cid, free, wseq, preempted):
+        if free > 0 and (wait or wait_big):
             free = fill(free, t, call, cid)
         if not (wait or wait_big):
             return free, wseq, inf
@@ -588,7 +554,7 @@ def _decider(jobs, depth, margin):
             return free, wseq, next_at(t, call)
         return free, wseq, inf
 
-    return decide, take_crossings
+    return decide, take_crossings, start
 
 
 def _loop(jobs, scheduler, depth, margin, record_timeline):
@@ -597,9 +563,11 @@ def _loop(jobs, scheduler, depth, margin, record_timeline):
     timeline."""
     n, n_gpus, arrival, wait, wait_big, cross = (jobs.n, jobs.n_gpus, jobs.arrival, jobs.wait,
                                                  jobs.wait_big, jobs.cross)
-    events = jobs.events
-    take_ends, arrive = _ender(jobs), _arriver(jobs)
-    decide, take_crossings = _decider(jobs, depth, margin)
+    events, gpus, akey, end_t, cross_t, finish_s, gpu_s, segs, live = (
+        jobs.events, jobs.gpus, jobs.akey, jobs.end_t, jobs.cross_t, jobs.finish_s, jobs.gpu_s,
+        jobs.segs, jobs.live)
+    arrive, pop = _arriver(jobs), heapq.heappop
+    decide, take_crossings, start = _decider(jobs, depth, margin)
     nan, inf = math.nan, math.inf
     free, ai, wseq, t_any = n_gpus, 0, 0, inf
     tl_t, tl_used = [0.0], [0]  # the GPU timeline: times, GPUs in use from then on
@@ -615,21 +583,41 @@ def _loop(jobs, scheduler, depth, margin, record_timeline):
             t = t_any
         if t == inf:
             break
-        freed = take_ends(t)
-        free += freed
-        changed = freed > 0 or t_any == t
+        changed = t_any == t
+        while events and events[0][0] == t:
+            i = pop(events)[1]
+            if end_t[i] != t:
+                continue  # a preempted segment's end, or a copy of one already handled
+            end_t[i] = cross_t[i] = nan
+            finish_s[i] = t  # (how it ended, every job's planned end, comes from the plan)
+            gpu_s[i] += gpus[i] * (t - segs[i][0])
+            free += gpus[i]
+            live[i] = None
+            changed = True
         if cross and cross[0][0] == t and take_crossings(t) and (wait or wait_big):
             changed = True  # a key rose: the victims may differ
         alone = -1
         if ai < n and arrival[ai] == t:
             changed = True
-            ai, alone, wseq = arrive(ai, t, free, wseq)
+            if (not wait and not wait_big and gpus[ai] <= free
+                    and (ai + 1 == n or arrival[ai + 1] != t)):
+                # One arrival at an empty queue, and it fits: the call would push it and
+                # pop it at once (on Philly, 42% of arrivals), and leave the queue empty.
+                alone = ai
+                ai += 1
+            else:
+                ai, wseq = arrive(ai, t, wseq)
         if not changed:
             continue
         call = call + 1 if t == t_call else 0  # the calls at t before this one
         t_call = t
         cid += 1
-        free, wseq, t_any = decide(t, call, cid, free, alone, wseq, preempted)
+        if alone >= 0:
+            free -= gpus[alone]
+            start(alone, akey[alone], t, call, cid)
+            t_any = inf
+        else:
+            free, wseq, t_any = decide(t, call, cid, free, wseq, preempted)
         if record_timeline:
             used = n_gpus - free
             if used != tl_used[-1]:
