@@ -12,36 +12,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_right
-
-from evalstop.schedulers.tiresias import _LEVEL_SPAN
-
-
-def refresher(jobs, round_of, rank):
-    """``refresh(i, t)``: job i's entry among the running jobs as of its last eval at or
-    before t (one is due: ``nxt[i] <= t``), its level and attained GPU-seconds set."""
-    segs, done, end_eval, grid, nxt, prog = (jobs.segs, jobs.done, jobs.end_eval, jobs.grid,
-                                             jobs.nxt, jobs.prog)
-    att, lvl, th, gpu_s, gpus, arrival = (jobs.att, jobs.lvl, jobs.th, jobs.gpu_s, jobs.gpus,
-                                          jobs.arrival)
-    inf = math.inf
-
-    def refresh(i, t):
-        seg = segs[i]
-        s, oh, p0, d, _, _, _, _ = seg
-        b = s + oh
-        k, end = done[i] + 1, end_eval[i]
-        while k + 1 < end and b + (grid[k + 1] - p0) * d <= t:
-            k += 1
-        done[i] = k
-        nxt[i] = b + (grid[k + 1] - p0) * d if k + 1 < end else inf
-        g = prog[i] = grid[k]
-        tk = b + (g - p0) * d
-        a = att[i] = gpu_s[i] + gpus[i] * (tk - s)
-        level = lvl[i] = bisect_right(th, a)
-        return (-(level * _LEVEL_SPAN + arrival[i]), tk, round_of(seg, k), 0, rank(seg, k), i)
-
-    return refresh
 
 
 def crosser(jobs):

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right, insort
 
 import numpy as np
 
@@ -255,10 +255,14 @@ def _starter(jobs, on_run):
 
 def _refresher(jobs):
     """``refresh(i, t)``: job i's entry as of its last eval at or before t (one is due:
-    ``nxt[i] <= t``)."""
+    ``nxt[i] <= t``), with the key the base gives it there: SRTF-Est's remaining time, or
+    Tiresias' level (``sim.levels``) from the GPU-seconds attained by then, which it
+    records with the level."""
     segs, done, end_eval, grid, nxt, prog, est = (jobs.segs, jobs.done, jobs.end_eval,
                                                   jobs.grid, jobs.nxt, jobs.prog, jobs.est)
-    inf = math.inf
+    att, lvl, th, gpu_s, gpus, arrival = (jobs.att, jobs.lvl, jobs.th, jobs.gpu_s, jobs.gpus,
+                                          jobs.arrival)
+    inf, levels = math.inf, jobs.th is not None
 
     def refresh(i, t):
         seg = segs[i]
@@ -270,7 +274,14 @@ def _refresher(jobs):
         done[i] = k
         nxt[i] = b + (grid[k + 1] - p0) * d if k + 1 < end else inf
         g = prog[i] = grid[k]
-        return (-(est[i] * (1.0 - g)), b + (g - p0) * d, _round(seg, k), 0, _Rank(seg, k), i)
+        tk = b + (g - p0) * d
+        if levels:
+            a = att[i] = gpu_s[i] + gpus[i] * (tk - s)
+            level = lvl[i] = bisect_right(th, a)
+            key = level * _LEVEL_SPAN + arrival[i]
+        else:
+            key = est[i] * (1.0 - g)
+        return (-key, tk, _round(seg, k), 0, _Rank(seg, k), i)
 
     return refresh
 
@@ -481,10 +492,8 @@ def _steps(jobs, depth, margin):
     """The scheduling steps over ``jobs``: ``start``, ``fill`` and ``preempt_for_head``;
     for Tiresias also ``take_crossings``, ``yields``, ``unsettled`` and ``next_at`` (None
     for SRTF-Est)."""
-    if jobs.th is None:
-        refresh, on_run = _refresher(jobs), None
-    else:
-        refresh = levels.refresher(jobs, _round, _Rank)
+    refresh, on_run = _refresher(jobs), None
+    if jobs.th is not None:
         cross_next = levels.crosser(jobs)
         track, at = yields.eval_index(jobs, _round)
 
