@@ -148,7 +148,7 @@ class _Jobs:
     __slots__ = ("n", "n_gpus", "overhead", "grid", "dur", "gpus", "arrival", "est",
                  "end_eval", "start_s", "finish_s", "gpu_s", "segs", "done", "nxt", "prog",
                  "n_pre", "live", "end_t", "moved", "gone", "events", "wait", "wait_big",
-                 "worst", "ea", "th", "akey", "att", "lvl", "cross", "cross_t")
+                 "worst", "ea", "th", "akey", "lvl", "cross", "cross_t")
 
     def __init__(self, workload, plan, n_gpus, restart_overhead_s, thresholds=None):
         n = self.n = workload.n_jobs
@@ -186,13 +186,13 @@ class _Jobs:
         # counts).
         self.ea = [inf, 0]
         # The key rule: SRTF-Est's remaining time (``th`` None), or Tiresias' levels by the
-        # thresholds ``th``, with each job's attained GPU-seconds and level as of its last
-        # checkpoint, and its next level crossing (a time in ``cross_t`` and the heap
+        # thresholds ``th``, with each job's level as of its last checkpoint (or start),
+        # and its next level crossing (a time in ``cross_t`` and the heap
         # ``cross``; nan: none). ``akey``: the key of an arriving job.
         self.th = None if thresholds is None else tuple(thresholds)
         self.akey = self.est if thresholds is None else [0 * _LEVEL_SPAN + a
                                                          for a in self.arrival]
-        self.att, self.lvl, self.cross, self.cross_t = [0.0] * n, [0] * n, [], [nan] * n
+        self.lvl, self.cross, self.cross_t = [0] * n, [], [nan] * n
 
 
 def _starter(jobs, on_run):
@@ -257,11 +257,10 @@ def _refresher(jobs):
     """``refresh(i, t)``: job i's entry as of its last eval at or before t (one is due:
     ``nxt[i] <= t``), with the key the base gives it there: SRTF-Est's remaining time, or
     Tiresias' level (``sim.levels``) from the GPU-seconds attained by then, which it
-    records with the level."""
+    records."""
     segs, done, end_eval, grid, nxt, prog, est = (jobs.segs, jobs.done, jobs.end_eval,
                                                   jobs.grid, jobs.nxt, jobs.prog, jobs.est)
-    att, lvl, th, gpu_s, gpus, arrival = (jobs.att, jobs.lvl, jobs.th, jobs.gpu_s, jobs.gpus,
-                                          jobs.arrival)
+    lvl, th, gpu_s, gpus, arrival = jobs.lvl, jobs.th, jobs.gpu_s, jobs.gpus, jobs.arrival
     inf, levels = math.inf, jobs.th is not None
 
     def refresh(i, t):
@@ -276,8 +275,7 @@ def _refresher(jobs):
         g = prog[i] = grid[k]
         tk = b + (g - p0) * d
         if levels:
-            a = att[i] = gpu_s[i] + gpus[i] * (tk - s)
-            level = lvl[i] = bisect_right(th, a)
+            level = lvl[i] = bisect_right(th, gpu_s[i] + gpus[i] * (tk - s))
             key = level * _LEVEL_SPAN + arrival[i]
         else:
             key = est[i] * (1.0 - g)
@@ -515,17 +513,12 @@ def _steps(jobs, depth, margin):
 def _arriver(jobs):
     """``arrive(ai, t, wseq)``: the jobs that arrive at t join the queue; returns the next
     arrival's index and the queue's counter."""
-    n, arrival, gpus, akey, wait, wait_big = (jobs.n, jobs.arrival, jobs.gpus, jobs.akey,
-                                              jobs.wait, jobs.wait_big)
-    push = heapq.heappush
+    n, arrival, akey, enqueue = jobs.n, jobs.arrival, jobs.akey, _queuer(jobs)
 
     def arrive(ai, t, wseq):
         while ai < n and arrival[ai] == t:
             wseq += 1
-            if gpus[ai] == 1:
-                push(wait, (akey[ai], wseq, ai))
-            else:
-                insort(wait_big, (akey[ai], wseq, ai))
+            enqueue((akey[ai], wseq, ai))
             ai += 1
         return ai, wseq
 

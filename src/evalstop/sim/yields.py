@@ -95,9 +95,9 @@ def yielder(jobs, margin, fill, refresh, enqueue, rank, at):
         jobs.segs, jobs.gpus)
 
     def yields(free, t, call, cid, preempted, wseq):
-        if not worst or -worst[0][0] <= _head(jobs)[0] + margin:
-            return free, wseq
         limit = _head(jobs)[0] + margin
+        if not worst or -worst[0][0] <= limit:
+            return free, wseq  # (no running key above the head's)
         found = [(rank(segs[i], k), i) for i, k in at(t, call)[0]
                  if moved[i] != cid and -live[i][0] > limit]
         found.sort(key=lambda r: r[0])
