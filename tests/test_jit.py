@@ -18,7 +18,7 @@ def test_env_zero_turns_twins_off(monkeypatch):
     assert jit.twin("evalstop.no_such_module", 10**9) is None  # not even imported
 
 
-SRTF, PLAN = "evalstop.sim.srtf_jit", "evalstop.detectors.cusum_drop_jit"
+SRTF, PLAN = "evalstop.sim.planned_jit", "evalstop.detectors.cusum_drop_jit"
 LONG = "evalstop.detectors.block_cusum_jit"
 PRIO, ENDS = "evalstop.sim.priority_jit", "evalstop.sim.priority_jit:ends"
 

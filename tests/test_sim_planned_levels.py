@@ -11,13 +11,14 @@ every time); and the compared runs must cover crossings, yields at checkpoints, 
 unsettled state asked for, and checkpoints found at the instant of a call.
 """
 
+import math
 from collections import Counter
 from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import random_workload
-from tie_traces import assert_same_fields, tie_cases
+from conftest import make_workload, random_workload
+from tie_traces import FIELDS, assert_same_fields, tie_cases
 
 from evalstop.schedulers import EvalStop, Tiresias, build
 from evalstop.sim import levels, planned, yields
@@ -25,12 +26,23 @@ from evalstop.sim.engine import simulate
 from evalstop.workload import load_philly, trace_workload
 
 
-@pytest.fixture
-def seen(monkeypatch):
+@pytest.fixture(params=["python", "twin"])
+def seen(request, monkeypatch):
     """Counts of what the planned loop did: runs taken, crossings, checkpoints found at
-    a call's instant, yields made there, calls an unsettled state asked for."""
-    monkeypatch.setenv("EVALSTOP_JIT", "0")
+    a call's instant, yields made there, calls an unsettled state asked for; or, with the
+    compiled twin (``evalstop.sim.planned_jit``, skipped without numba), its runs only."""
     count = Counter()
+    count.twin = request.param == "twin"
+    if count.twin:
+        pytest.importorskip("numba")
+        from evalstop.sim import planned_jit
+
+        monkeypatch.setenv("EVALSTOP_JIT", "1")
+        kernel = planned_jit.run_kernel
+        monkeypatch.setattr(planned_jit, "run_kernel",
+                            lambda *a: count.update(["run"]) or kernel(*a))
+        return count
+    monkeypatch.setenv("EVALSTOP_JIT", "0")
 
     def wrap(factory, note):
         def made(*args):
@@ -72,10 +84,17 @@ def seen(monkeypatch):
     return count
 
 
+def covered(seen, *what):
+    """The Python loop's runs did each of ``what`` (the twin's are not counted)."""
+    for step in what if not seen.twin else ():
+        assert seen[step] > 0, step
+
+
 def same_as_checkpoint_loop(monkeypatch, w, n_gpus, make, overhead=120.0):
     res = simulate(w, n_gpus, make(), restart_overhead_s=overhead)
     with monkeypatch.context() as m:
         m.setattr(planned, "ENABLED", False)
+        m.setenv("EVALSTOP_JIT", "0")
         ref = simulate(w, n_gpus, make(), restart_overhead_s=overhead)
     assert_same_fields(res, ref)
     assert (res.n_events, res.n_eval_events) == (ref.n_events, ref.n_eval_events)
@@ -112,8 +131,7 @@ def test_traces_made_to_tie_match(monkeypatch, seen):
         same_as_checkpoint_loop(monkeypatch, w, n_gpus, make, overhead)
         n += 1
     assert seen["run"] >= n // 2  # (rules that pool jobs keep the checkpoint loop)
-    for what in ("crossing", "yield", "checkpointed at a call", "unsettled"):
-        assert seen[what] > 0, what
+    covered(seen, "crossing", "yield", "checkpointed at a call", "unsettled")
 
 
 @pytest.mark.parametrize("overhead", [0.0, 30.0, 120.0])
@@ -128,7 +146,8 @@ def test_random_traces_with_low_thresholds_match(monkeypatch, seen, overhead):
                 monkeypatch, w, n_gpus,
                 lambda rule=rule, th=th: EvalStop(Tiresias(thresholds_gpu_s=th), rule)
                 if rule else Tiresias(thresholds_gpu_s=th), overhead)
-    assert seen["run"] == 180 and seen["crossing"] > 0 and seen["yield"] > 0
+    assert seen["run"] == 180
+    covered(seen, "crossing", "yield")
 
 
 def test_philly_slices_match(monkeypatch, seen):
@@ -146,5 +165,80 @@ def test_philly_slices_match(monkeypatch, seen):
                             lambda: build("tiresias", "evalstop:k=2"))
     same_as_checkpoint_loop(monkeypatch, w, 96, lambda: Tiresias(
         depth=4, thresholds_gpu_s=(600.0, 7200.0)))
-    for what in ("crossing", "yield", "checkpointed at a call", "unsettled"):
-        assert seen[what] > 0, what
+    covered(seen, "crossing", "yield", "checkpointed at a call", "unsettled")
+
+
+def twin_and_python(monkeypatch, w, n_gpus, make, **kw):
+    """One run by the compiled twin (which must run) and by the Python loop."""
+    from evalstop.sim import planned_jit
+
+    calls = []
+    with monkeypatch.context() as m:
+        kernel = planned_jit.run_kernel
+        m.setattr(planned_jit, "run_kernel", lambda *a: calls.append(a[6]) or kernel(*a))
+        m.setenv("EVALSTOP_JIT", "1")
+        tw = simulate(w, n_gpus, make(), **kw)
+        m.setenv("EVALSTOP_JIT", "0")
+        py = simulate(w, n_gpus, make(), **kw)
+    assert calls == [True]  # the twin ran once, by the levels rule
+    return py, tw
+
+
+@pytest.mark.parametrize("record_timeline", [True, False])
+def test_the_twin_gives_the_python_loops_arrays(monkeypatch, record_timeline):
+    pytest.importorskip("numba")
+    yielded = 0
+    for seed in range(80):
+        rng = np.random.default_rng(7000 + seed)
+        w = random_workload(seed, int(rng.integers(2, 90)))
+        th = sorted(set(rng.choice([10.0, 50.0, 200.0, 400.0], int(rng.integers(0, 4)))))
+        depth = [1, 2, 2.5, 4, 32, math.inf][int(rng.integers(6))]  # (a count compared)
+        n_gpus = max(int(w.gpus.max()), int(rng.integers(1, 10)))
+        overhead = float(rng.choice([0.0, 30.0, 120.0]))
+        for rule in (None, "evalstop:k=2", "default"):
+            def make(rule=rule):
+                base = Tiresias(depth=depth, thresholds_gpu_s=th)
+                return EvalStop(base, rule) if rule else base
+            py, tw = twin_and_python(monkeypatch, w, n_gpus, make,
+                                     restart_overhead_s=overhead,
+                                     record_timeline=record_timeline)
+            for f in FIELDS:
+                a, b = getattr(py, f), getattr(tw, f)
+                assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True), f
+            yielded += int(py.n_preemptions.sum())
+    assert yielded > 0
+
+
+def test_the_twin_raises_and_gives_up_as_stated(monkeypatch):
+    # A job bigger than the cluster (simulate refuses it; the loop is called directly) is
+    # left waiting on an idle cluster: both loops stop with the same error. And a twin
+    # that gives up (more evals at one instant than its rows hold) leaves the run to the
+    # Python loop.
+    pytest.importorskip("numba")
+    from evalstop.sim import planned_jit
+    from evalstop.sim.stops import plan_for
+
+    w = make_workload([0.0, 1.0], [10.0, 10.0], [1, 3])
+    errors = []
+    for flag in ("0", "1"):
+        monkeypatch.setenv("EVALSTOP_JIT", flag)
+        s = build("tiresias", "evalstop:k=2")
+        s.bind(n_gpus=2, restart_overhead_s=0.0)
+        with pytest.raises(RuntimeError, match="left 1 jobs waiting") as err:
+            planned.run(w, 2, s, 0.0, True, plan_for(w, s), 0.0)
+        errors.append(str(err.value))
+    assert errors[0] == errors[1]
+    w = random_workload(3, 40)
+    monkeypatch.setenv("EVALSTOP_JIT", "0")
+    py = simulate(w, 8, build("tiresias"))
+    kernel = planned_jit.run_kernel
+
+    def gives_up(*args):  # its arrays are not to be read
+        out = kernel(*args)
+        return tuple(np.zeros_like(a) for a in out[:6]) + (-2, out[7])
+
+    monkeypatch.setattr(planned_jit, "run_kernel", gives_up)
+    monkeypatch.setenv("EVALSTOP_JIT", "1")
+    gave_up = simulate(w, 8, build("tiresias"))
+    for f in FIELDS:
+        assert np.array_equal(getattr(py, f), getattr(gave_up, f), equal_nan=True), f

@@ -6,9 +6,9 @@ SRTF-Est's own loop off) for LossAware, Tiresias, SRTF-Est and SJF-Est, alone an
 overlay (k-decline, the default, the oracle, job types, min mode, rows the rule's
 objects plan), on random traces made to tie (equal arrivals and durations, estimates and
 losses on a grid, thresholds reached within runs, restart overhead 0 and more, depth 1
-to unbounded, few and many GPUs) and on a slice of Philly. LossAware, Tiresias and SJF-Est
-reach the twin through ``simulate`` (``EVALSTOP_JIT=1``); SRTF-Est, whose default is its own
-loop, through ``priority_twin.run``. SJF-Est, which the twin runs on job ends only, is also
+to unbounded, few and many GPUs) and on a slice of Philly. LossAware and SJF-Est reach the
+twin through ``simulate`` (``EVALSTOP_JIT=1``); SRTF-Est and Tiresias, whose default is the
+planned loop, through ``priority_twin.run``. SJF-Est, which the twin runs on job ends only, is also
 compared with the loop that runs it without the twin (``sim.ends``, ``EVALSTOP_JIT=0``).
 """
 
@@ -69,7 +69,7 @@ def twin_loop(monkeypatch, w, n_gpus, sched, *, restart_overhead_s=120.0,
 
     with monkeypatch.context() as m:
         m.setenv("EVALSTOP_JIT", "1")
-        if not planned.fits(sched):
+        if planned.rule(sched, w) is None:
             return simulate(w, n_gpus, sched, restart_overhead_s=restart_overhead_s,
                             record_timeline=record_timeline)
         sched.bind(n_gpus=n_gpus, restart_overhead_s=restart_overhead_s)
@@ -238,15 +238,15 @@ def test_only_plain_fresh_bases_with_a_plan_take_the_twin(monkeypatch, kernel_ca
     for sched in (Mine(), spied, fleet, MySJF(), spied_sjf, fleet_sjf, asked, mute,
                   build("srtf-est"), build("fifo", "default")):
         simulate(w, 6, sched)
-    assert kernel_calls == []  # SRTF-Est took its own loop, FIFO its ends
+    assert kernel_calls == []  # SRTF-Est took the planned loop, FIFO its ends
     for name in ("tiresias", "loss-aware", "sjf-est"):
         sched = build(name, "evalstop:k=2")
         assert priority_twin.plain(sched) is sched.base
         simulate(w, 6, sched)
-    assert kernel_calls == [1, 1, 2]
+    assert kernel_calls == [1, 2]  # (Tiresias took the planned loop too)
 
 
-SRTF_JIT, PRIO = "evalstop.sim.srtf_jit", "evalstop.sim.priority_jit"
+SRTF_JIT, PRIO = planned.TWIN, "evalstop.sim.priority_jit"
 
 
 @pytest.mark.parametrize("make,use", [
@@ -255,8 +255,8 @@ SRTF_JIT, PRIO = "evalstop.sim.srtf_jit", "evalstop.sim.priority_jit"
     (lambda: build("sjf-est", "default"), priority_twin.ENDS),
     (lambda: build("srtf-est", "evalstop:k=2"), SRTF_JIT),
     (lambda: build("loss-aware", "default"), PRIO),
-    (lambda: build("tiresias"), PRIO),
-    (lambda: Tiresias(depth=1), PRIO),
+    (lambda: build("tiresias"), planned.TWIN_LEVELS),
+    (lambda: Tiresias(depth=1), planned.TWIN_LEVELS),
 ])
 def test_twin_use_names_what_simulate_asks_for(monkeypatch, make, use):
     """``engine.twin_use`` (what a task declares to ``jit.expect``) is the loop's twin that
@@ -270,7 +270,8 @@ def test_twin_use_names_what_simulate_asks_for(monkeypatch, make, use):
     monkeypatch.setenv("EVALSTOP_JIT", "1")
     got = engine.twin_use(w, make())
     simulate(w, 6, make())
-    asked = [(*a, 0)[:3] for a in asked if a[0] in (SRTF_JIT, PRIO, priority_twin.ENDS)]
+    names = (SRTF_JIT, planned.TWIN_LEVELS, PRIO, priority_twin.ENDS)
+    asked = [(*a, 0)[:3] for a in asked if a[0] in names]
     assert asked == ([] if use is None else [got])
     if use is not None:
         assert got == (use, w.n_jobs, w.n_evals if use == PRIO else 0)

@@ -6,7 +6,7 @@ start, finish, stop, kept checkpoint, preemption and the GPU timeline) is compar
 checkpoint loop of ``engine._run`` (``planned.ENABLED = False``) on random traces made
 to tie (equal estimates, durations on a coarse grid, no restart overhead), on the traces
 of ``test_sim_fastpath`` and on a slice of Philly. Each comparison runs twice: with the
-Python loop (``EVALSTOP_JIT=0``) and with its compiled twin (``evalstop.sim.srtf_jit``,
+Python loop (``EVALSTOP_JIT=0``) and with its compiled twin (``evalstop.sim.planned_jit``,
 skipped without numba); and the twin's arrays are compared with the Python loop's directly.
 """
 
@@ -35,16 +35,16 @@ def loop(request, monkeypatch):
     monkeypatch.setenv("EVALSTOP_JIT", "1" if twin else "0")
     calls = 0
     if twin:
-        from evalstop.sim import srtf_jit
+        from evalstop.sim import planned_jit
 
-        kernel = srtf_jit.run_kernel
+        kernel = planned_jit.run_kernel
 
         def counted(*args):
             nonlocal calls
             calls += 1
             return kernel(*args)
 
-        monkeypatch.setattr(srtf_jit, "run_kernel", counted)
+        monkeypatch.setattr(planned_jit, "run_kernel", counted)
     yield request.param
     assert calls > 0 if twin else calls == 0
 
@@ -186,12 +186,12 @@ def test_benchmark_traces_match(monkeypatch, loop):
 
 def both_loops(monkeypatch, w, n_gpus, make, **kw):
     """The Python loop's result and the twin's, for one run."""
-    from evalstop.sim import srtf_jit
+    from evalstop.sim import planned_jit
 
     calls = []
     with monkeypatch.context() as m:
-        kernel = srtf_jit.run_kernel
-        m.setattr(srtf_jit, "run_kernel", lambda *a: calls.append(1) or kernel(*a))
+        kernel = planned_jit.run_kernel
+        m.setattr(planned_jit, "run_kernel", lambda *a: calls.append(1) or kernel(*a))
         m.setenv("EVALSTOP_JIT", "0")
         py = simulate(w, n_gpus, make(), **kw)
         m.setenv("EVALSTOP_JIT", "1")
@@ -203,7 +203,7 @@ def both_loops(monkeypatch, w, n_gpus, make, **kw):
 @pytest.mark.parametrize("record_timeline", [True, False])
 def test_the_twin_gives_the_python_loops_arrays(monkeypatch, record_timeline):
     pytest.importorskip("numba")
-    from evalstop.sim import srtf_jit  # noqa: F401  (the twin itself imports)
+    from evalstop.sim import planned_jit  # noqa: F401  (the twin itself imports)
 
     preempted = 0
     for seed in range(60):

@@ -52,7 +52,8 @@ class Cost(NamedTuple):
 # about 40,000 jobs of 20 evals.
 NUMBA_S = 0.7
 COSTS = {
-    "evalstop.sim.srtf_jit": Cost(load_s=0.15, job_s=4e-6),
+    "evalstop.sim.planned_jit": Cost(load_s=0.15, job_s=4e-6),
+    "evalstop.sim.planned_jit:levels": Cost(load_s=0.15, job_s=4e-6),
     "evalstop.sim.priority_jit": Cost(load_s=0.15, eval_s=1.05e-6),
     # The same twin on job ends only (SJF-Est with planned stops, against sim.ends' loop,
     # whose fill reads the jobs it skipped in place) saved 0.6-4.4 us per job at 1x Philly

@@ -93,15 +93,16 @@ def simulate(
 
 def twin_use(workload, scheduler, plan_stops: bool = True):
     """The compiled loop that ``simulate`` would ask ``evalstop.jit`` for on this run, as
-    ``(name, n_jobs, n_evals)``, or None (for ``jit.expect``). SRTF-Est's planned loop
-    asks for its twin; a plain priority base with planned stops for ``sim.priority_jit``
-    (Tiresias: before its planned loop), on ends only (``priority_twin.ENDS``) where it
-    needs no checkpoints (SJF-Est)."""
+    ``(name, n_jobs, n_evals)``, or None (for ``jit.expect``). The planned loop (SRTF-Est,
+    Tiresias) asks for its twin; another plain priority base with planned stops for
+    ``sim.priority_jit``, on ends only (``priority_twin.ENDS``) where it needs no
+    checkpoints (SJF-Est)."""
     if not (plan_stops and plannable(scheduler)):
         return None
     n, m = workload.n_jobs, workload.n_evals
-    if planned.fits(scheduler):
-        return "evalstop.sim.srtf_jit", n, 0
+    rule = planned.rule(scheduler, workload)
+    if rule is not None:
+        return (planned.TWIN if rule == "remaining" else planned.TWIN_LEVELS), n, 0
     base = priority_twin.plain(scheduler)
     if base is None:
         return None
@@ -112,10 +113,10 @@ def twin_use(workload, scheduler, plan_stops: bool = True):
 
 def _compiled(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, wall0):
     """``_run`` by its compiled twin (``sim.priority_jit``) for a plain priority base with
-    planned stops, where the twin pays; None: ``_run`` (or ``run_ends``) runs. SRTF-Est
-    keeps its planned loop, which asks for its own twin."""
+    planned stops, where the twin pays; None: ``_run`` (or ``run_ends``) runs. The planned
+    loop's bases keep it, and it asks for its own twin."""
     use = None if plan is None else twin_use(workload, scheduler)
-    if use is None or use[0] == "evalstop.sim.srtf_jit":
+    if use is None or use[0].startswith(planned.TWIN):
         return None
     twin = jit.twin(*use)
     return None if twin is None else priority_twin.run(

@@ -20,7 +20,7 @@ def crosser(jobs):
     segs, gpu_s, gpus, grid, end_eval, lvl, th, cross, cross_t = (
         jobs.segs, jobs.gpu_s, jobs.gpus, jobs.grid, jobs.end_eval, jobs.lvl, jobs.th,
         jobs.cross, jobs.cross_t)
-    n_th, nan, push = len(jobs.th), math.nan, heapq.heappush
+    n_th, nan, push, n_gpus = len(jobs.th), math.nan, heapq.heappush, jobs.n_gpus
 
     def cross_next(i, lo):
         level = lvl[i]
@@ -43,6 +43,10 @@ def crosser(jobs):
                 lo = mid + 1
         tc = cross_t[i] = b + (grid[lo] - p0) * d
         push(cross, (tc, i))
+        if len(cross) > 64 + 4 * n_gpus:
+            # A preempted or ended run's crossing would stay until its time.
+            cross[:] = [e for e in cross if cross_t[e[1]] == e[0]]
+            heapq.heapify(cross)
 
     return cross_next
 

@@ -29,7 +29,7 @@ Philly slices, so a difference shows there. ``ENABLED = False`` sends both back 
 loop.
 
 With numba installed (the ``fast`` extra), ``run`` hands SRTF-Est's loop to its compiled
-twin ``evalstop.sim.srtf_jit`` when ``evalstop.jit`` says so (by default for large
+twin ``evalstop.sim.planned_jit`` when ``evalstop.jit`` says so (by default for large
 workloads; ``EVALSTOP_JIT=1`` always, ``0`` never); the twin makes every decision and float
 of the loop here (the same tests compare the two). Tiresias' compiled form is the
 checkpoint loop's twin (``sim.priority_jit``), which ``engine`` asks for first. The Python
@@ -52,6 +52,8 @@ from evalstop.sim import levels, yields
 from evalstop.sim.result import planned_result
 
 ENABLED = True
+# The compiled twin (``jit.COSTS`` has a saving for each key rule).
+TWIN, TWIN_LEVELS = "evalstop.sim.planned_jit", "evalstop.sim.planned_jit:levels"
 _HOOKS = ("bind", "submit", "schedule", "on_eval", "on_end", "key")
 
 
@@ -127,12 +129,14 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
     """``engine._run`` for a scheduler that has a ``rule``, with its stop ``plan``."""
     base = getattr(scheduler, "base", scheduler)
     depth, margin = base.depth, base.margin
-    twin = jit.twin("evalstop.sim.srtf_jit", workload.n_jobs) if fits(scheduler) else None
+    thresholds = base.thresholds if isinstance(base, Tiresias) else None
+    twin = jit.twin(TWIN if thresholds is None else TWIN_LEVELS, workload.n_jobs)
     if twin is not None:
-        return _run_twin(twin, workload, n_gpus, scheduler, depth, margin, restart_overhead_s,
-                         record_timeline, plan, wall0)
-    jobs = _Jobs(workload, plan, n_gpus, restart_overhead_s,
-                 base.thresholds if isinstance(base, Tiresias) else None)
+        out = _run_twin(twin, workload, n_gpus, scheduler, depth, margin, restart_overhead_s,
+                        record_timeline, plan, wall0, thresholds)
+        if out is not None:
+            return out
+    jobs = _Jobs(workload, plan, n_gpus, restart_overhead_s, thresholds)
     tl_t, tl_used = _loop(jobs, scheduler, depth, margin, record_timeline)
     # Every job ran to its planned end (or the loop raised).
     return planned_result(workload, plan, np.array(jobs.grid), start_s=np.array(jobs.start_s),
@@ -639,20 +643,26 @@ def _left_waiting(scheduler, n_waiting):
 
 
 def _run_twin(twin, workload, n_gpus, scheduler, depth, margin, restart_overhead_s,
-              record_timeline, plan, wall0):
-    """``run`` by the compiled twin: the same arrays, from the same inputs."""
+              record_timeline, plan, wall0, thresholds):
+    """``run`` by the compiled twin: the same arrays, from the same inputs (None: the twin
+    gave up, see ``run_kernel``)."""
     grid = np.ascontiguousarray(workload.eval_progress, dtype=np.float64)
     # ``looked < depth`` on counts: the least integer not below depth (any depth >= 1,
     # infinite included, as an int64).
     depth = math.ceil(min(depth, 2**62))
+    arrival = np.ascontiguousarray(workload.arrival_s, dtype=np.float64)
+    est = np.ascontiguousarray(workload.est_duration_s, dtype=np.float64)
+    # An arriving job's key: its estimate, or its arrival (queue level 0).
+    akey, thr = (est, np.empty(0)) if thresholds is None else (
+        arrival, np.array(thresholds, dtype=np.float64))
     # Fixed dtypes: one compiled signature, loaded from numba's cache.
     start_s, finish_s, gpu_s, n_pre, tl_t, tl_used, n_waiting, _ = twin.run_kernel(
-        np.ascontiguousarray(workload.arrival_s, dtype=np.float64),
-        np.ascontiguousarray(workload.duration_s, dtype=np.float64),
-        np.ascontiguousarray(workload.gpus, dtype=np.int64),
-        np.ascontiguousarray(workload.est_duration_s, dtype=np.float64),
-        np.ascontiguousarray(plan.end_eval, dtype=np.int64), grid, int(n_gpus), depth,
-        float(margin), float(restart_overhead_s), bool(record_timeline))
+        arrival, np.ascontiguousarray(workload.duration_s, dtype=np.float64),
+        np.ascontiguousarray(workload.gpus, dtype=np.int64), est, akey, thr,
+        thresholds is not None, np.ascontiguousarray(plan.end_eval, dtype=np.int64), grid,
+        int(n_gpus), depth, float(margin), float(restart_overhead_s), bool(record_timeline))
+    if n_waiting == -2:
+        return None
     if n_waiting >= 0:
         raise _left_waiting(scheduler, n_waiting)
     return planned_result(workload, plan, grid, start_s=start_s, finish_s=finish_s,

@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from evalstop.sim.srtf_jit import (
+from evalstop.sim.planned_jit import (
     F1,
     F2,
     I1,
@@ -502,7 +502,7 @@ def run_kernel(arrival, dur, gpus, est, end_eval, grid, thr, table, kind, poa, p
     n_preemptions, the timeline (times, GPUs used), the number of jobs left waiting on an
     idle cluster (-1: none; the loop stopped there) and the owners (``_o``) of the views
     it works on (``_borrow``), to drop. Every array is made here, not by a helper (so
-    made, ``srtf_jit``'s loop ran 4% slower)."""
+    made, ``planned_jit``'s loop ran 4% slower)."""
     n = arrival.shape[0]
     arrival, grid, thr, KT = _borrow(arrival), _borrow(grid), _borrow(thr), _borrow(table)
     end_eval = _borrow(end_eval)

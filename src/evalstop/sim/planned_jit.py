@@ -28,6 +28,8 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from evalstop.schedulers.tiresias import _LEVEL_SPAN
+
 F1, I1, F2, I2 = types.float64[::1], types.int64[::1], types.float64[:, ::1], types.int64[:, ::1]
 f8, i8 = types.float64, types.int64
 
@@ -52,8 +54,10 @@ NAN = np.nan
 
 # Per-job floats (JF columns) and ints (JI columns). A running job has one segment (a run
 # from a start to its end or preemption): SEG_* describe it.
-START, FINISH, GPU_S, PROG, END_T, NXT, SEG_S, SEG_OH, SEG_P0, SEG_D = range(10)
-N_PRE, DONE, LIVE, MOVED, GONE, SEG_J0, SEG_CALL, SEG_ORDER = range(8)
+# KEY: the key of the job's live entry; CROSS_T, LVL: its next level crossing and its level
+# (Tiresias, ``sim.levels``).
+START, FINISH, GPU_S, PROG, END_T, NXT, SEG_S, SEG_OH, SEG_P0, SEG_D, KEY, CROSS_T = range(12)
+N_PRE, DONE, LIVE, MOVED, GONE, SEG_J0, SEG_CALL, SEG_ORDER, LVL = range(9)
 
 # A running job's entry in the victims' heap, ``worst``: Python's tuple
 # (-key, time, call/batch, flag, order/_Rank, job). Floats (WF columns): the negated key,
@@ -64,8 +68,11 @@ N_PRE, DONE, LIVE, MOVED, GONE, SEG_J0, SEG_CALL, SEG_ORDER = range(8)
 W_NKEY, W_TIME, W_S, W_OH, W_P0, W_D = range(6)
 W_BATCH, W_FLAG, W_ORD, W_JOB, W_SERIAL, W_J0, W_CALL, W_ORDER = range(8)
 
-# Scalars shared by the helpers (numba functions cannot assign their caller's locals).
-S_EV, S_W, S_Q, S_B, S_ORDER, S_WSEQ, S_EA_BOUND, S_SERIAL, S_PRE = range(9)
+# Scalars shared by the helpers (numba functions cannot assign their caller's locals);
+# S_CR, S_CK: the sizes of the crossings' and the evals' heaps; S_LV: 1 for Tiresias' key
+# rule (``levels``), 0 for SRTF-Est's.
+S_EV, S_W, S_Q, S_B, S_ORDER, S_WSEQ, S_EA_BOUND, S_SERIAL, S_PRE, S_CR, S_CK, S_LV = range(12)
+S_OVER = 12  # 1: more evals fell at one instant than the hits' rows hold (see run_kernel)
 F_EA_LIMIT = 0
 
 
@@ -159,6 +166,15 @@ def _theapify(F, A, B, n):
 
 
 # ---- the multi-GPU wait queue: a sorted list of (key, seq, job) -----------------------
+# Stored last first: entry b of the list (b = 0: the smallest) is row nb - 1 - b, so the
+# head leaves without moving the rest, and an insert moves only the entries before it
+# (a Tiresias queue holds demoted jobs behind every arrival: on 1x Philly with the default
+# rule, 240 entries on average).
+
+
+@_step
+def _row(nb, b):
+    return nb - 1 - b
 
 
 @_helper(F1, I1, I1, i8, f8, i8, i8)
@@ -166,13 +182,15 @@ def _insort(BK, BS, BJ, nb, k, s, j):
     lo, hi = 0, nb
     while lo < hi:
         mid = (lo + hi) // 2
-        if _tless(k, s, j, BK[mid], BS[mid], BJ[mid]):
+        r = nb - 1 - mid
+        if _tless(k, s, j, BK[r], BS[r], BJ[r]):
             hi = mid
         else:
             lo = mid + 1
-    for x in range(nb, lo, -1):
+    for x in range(nb, nb - lo, -1):  # the lo entries before it move up one row
         BK[x], BS[x], BJ[x] = BK[x - 1], BS[x - 1], BJ[x - 1]
-    BK[lo], BS[lo], BJ[lo] = k, s, j
+    r = nb - lo
+    BK[r], BS[r], BJ[r] = k, s, j
     return nb + 1
 
 
@@ -181,7 +199,8 @@ def _bisect_left(BK, BS, BJ, nb, k, s, j, lo):
     hi = nb
     while lo < hi:
         mid = (lo + hi) // 2
-        if _tless(BK[mid], BS[mid], BJ[mid], k, s, j):
+        r = nb - 1 - mid
+        if _tless(BK[r], BS[r], BJ[r], k, s, j):
             lo = mid + 1
         else:
             hi = mid
@@ -190,7 +209,7 @@ def _bisect_left(BK, BS, BJ, nb, k, s, j, lo):
 
 @_helper(F1, I1, I1, i8, i8)
 def _delete(BK, BS, BJ, nb, at):
-    for x in range(at, nb - 1):
+    for x in range(nb - 1 - at, nb - 1):  # the entries before it move down one row
         BK[x], BS[x], BJ[x] = BK[x + 1], BS[x + 1], BJ[x + 1]
     return nb - 1
 
@@ -341,11 +360,176 @@ def _grow(A, rows):
 
 
 # ---- the loop -------------------------------------------------------------------------
+# Argument types of the loop's helpers, by group: the shared state (S, SF, JF, JI), the
+# victims' heap (WF, WI), a heap of (float, int, int) (the ends; the level crossings; the
+# evals' index), the inputs (dur, gpus, est, akey, end_eval, grid, thr).
+ST, WH, TH, IN = (I1, F1, F2, I2), (F2, I2), (F1, I1, I1), (F1, I1, F1, F1, I1, F1, F1)
+# The evals' index keys each run's next eval by (time, job, eval << 32 | the run's start
+# order): the order tells a live run's entry from a stale one (``segs[i] is seg``).
+_LOW = (1 << 32) - 1
 
 
-@_helper(i8, f8, f8, i8, i8, I1, F1, F2, I2, F2, I2, F1, I1, I1, F1, I1, F1, I1, F1, i8, f8)
-def _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur, gpus, est,
-           end_eval, grid, n_gpus, overhead):
+@_step
+def _head(S, QF, QA, QB, BK, BS, BJ):
+    """The waiting head's key and job (the queue not empty)."""
+    r = S[S_B] - 1
+    if S[S_Q] and not (S[S_B] and _tless(BK[r], BS[r], BJ[r], QF[0], QA[0], QB[0])):
+        return QF[0], QB[0]
+    return BK[r], BJ[r]
+
+
+@_step
+def _enqueue(key, i, S, QF, QA, QB, BK, BS, BJ, gpus):
+    """``planned._queuer``'s ``enqueue``, the counter advanced."""
+    S[S_WSEQ] += 1
+    if gpus[i] == 1:
+        S[S_Q] = _tpush(QF, QA, QB, S[S_Q], key, S[S_WSEQ], i)
+    else:
+        S[S_B] = _insort(BK, BS, BJ, S[S_B], key, S[S_WSEQ], i)
+
+
+@_helper(i8, i8, *ST, *TH, I1, I1, F1, F1, i8)
+def _cross_next(i, lo, S, SF, JF, JI, CF, CA, CB, gpus, end_eval, grid, thr, n_gpus):
+    """``levels.crosser``'s ``cross_next``: job i's next level crossing, the first eval
+    from ``lo`` whose attained GPU-seconds reach the next threshold."""
+    level, hi = JI[i, LVL], end_eval[i] - 1
+    if level >= thr.shape[0] or lo > hi:
+        JF[i, CROSS_T] = NAN
+        return
+    th = thr[level]
+    s, oh, p0, d = JF[i, SEG_S], JF[i, SEG_OH], JF[i, SEG_P0], JF[i, SEG_D]
+    b, g0, g = s + oh, JF[i, GPU_S], gpus[i]
+    if g0 + g * ((b + (grid[hi] - p0) * d) - s) < th:
+        JF[i, CROSS_T] = NAN
+        return
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if g0 + g * ((b + (grid[mid] - p0) * d) - s) >= th:
+            hi = mid
+        else:
+            lo = mid + 1
+    tc = b + (grid[lo] - p0) * d
+    JF[i, CROSS_T] = tc
+    S[S_CR] = _tpush(CF, CA, CB, S[S_CR], tc, i, 0)
+    if S[S_CR] > 64 + 4 * n_gpus:
+        k = 0
+        for r in range(S[S_CR]):
+            if JF[CA[r], CROSS_T] == CF[r]:
+                CF[k], CA[k], CB[k] = CF[r], CA[r], CB[r]
+                k += 1
+        S[S_CR] = k
+        _theapify(CF, CA, CB, k)
+
+
+@_helper(i8, *ST, *TH, I1, F1, i8)
+def _track(i, S, SF, JF, JI, KF, KA, KB, end_eval, grid, n_gpus):
+    """``yields.eval_index``'s ``track``: job i's run starts."""
+    j = JI[i, SEG_J0]
+    if j < end_eval[i]:
+        te = JF[i, SEG_S] + JF[i, SEG_OH] + (grid[j] - JF[i, SEG_P0]) * JF[i, SEG_D]
+        S[S_CK] = _tpush(KF, KA, KB, S[S_CK], te, i, (j << 32) | JI[i, SEG_ORDER])
+    if S[S_CK] > 64 + 4 * n_gpus:
+        k = 0
+        for r in range(S[S_CK]):
+            x = KA[r]
+            if JI[x, SEG_ORDER] == KB[r] & _LOW and JF[x, END_T] == JF[x, END_T]:
+                KF[k], KA[k], KB[k] = KF[r], KA[r], KB[r]
+                k += 1
+        S[S_CK] = k
+        _theapify(KF, KA, KB, k)
+
+
+@_helper(f8, i8, *ST, *TH, I2, F1, I2, I1, F1)
+def _at(t, call, S, SF, JF, JI, KF, KA, KB, HI, LF, LB, end_eval, grid):
+    """``yields.eval_index``'s ``at``: the hits, (job, eval) in HI's first rows (as many
+    as it returns; a count past HI's rows sets ``S_OVER``), and the next eval's time. LF
+    and LB hold the entries put back (due at once at a start in this call)."""
+    nh = nl = 0
+    while S[S_CK] and KF[0] <= t:
+        # The top, advanced in place (heapreplace) or popped: entries this query passes
+        # leave in some order, which the hits' sort by rank and the minimum left ignore.
+        tk, i, code = KF[0], KA[0], KB[0]
+        if JI[i, SEG_ORDER] != code & _LOW or JF[i, END_T] != JF[i, END_T]:
+            _, _, _, S[S_CK] = _tpop(KF, KA, KB, S[S_CK])
+            continue  # the run ended or was preempted
+        s, oh, p0, d = JF[i, SEG_S], JF[i, SEG_OH], JF[i, SEG_P0], JF[i, SEG_D]
+        j0, c0, k = JI[i, SEG_J0], JI[i, SEG_CALL], code >> 32
+        if tk == t and _round(s, oh, p0, d, j0, c0, grid, k) > call:
+            LF[nl], LB[nl, 0], LB[nl, 1] = tk, i, code
+            nl += 1
+            _, _, _, S[S_CK] = _tpop(KF, KA, KB, S[S_CK])
+            continue
+        b, end, more = s + oh, end_eval[i], True
+        tk = b + (grid[k] - p0) * d
+        while tk <= t:
+            if tk == t and _round(s, oh, p0, d, j0, c0, grid, k) == call:
+                if nh < HI.shape[0]:
+                    HI[nh, 0], HI[nh, 1] = i, k
+                else:
+                    S[S_OVER] = 1
+                nh += 1
+            k += 1
+            if k == end:
+                more = False
+                break
+            tk = b + (grid[k] - p0) * d
+        if more:
+            KF[0], KB[0] = tk, (k << 32) | (code & _LOW)
+            _tsiftup(KF, KA, KB, S[S_CK], 0)
+        else:
+            _, _, _, S[S_CK] = _tpop(KF, KA, KB, S[S_CK])
+    for r in range(nl):
+        S[S_CK] = _tpush(KF, KA, KB, S[S_CK], LF[r], LB[r, 0], LB[r, 1])
+    while S[S_CK]:
+        i = KA[0]
+        if JI[i, SEG_ORDER] == KB[0] & _LOW and JF[i, END_T] == JF[i, END_T]:
+            return min(nh, HI.shape[0]), KF[0]
+        _, _, _, S[S_CK] = _tpop(KF, KA, KB, S[S_CK])
+    return min(nh, HI.shape[0]), INF
+
+
+@_helper(i8, i8, f8, *ST, *WH, F1, I1, I1, F1, I1, I1, I1, I1)
+def _unsettled(free, depth, margin, S, SF, JF, JI, WF, WI, QF, QA, QB, BK, BS, BJ, stack, gpus):
+    """``yields.unsettled_test``'s ``unsettled``: whether the next call after only
+    checkpoints would act on the state this call left (the queue not empty)."""
+    if free > 0:
+        n_ahead = (_bisect_left(BK, BS, BJ, S[S_B], QF[0], QA[0], QB[0], 0) if S[S_Q]
+                   else S[S_B])
+        if S[S_Q] and n_ahead < depth:
+            return True
+        for k in range(min(n_ahead, depth)):
+            if gpus[BJ[_row(S[S_B], k)]] <= free:
+                return True
+    head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
+    short, limit = gpus[h] - free, head_key + margin
+    if limit >= SF[F_EA_LIMIT] and S[S_EA_BOUND] < short:
+        return False
+    held, top, n_w = 0, 0, S[S_W]
+    if n_w:
+        stack[0], top = 0, 1
+    while top:
+        top -= 1
+        k = stack[top]
+        if -WF[k, W_NKEY] <= limit:
+            continue
+        if JI[WI[k, W_JOB], LIVE] == WI[k, W_SERIAL]:
+            held += gpus[WI[k, W_JOB]]
+            if held >= short:
+                return True
+        k = 2 * k + 1
+        if k < n_w:
+            stack[top] = k
+            top += 1
+            if k + 1 < n_w:
+                stack[top] = k + 1
+                top += 1
+    SF[F_EA_LIMIT], S[S_EA_BOUND] = limit, held
+    return False
+
+
+@_helper(i8, f8, f8, i8, i8, *ST, *WH, *TH, *TH, *TH, *IN, i8, f8)
+def _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, CA, CB, KF, KA, KB,
+           dur, gpus, est, akey, end_eval, grid, thr, n_gpus, overhead):
     """``start`` in ``planned`` (``_starter``)."""
     JI[i, MOVED] = cid
     S[S_ORDER] += 1
@@ -359,7 +543,8 @@ def _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur, gpus, e
         JI[i, GONE] = 0
     else:
         if JI[i, N_PRE]:
-            key = est[i] * (1.0 - JF[i, PROG])  # the wait key predates the progress made
+            if not S[S_LV]:
+                key = est[i] * (1.0 - JF[i, PROG])  # the wait key predates the progress made
             oh = overhead
         else:
             oh = 0.0
@@ -374,6 +559,10 @@ def _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur, gpus, e
         JF[i, SEG_S], JF[i, SEG_OH], JF[i, SEG_P0], JF[i, SEG_D] = t, oh, p0, d
         JI[i, SEG_J0], JI[i, SEG_CALL], JI[i, SEG_ORDER] = j, call, order
         JF[i, NXT] = t + oh + (grid[j] - p0) * d if j < end_eval[i] else INF
+        if S[S_LV]:
+            _cross_next(i, j, S, SF, JF, JI, CF, CA, CB, gpus, end_eval, grid, thr, n_gpus)
+            _track(i, S, SF, JF, JI, KF, KA, KB, end_eval, grid, n_gpus)
+    JF[i, KEY] = key
     WF[n, W_NKEY], WF[n, W_TIME] = -key, t
     WI[n, W_BATCH], WI[n, W_FLAG], WI[n, W_ORD] = call, 1, order
     WI[n, W_JOB], WI[n, W_SERIAL] = i, S[S_SERIAL]
@@ -397,8 +586,8 @@ def _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur, gpus, e
         _wheapify(WF, WI, k, grid)
 
 
-@_helper(i8, f8, F2, I2, F1, I1, F1, F2, I2, i8, i8)
-def _refresh(i, t, JF, JI, est, end_eval, grid, DF, DI, y, serial):
+@_helper(i8, f8, *ST, *IN, F2, I2, i8)
+def _refresh(i, t, S, SF, JF, JI, dur, gpus, est, akey, end_eval, grid, thr, DF, DI, y):
     """``refresh``: job i's entry as of its last eval at or before t, written to row y of
     (DF, DI); it becomes the job's live entry."""
     s, oh, p0, d = JF[i, SEG_S], JF[i, SEG_OH], JF[i, SEG_P0], JF[i, SEG_D]
@@ -411,19 +600,30 @@ def _refresh(i, t, JF, JI, est, end_eval, grid, DF, DI, y, serial):
     JF[i, NXT] = b + (grid[k + 1] - p0) * d if k + 1 < end else INF
     g = grid[k]
     JF[i, PROG] = g
-    DF[y, W_NKEY] = -(est[i] * (1.0 - g))
-    DF[y, W_TIME] = b + (g - p0) * d
+    tk = b + (g - p0) * d
+    if S[S_LV]:
+        # bisect_right(thr, attained GPU-seconds); akey is the arrival (0 * span + a).
+        x, level = JF[i, GPU_S] + gpus[i] * (tk - s), 0
+        while level < thr.shape[0] and thr[level] <= x:
+            level += 1
+        JI[i, LVL] = level
+        key = level * _LEVEL_SPAN + akey[i]
+    else:
+        key = est[i] * (1.0 - g)
+    JF[i, KEY] = key
+    S[S_SERIAL] += 1
+    DF[y, W_NKEY], DF[y, W_TIME] = -key, tk
     DF[y, W_S], DF[y, W_OH], DF[y, W_P0], DF[y, W_D] = s, oh, p0, d
     DI[y, W_BATCH] = _round(s, oh, p0, d, j0, call, grid, k)
-    DI[y, W_FLAG], DI[y, W_ORD], DI[y, W_JOB], DI[y, W_SERIAL] = 0, k, i, serial
+    DI[y, W_FLAG], DI[y, W_ORD], DI[y, W_JOB], DI[y, W_SERIAL] = 0, k, i, S[S_SERIAL]
     DI[y, W_J0], DI[y, W_CALL], DI[y, W_ORDER] = j0, call, JI[i, SEG_ORDER]
-    JI[i, LIVE] = serial
+    JI[i, LIVE] = S[S_SERIAL]
 
 
-@_helper(i8, f8, i8, i8, i8, I1, F1, F2, I2, F2, I2, F1, I1, I1, F1, I1, I1, F1, I1, I1, F1, I1,
-         F1, I1, F1, i8, f8)
-def _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF, QA, QB, BK, BS,
-          BJ, dur, gpus, est, end_eval, grid, n_gpus, overhead):
+@_helper(i8, f8, i8, i8, i8, *ST, *WH, *TH, *TH, *TH, F1, I1, I1, F1, I1, I1, *IN, i8, f8)
+def _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, CA, CB, KF, KA,
+          KB, QF, QA, QB, BK, BS, BJ, dur, gpus, est, akey, end_eval, grid, thr, n_gpus,
+          overhead):
     """``fill``: the queue in key order, at most ``depth`` deep, starting each job that
     fits."""
     looked = b = 0
@@ -432,41 +632,43 @@ def _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF, QA, 
             # Only a one-GPU job fits: the multi-GPU jobs ahead of it are skipped at once.
             if S[S_Q] == 0:
                 break
-            if b < S[S_B] and _tless(BK[b], BS[b], BJ[b], QF[0], QA[0], QB[0]):
+            r = _row(S[S_B], b)
+            if b < S[S_B] and _tless(BK[r], BS[r], BJ[r], QF[0], QA[0], QB[0]):
                 k = _bisect_left(BK, BS, BJ, S[S_B], QF[0], QA[0], QB[0], b)
                 looked += k - b
                 b = k
                 if looked >= depth:
                     break
             key, _, i, S[S_Q] = _tpop(QF, QA, QB, S[S_Q])
-            _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur, gpus, est,
-                   end_eval, grid, n_gpus, overhead)
+            _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, CA, CB, KF,
+                   KA, KB, dur, gpus, est, akey, end_eval, grid, thr, n_gpus, overhead)
             return 0
-        if S[S_Q] and not (b < S[S_B] and _tless(BK[b], BS[b], BJ[b], QF[0], QA[0], QB[0])):
+        r = _row(S[S_B], b)
+        if S[S_Q] and not (b < S[S_B] and _tless(BK[r], BS[r], BJ[r], QF[0], QA[0], QB[0])):
             key, _, i, S[S_Q] = _tpop(QF, QA, QB, S[S_Q])
             free -= 1
             looked += 1
-            _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur, gpus, est,
-                   end_eval, grid, n_gpus, overhead)
+            _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, CA, CB, KF,
+                   KA, KB, dur, gpus, est, akey, end_eval, grid, thr, n_gpus, overhead)
             continue
         if b == S[S_B]:
             break
         looked += 1
-        i = BJ[b]
+        i = BJ[r]
         if gpus[i] <= free:
-            key = BK[b]
+            key = BK[r]
             S[S_B] = _delete(BK, BS, BJ, S[S_B], b)
             free -= gpus[i]
-            _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur, gpus, est,
-                   end_eval, grid, n_gpus, overhead)
+            _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, CA, CB, KF,
+                   KA, KB, dur, gpus, est, akey, end_eval, grid, thr, n_gpus, overhead)
         else:
             b += 1
     return free
 
 
-@_helper(f8, i8, f8, i8, I1, F1, F2, I2, F2, I2, F2, I2, I1, I1, F1, I1, F1)
-def _enough_above(limit, short, t, cid, S, SF, JF, JI, WF, WI, FRF, FRI, stack, gpus, est,
-                  end_eval, grid):
+@_helper(f8, i8, f8, i8, *ST, *WH, F2, I2, I1, *IN)
+def _enough_above(limit, short, t, cid, S, SF, JF, JI, WF, WI, FRF, FRI, stack, dur, gpus,
+                  est, akey, end_eval, grid, thr):
     """``enough_above``: whether running jobs not started in this call, with keys above
     ``limit``, hold ``short`` GPUs; the heap is read in place (a subtree whose root's
     stored key is at most ``limit`` holds no candidate), refreshed entries pushed after."""
@@ -487,9 +689,8 @@ def _enough_above(limit, short, t, cid, S, SF, JF, JI, WF, WI, FRF, FRI, stack, 
             if JI[i, MOVED] != cid:
                 nkey = WF[k, W_NKEY]
                 if JF[i, NXT] <= t:
-                    S[S_SERIAL] += 1
-                    _refresh(i, t, JF, JI, est, end_eval, grid, FRF, FRI, n_fresh,
-                             S[S_SERIAL])
+                    _refresh(i, t, S, SF, JF, JI, dur, gpus, est, akey, end_eval, grid, thr,
+                             FRF, FRI, n_fresh)
                     nkey = FRF[n_fresh, W_NKEY]
                     n_fresh += 1
                 if -nkey > limit:
@@ -513,24 +714,22 @@ def _enough_above(limit, short, t, cid, S, SF, JF, JI, WF, WI, FRF, FRI, stack, 
     return short <= 0
 
 
-@_helper(i8, f8, i8, i8, i8, f8, I1, F1, F2, I2, F2, I2, F1, I1, I1, F1, I1, I1, F1, I1, I1, F2,
-         I2, F2, I2, I1, I1, I1, F1, I1, F1, I1, F1, i8, f8)
+@_helper(i8, f8, i8, i8, i8, f8, *ST, *WH, *TH, *TH, *TH, F1, I1, I1, F1, I1, I1, F2, I2, F2,
+         I2, I1, I1, I1, *IN, i8, f8)
 def _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB,
-                      QF, QA, QB, BK, BS, BJ, PPF, PPI, FRF, FRI, stack, victims, preempted,
-                      dur, gpus, est, end_eval, grid, n_gpus, overhead):
+                      CF, CA, CB, KF, KA, KB, QF, QA, QB, BK, BS, BJ, PPF, PPI, FRF, FRI,
+                      stack, victims, preempted, dur, gpus, est, akey, end_eval, grid, thr,
+                      n_gpus, overhead):
     """``preempt_for_head``."""
     rounds = 0
     while (S[S_Q] or S[S_B]) and rounds < depth:
         rounds += 1
-        if S[S_Q] and not (S[S_B] and _tless(BK[0], BS[0], BJ[0], QF[0], QA[0], QB[0])):
-            head_key, h = QF[0], QB[0]
-        else:
-            head_key, h = BK[0], BJ[0]
+        head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
         need = gpus[h]
         if need <= free:
-            free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF,
-                         QA, QB, BK, BS, BJ, dur, gpus, est, end_eval, grid, n_gpus,
-                         overhead)
+            free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, CA,
+                         CB, KF, KA, KB, QF, QA, QB, BK, BS, BJ, dur, gpus, est, akey,
+                         end_eval, grid, thr, n_gpus, overhead)
             continue
         limit = head_key + margin
         # The top's stored key bounds every key: most calls end here.
@@ -540,7 +739,7 @@ def _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, 
             if SF[F_EA_LIMIT] <= limit and S[S_EA_BOUND] < need - free:
                 break
             if not _enough_above(limit, need - free, t, cid, S, SF, JF, JI, WF, WI, FRF,
-                                 FRI, stack, gpus, est, end_eval, grid):
+                                 FRI, stack, dur, gpus, est, akey, end_eval, grid, thr):
                 break
         n_vic = n_pop = 0
         gain = 0
@@ -550,8 +749,8 @@ def _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, 
                 S[S_W] = _wpop(WF, WI, S[S_W], grid)  # ended or preempted
                 continue
             if JF[i, NXT] <= t and JI[i, MOVED] != cid:  # (a key set in this call stands)
-                S[S_SERIAL] += 1
-                _refresh(i, t, JF, JI, est, end_eval, grid, WF, WI, 0, S[S_SERIAL])
+                _refresh(i, t, S, SF, JF, JI, dur, gpus, est, akey, end_eval, grid, thr, WF,
+                         WI, 0)
                 _wsiftup(WF, WI, S[S_W], 0, grid)  # heapreplace
                 continue
             if -WF[0, W_NKEY] <= limit:
@@ -577,23 +776,95 @@ def _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, 
             S[S_B] = _delete(BK, BS, BJ, S[S_B], 0)
         for v in range(n_vic):
             i = victims[v]
-            JI[i, MOVED] = cid
-            JI[i, GONE] = cid
+            JI[i, MOVED] = JI[i, GONE] = cid
             preempted[S[S_PRE]] = i
             S[S_PRE] += 1
             JI[i, LIVE] = 0
-            S[S_WSEQ] += 1
-            key = est[i] * (1.0 - JF[i, PROG])
-            if gpus[i] == 1:
-                S[S_Q] = _tpush(QF, QA, QB, S[S_Q], key, S[S_WSEQ], i)
-            else:
-                S[S_B] = _insort(BK, BS, BJ, S[S_B], key, S[S_WSEQ], i)
+            # Its key as of its last checkpoint (its entry was refreshed on top).
+            _enqueue(JF[i, KEY], i, S, QF, QA, QB, BK, BS, BJ, gpus)
         free += gain - need
-        _start(h, head_key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur, gpus, est,
-               end_eval, grid, n_gpus, overhead)
-        free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF, QA, QB,
-                     BK, BS, BJ, dur, gpus, est, end_eval, grid, n_gpus, overhead)
+        _start(h, head_key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, CA, CB, KF,
+               KA, KB, dur, gpus, est, akey, end_eval, grid, thr, n_gpus, overhead)
+        free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, CA, CB,
+                     KF, KA, KB, QF, QA, QB, BK, BS, BJ, dur, gpus, est, akey, end_eval, grid,
+                     thr, n_gpus, overhead)
     return free
+
+
+@_helper(i8, f8, i8, i8, i8, f8, *ST, *WH, *TH, *TH, *TH, F1, I1, I1, F1, I1, I1, F2, I2, I2,
+         F1, I2, I1, I1, *IN, i8, f8)
+def _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, CA, CB,
+            KF, KA, KB, QF, QA, QB, BK, BS, BJ, YF, YI, HI, LF, LB, perm, preempted, dur,
+            gpus, est, akey, end_eval, grid, thr, n_gpus, overhead):
+    """``yields.yielder``'s ``yields``: the jobs whose evals the checkpoint loop processed
+    in this call's batch, each in that order yielding to the waiting head if it ranks
+    behind it by more than ``margin`` and the head fits in the free GPUs and its own."""
+    head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
+    limit = head_key + margin
+    if S[S_W] == 0 or -WF[0, W_NKEY] <= limit:
+        return free  # (no running key above the head's)
+    nh, _ = _at(t, call, S, SF, JF, JI, KF, KA, KB, HI, LF, LB, end_eval, grid)
+    nf = 0
+    for r in range(nh):
+        i = HI[r, 0]
+        if JI[i, MOVED] == cid or not JF[i, KEY] > limit:
+            continue
+        # A row for ``_rank_less`` (the rank of eval k of the job's run), sorted in by
+        # insertion, after its equals: Python's sort is stable.
+        YF[nf, W_S], YF[nf, W_OH], YF[nf, W_P0], YF[nf, W_D] = (
+            JF[i, SEG_S], JF[i, SEG_OH], JF[i, SEG_P0], JF[i, SEG_D])
+        YI[nf, W_ORD], YI[nf, W_JOB] = HI[r, 1], i
+        YI[nf, W_J0], YI[nf, W_CALL], YI[nf, W_ORDER] = (JI[i, SEG_J0], JI[i, SEG_CALL],
+                                                         JI[i, SEG_ORDER])
+        x = nf
+        while x > 0 and _rank_less(YF, YI, nf, perm[x - 1], grid):
+            perm[x] = perm[x - 1]
+            x -= 1
+        perm[x] = nf
+        nf += 1
+    for r in range(nf):
+        if S[S_Q] == 0 and S[S_B] == 0:
+            break
+        i = YI[perm[r], W_JOB]
+        if JI[i, LIVE] == 0 or JI[i, MOVED] == cid:
+            continue
+        head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
+        key = JF[i, KEY]
+        if gpus[h] <= free + gpus[i] and key > head_key + margin:
+            if JF[i, NXT] <= t:
+                # Its settlement reads its last eval (the row is not kept).
+                _refresh(i, t, S, SF, JF, JI, dur, gpus, est, akey, end_eval, grid, thr, YF,
+                         YI, YF.shape[0] - 1)
+            JI[i, MOVED] = JI[i, GONE] = cid
+            preempted[S[S_PRE]] = i
+            S[S_PRE] += 1
+            JI[i, LIVE] = 0
+            _enqueue(key, i, S, QF, QA, QB, BK, BS, BJ, gpus)
+            free = _fill(free + gpus[i], t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA,
+                         EB, CF, CA, CB, KF, KA, KB, QF, QA, QB, BK, BS, BJ, dur, gpus, est,
+                         akey, end_eval, grid, thr, n_gpus, overhead)
+    return free
+
+
+@_helper(f8, *ST, *WH, F2, I2, *TH, *IN, i8)
+def _take_crossings(t, S, SF, JF, JI, WF, WI, FRF, FRI, CF, CA, CB, dur, gpus, est, akey,
+                    end_eval, grid, thr, n_gpus):
+    """``levels.taker``'s ``take_crossings``: the level crossings due at t, each job's
+    entry renewed with its new key; whether any was."""
+    rose = False
+    while S[S_CR] and CF[0] == t:
+        _, i, _, S[S_CR] = _tpop(CF, CA, CB, S[S_CR])
+        if JF[i, CROSS_T] != t or JI[i, LIVE] == 0 or JF[i, NXT] > t:
+            continue  # (a run preempted or ended since, or a copy already handled)
+        old = JF[i, KEY]
+        _refresh(i, t, S, SF, JF, JI, dur, gpus, est, akey, end_eval, grid, thr, FRF, FRI, 0)
+        S[S_W] = _wpush_from(FRF, FRI, 0, WF, WI, S[S_W], grid)
+        if old <= SF[F_EA_LIMIT] < JF[i, KEY]:
+            S[S_EA_BOUND] += gpus[i]  # now above the last short count's limit
+        _cross_next(i, JI[i, DONE] + 1, S, SF, JF, JI, CF, CA, CB, gpus, end_eval, grid, thr,
+                    n_gpus)
+        rose = True
+    return rose
 
 
 @_step
@@ -604,7 +875,7 @@ def _end_events(t, free, S, EF, EA, EB, JF, JI, gpus):
         _, i, _, S[S_EV] = _tpop(EF, EA, EB, S[S_EV])
         if JF[i, END_T] != t:
             continue  # a preempted segment's end, or a copy of one already handled
-        JF[i, END_T] = NAN
+        JF[i, END_T] = JF[i, CROSS_T] = NAN
         JF[i, FINISH] = t
         JF[i, GPU_S] += gpus[i] * (t - JF[i, SEG_S])
         free += gpus[i]
@@ -614,7 +885,7 @@ def _end_events(t, free, S, EF, EA, EB, JF, JI, gpus):
 
 
 @_step
-def _arrive(ai, t, free, arrival, gpus, est, S, QF, QA, QB, BK, BS, BJ):
+def _arrive(ai, t, free, arrival, gpus, akey, S, QF, QA, QB, BK, BS, BJ):
     """The arrivals at t, from job ``ai`` on: returns the next arrival, the job to start
     at once (-1: none; they joined the queue) and whether any arrived."""
     n = arrival.shape[0]
@@ -625,11 +896,7 @@ def _arrive(ai, t, free, arrival, gpus, est, S, QF, QA, QB, BK, BS, BJ):
         # One arrival at an empty queue, and it fits: started without queueing.
         return ai + 1, ai, True
     while ai < n and arrival[ai] == t:
-        S[S_WSEQ] += 1
-        if gpus[ai] == 1:
-            S[S_Q] = _tpush(QF, QA, QB, S[S_Q], est[ai], S[S_WSEQ], ai)
-        else:
-            S[S_B] = _insort(BK, BS, BJ, S[S_B], est[ai], S[S_WSEQ], ai)
+        _enqueue(akey[ai], ai, S, QF, QA, QB, BK, BS, BJ, gpus)
         ai += 1
     return ai, -1, True
 
@@ -649,7 +916,7 @@ def _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, gpus, grid, n_gpus):
         g = grid[JI[i, DONE] + 1]
         JF[i, PROG] = g if g < p else p  # min(p, g), as Python picks
         JF[i, GPU_S] += gpus[i] * (t - s)
-        JF[i, END_T] = NAN
+        JF[i, END_T] = JF[i, CROSS_T] = NAN
         JI[i, N_PRE] += 1
     S[S_PRE] = 0
     if S[S_EV] > 64 + 2 * n_gpus:
@@ -667,24 +934,9 @@ def _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, gpus, grid, n_gpus):
 def _clear(JF, JI):
     """The per-job floats and ints as a job that has not arrived has them."""
     for i in range(JF.shape[0]):  # (numba's slice assignment costs seconds to compile)
-        JF[i, START] = JF[i, FINISH] = JF[i, END_T] = NAN
+        JF[i, START] = JF[i, FINISH] = JF[i, END_T] = JF[i, CROSS_T] = NAN
         JF[i, NXT] = INF
         JI[i, DONE] = -1
-
-
-@_step
-def _start_or_fill(alone, free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF,
-                   QA, QB, BK, BS, BJ, dur, gpus, est, end_eval, grid, n_gpus, overhead):
-    """The start of one scheduling call: start ``alone`` (-1: none), or fill from the
-    queue; returns the free GPUs."""
-    if alone >= 0:
-        free -= gpus[alone]
-        _start(alone, est[alone], t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, dur, gpus,
-               est, end_eval, grid, n_gpus, overhead)
-    elif free > 0 and (S[S_Q] or S[S_B]):
-        free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF, QA, QB,
-                     BK, BS, BJ, dur, gpus, est, end_eval, grid, n_gpus, overhead)
-    return free
 
 
 @_step
@@ -699,8 +951,8 @@ def _mark(tl_t, tl_used, tl_n, t, used):
 
 
 @_helper(F1, I1, I1, i8)
-def _grown_events(EF, EA, EB, size):
-    return _grow(EF, size), _grow(EA, size), _grow(EB, size)
+def _grown_heap(F, A, B, size):
+    return _grow(F, size), _grow(A, size), _grow(B, size)
 
 
 @_helper(F2, I2, F2, I2, F2, I2, I1, i8)
@@ -710,20 +962,24 @@ def _grown_worst(WF, WI, PPF, PPI, FRF, FRI, stack, size):
 
 
 @njit(cache=True)
-def run_kernel(arrival, dur, gpus, est, end_eval, grid, n_gpus, depth, margin, overhead,
-               record_timeline):
-    """``planned.run``'s loop: start_s, finish_s, gpu_s, n_preemptions, the timeline
-    (times, GPUs used), the jobs left waiting on an idle cluster (-1: none; the loop
-    stopped there), and the owners (``_o``) of the views it works on (``_borrow``),
-    returned so that they outlive every view. Every array is made here, not by a helper
-    (so made, the loop ran 4% slower); the heaps hold what one scheduling call can push
-    (n_gpus starts, each an end and an entry; n_gpus refreshed entries) and a spare row."""
+def run_kernel(arrival, dur, gpus, est, akey, thr, levels, end_eval, grid, n_gpus, depth,
+               margin, overhead, record_timeline):
+    """``planned.run``'s loop, by key rule ``levels`` (Tiresias, thresholds ``thr``) or not
+    (SRTF-Est); ``akey``: the keys of arriving jobs. Returns start_s, finish_s, gpu_s,
+    n_preemptions, the timeline (times, GPUs used), the jobs left waiting on an idle
+    cluster (-1: none; the loop stopped there; -2: the twin gave up, as more evals fell at
+    one instant than its rows hold, and ``run`` runs the Python loop), and the owners
+    (``_o``) of the views it works on (``_borrow``), returned so that they outlive every
+    view. Every array is made here, not by a helper (so made, the loop ran 4% slower); the
+    heaps hold what one scheduling call can push (n_gpus starts, each an end and an entry;
+    n_gpus refreshed entries) and a spare row, and grow between calls."""
     n = arrival.shape[0]
     arrival, dur, gpus, est = _borrow(arrival), _borrow(dur), _borrow(gpus), _borrow(est)
-    end_eval, grid = _borrow(end_eval), _borrow(grid)
-    JF_o, JI_o = np.zeros((n, 10)), np.zeros((n, 8), np.int64)
-    S_o, SF_o = np.zeros(9, np.int64), np.full(1, INF)  # (SF: ea_limit)
+    akey, thr, end_eval, grid = _borrow(akey), _borrow(thr), _borrow(end_eval), _borrow(grid)
+    JF_o, JI_o = np.zeros((n, 12)), np.zeros((n, 9), np.int64)
+    S_o, SF_o = np.zeros(13, np.int64), np.full(1, INF)  # (SF: ea_limit)
     JF, JI, S, SF = _borrow(JF_o), _borrow(JI_o), _borrow(S_o), _borrow(SF_o)
+    S[S_LV] = 1 if levels else 0
     _clear(JF, JI)
     QF_o, QA_o, QB_o = np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
     BK_o, BS_o, BJ_o = np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
@@ -739,44 +995,87 @@ def run_kernel(arrival, dur, gpus, est, end_eval, grid, n_gpus, depth, margin, o
     EF, EA, EB = _borrow(EF_o), _borrow(EA_o), _borrow(EB_o)
     WF, WI, PPF, PPI = _borrow(WF_o), _borrow(WI_o), _borrow(PPF_o), _borrow(PPI_o)
     FRF, FRI, stack = _borrow(FRF_o), _borrow(FRI_o), _borrow(stack_o)
+    # Tiresias: the crossings' heap, the evals' index (each compacted past 64 + 4 n_gpus
+    # entries), and the rows of one call's hits (jobs with evals at its instant: at most
+    # the runs in the index, unless evals of one run fall at one float time).
+    CF_o, CA_o, CB_o = np.empty(cw), np.empty(cw, np.int64), np.zeros(cw, np.int64)
+    KF_o, KA_o, KB_o = np.empty(cw), np.empty(cw, np.int64), np.zeros(cw, np.int64)
+    HI_o, LF_o, LB_o = np.empty((cw, 2), np.int64), np.empty(cw), np.empty((cw, 2), np.int64)
+    YF_o, YI_o, perm_o = np.empty((cw + 1, 6)), np.empty((cw + 1, 8), np.int64), np.empty(cw, np.int64)
+    CF, CA, CB = _borrow(CF_o), _borrow(CA_o), _borrow(CB_o)
+    KF, KA, KB = _borrow(KF_o), _borrow(KA_o), _borrow(KB_o)
+    HI, LF, LB = _borrow(HI_o), _borrow(LF_o), _borrow(LB_o)
+    YF, YI, perm = _borrow(YF_o), _borrow(YI_o), _borrow(perm_o)
     tl_t, tl_used, tl_n = np.zeros(1024), np.zeros(1024, np.int64), 1
-    free, ai, left, t_call, call, cid = n_gpus, 0, -1, NAN, 0, 0
+    free, ai, left, t_call, call, cid, t_any = n_gpus, 0, -1, NAN, 0, 0, INF
     while True:
-        t_heap = EF[0] if S[S_EV] else INF
-        t_arr = arrival[ai] if ai < n else INF
-        t = t_heap if t_heap <= t_arr else t_arr
+        t = EF[0] if S[S_EV] else INF
+        if ai < n and arrival[ai] < t:
+            t = arrival[ai]
+        if S[S_CR] and CF[0] < t:
+            t = CF[0]
+        if t_any < t:
+            t = t_any
         if t == INF:
             break
-        free, changed = _end_events(t, free, S, EF, EA, EB, JF, JI, gpus)
-        ai, alone, arrived = _arrive(ai, t, free, arrival, gpus, est, S, QF, QA, QB, BK, BS, BJ)
-        if not (changed or arrived):
-            continue
+        # Room for what this instant can push (its crossings, then one call).
         if S[S_EV] + 2 * n_gpus + 2 > EF.shape[0] - 1:
-            EF_o, EA_o, EB_o = _grown_events(EF_o, EA_o, EB_o, S[S_EV] + 4 * n_gpus + 2)
+            EF_o, EA_o, EB_o = _grown_heap(EF_o, EA_o, EB_o, S[S_EV] + 4 * n_gpus + 2)
             EF, EA, EB = _borrow(EF_o), _borrow(EA_o), _borrow(EB_o)
-        if S[S_W] + 3 * n_gpus + 2 > WF.shape[0] - 1:
+        if S[S_W] + 4 * n_gpus + 2 > WF.shape[0] - 1:
             WF_o, WI_o, PPF_o, PPI_o, FRF_o, FRI_o, stack_o = _grown_worst(
-                WF_o, WI_o, PPF_o, PPI_o, FRF_o, FRI_o, stack_o, S[S_W] + 6 * n_gpus + 2)
+                WF_o, WI_o, PPF_o, PPI_o, FRF_o, FRI_o, stack_o, S[S_W] + 8 * n_gpus + 2)
             WF, WI, PPF, PPI = _borrow(WF_o), _borrow(WI_o), _borrow(PPF_o), _borrow(PPI_o)
             FRF, FRI, stack = _borrow(FRF_o), _borrow(FRI_o), _borrow(stack_o)
+        if S[S_CR] + 4 * n_gpus + 2 > CF.shape[0] - 1:
+            CF_o, CA_o, CB_o = _grown_heap(CF_o, CA_o, CB_o, S[S_CR] + 8 * n_gpus + 2)
+            CF, CA, CB = _borrow(CF_o), _borrow(CA_o), _borrow(CB_o)
+        changed = t_any == t
+        free, ended = _end_events(t, free, S, EF, EA, EB, JF, JI, gpus)
+        if (S[S_CR] and CF[0] == t
+                and _take_crossings(t, S, SF, JF, JI, WF, WI, FRF, FRI, CF, CA, CB, dur, gpus,
+                                    est, akey, end_eval, grid, thr, n_gpus)
+                and (S[S_Q] or S[S_B])):
+            changed = True  # a key rose: the victims may differ
+        ai, alone, arrived = _arrive(ai, t, free, arrival, gpus, akey, S, QF, QA, QB, BK, BS,
+                                     BJ)
+        if not (changed or ended or arrived):
+            continue
         call = call + 1 if t == t_call else 0
         t_call = t
         cid += 1
-        free = _start_or_fill(alone, free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA,
-                              EB, QF, QA, QB, BK, BS, BJ, dur, gpus, est, end_eval, grid,
-                              n_gpus, overhead)
+        t_any = INF
+        if alone >= 0:
+            free -= gpus[alone]
+            _start(alone, akey[alone], t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, CA,
+                   CB, KF, KA, KB, dur, gpus, est, akey, end_eval, grid, thr, n_gpus, overhead)
+        elif free > 0 and (S[S_Q] or S[S_B]):
+            free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, CA,
+                         CB, KF, KA, KB, QF, QA, QB, BK, BS, BJ, dur, gpus, est, akey,
+                         end_eval, grid, thr, n_gpus, overhead)
         if S[S_Q] or S[S_B]:
-            if S[S_Q] and not (S[S_B] and _tless(BK[0], BS[0], BJ[0], QF[0], QA[0], QB[0])):
-                head_key, h = QF[0], QB[0]
-            else:
-                head_key, h = BK[0], BJ[0]
+            if levels:
+                free = _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA,
+                               EB, CF, CA, CB, KF, KA, KB, QF, QA, QB, BK, BS, BJ, YF, YI, HI,
+                               LF, LB, perm, preempted, dur, gpus, est, akey, end_eval, grid,
+                               thr, n_gpus, overhead)
+        if S[S_Q] or S[S_B]:
+            head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
             # The search's first test, without the call: no running key above the head's.
             if gpus[h] <= free or (S[S_W] and -WF[0, W_NKEY] > head_key + margin):
-                free = _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI,
-                                         EF, EA, EB, QF, QA, QB, BK, BS, BJ, PPF, PPI, FRF, FRI,
-                                         stack, victims, preempted, dur, gpus, est, end_eval,
-                                         grid, n_gpus, overhead)
-            _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, gpus, grid, n_gpus)
+                free = _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF,
+                                         WI, EF, EA, EB, CF, CA, CB, KF, KA, KB, QF, QA, QB,
+                                         BK, BS, BJ, PPF, PPI, FRF, FRI, stack, victims,
+                                         preempted, dur, gpus, est, akey, end_eval, grid, thr,
+                                         n_gpus, overhead)
+        _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, gpus, grid, n_gpus)
+        if (levels and (S[S_Q] or S[S_B])
+                and _unsettled(free, depth, margin, S, SF, JF, JI, WF, WI, QF, QA, QB, BK, BS,
+                               BJ, stack, gpus)):
+            _, t_any = _at(t, call, S, SF, JF, JI, KF, KA, KB, HI, LF, LB, end_eval, grid)
+        if S[S_OVER]:
+            left = -2
+            break
         if record_timeline and n_gpus - free != tl_used[tl_n - 1]:
             if tl_n == tl_t.shape[0]:
                 tl_t, tl_used = _grow(tl_t, tl_n + 1), _grow(tl_used, tl_n + 1)
@@ -785,6 +1084,7 @@ def run_kernel(arrival, dur, gpus, est, end_eval, grid, n_gpus, depth, margin, o
             left = S[S_Q] + S[S_B]
             break
     owners = (JF_o, JI_o, S_o, SF_o, QF_o, QA_o, QB_o, BK_o, BS_o, BJ_o, vp_o, EF_o, EA_o,
-              EB_o, WF_o, WI_o, PPF_o, PPI_o, FRF_o, FRI_o, stack_o)
+              EB_o, WF_o, WI_o, PPF_o, PPI_o, FRF_o, FRI_o, stack_o, CF_o, CA_o, CB_o, KF_o,
+              KA_o, KB_o, HI_o, LF_o, LB_o, YF_o, YI_o, perm_o)
     return (JF_o[:, START].copy(), JF_o[:, FINISH].copy(), JF_o[:, GPU_S].copy(),
             JI_o[:, N_PRE].copy(), tl_t[:tl_n].copy(), tl_used[:tl_n].copy(), left, owners)
