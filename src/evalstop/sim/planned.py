@@ -28,12 +28,11 @@ checkpoint loop's (``engine._run``); ``tests/test_sim_srtf_loop.py`` and
 Philly slices, so a difference shows there. ``ENABLED = False`` sends both back to that
 loop.
 
-With numba installed (the ``fast`` extra), ``run`` hands SRTF-Est's loop to its compiled
-twin ``evalstop.sim.planned_jit`` when ``evalstop.jit`` says so (by default for large
+With numba installed (the ``fast`` extra), ``run`` hands the loop to its compiled twin
+``evalstop.sim.planned_jit`` when ``evalstop.jit`` says so (by default for large
 workloads; ``EVALSTOP_JIT=1`` always, ``0`` never); the twin makes every decision and float
-of the loop here (the same tests compare the two). Tiresias' compiled form is the
-checkpoint loop's twin (``sim.priority_jit``), which ``engine`` asks for first. The Python
-loop stays the reference: it is what runs without numba or on small workloads.
+of the loop here (the same tests compare the two). The Python loop stays the reference: it
+is what runs without numba or on small workloads.
 """
 
 from __future__ import annotations

@@ -1,53 +1,81 @@
-"""The numba twin of ``planned.run`` for SRTF-Est: the same loop, compiled.
+"""The numba twin of ``planned.run``: the same loop, compiled, for both key rules
+(SRTF-Est's remaining time; Tiresias' levels, with its crossings, the index of running
+jobs' evals, its yields at checkpoints and its unsettled calls).
 
-``planned.run`` (SRTF-Est) spends its time in Python's heap operations (on 1x Philly: 137k starts,
-237k pops, 370k pushes). Here the same loop runs over numpy arrays: every heap is an
-array heap whose pushes, pops, replaces and heapifies are ``heapq``'s algorithms step for
-step (so each heap holds its entries in the same places, and the in-place reading of the
-victims' heap visits them in the same order), entries are stored by value and compared
+``planned.run`` spends its time in Python's heap operations (SRTF-Est on 1x Philly: 137k
+starts, 237k pops, 370k pushes). Here the same loop runs over numpy arrays: every heap is
+an array heap whose pushes, pops, replaces and heapifies are ``heapq``'s algorithms step
+for step (so each heap holds its entries in the same places, and the in-place reading of
+the victims' heap visits them in the same order), entries are stored by value and compared
 field by field as Python compares the tuples, and ``_Rank``'s tie rule is
-``_rank_less`` (the two ``_chain`` sequences compared element by element). No fastmath:
-every float is computed with the expression, and in the order, of the Python loop, so
-times, keys and GPU-seconds are the same floats. ``tests/test_sim_srtf_loop.py`` compares
-the twin with the Python loop and with the checkpoint loop.
+``_rank_less`` (the two ``_chain`` sequences compared element by element). One heap
+differs from Python's in layout, the evals' index, as nothing reads the order in which a
+query passes its entries (see ``_at``). No fastmath: every float is computed with the expression,
+and in the order, of the Python loop, so times, keys and GPU-seconds are the same floats.
+``tests/test_sim_srtf_loop.py`` and ``tests/test_sim_planned_levels.py`` compare the twin
+with the Python loop and with the checkpoint loop.
 
-A change to SRTF-Est's steps in ``planned`` must be made here too. Only ``run_kernel`` is called from
-outside; it returns the arrays ``run`` builds its result from, and a count of jobs left
-waiting on an idle cluster (-1: none) for ``run`` to raise on. Its buffers are sized by
-the bounds of one scheduling call, which hold because every job needs at least one GPU
-(``Workload.validate``), and grown between calls.
+A change to the steps in ``planned``, ``levels`` or ``yields`` must be made here too. Only
+``run_kernel`` is called from outside; it returns the arrays ``run`` builds its result
+from, and a count of jobs left waiting on an idle cluster (-1: none) for ``run`` to raise
+on. Its buffers are sized by the bounds of one scheduling call, which hold because every
+job needs at least one GPU (``Workload.validate``), and grown between calls.
 
 Compiling all this takes tens of CPU-seconds, once: the result is cached (``cache=True``)
 and later processes load it (numba's import included, about a second).
 """
-
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba import njit
 
 from evalstop.schedulers.tiresias import _LEVEL_SPAN
-
-F1, I1, F2, I2 = types.float64[::1], types.int64[::1], types.float64[:, ::1], types.int64[:, ::1]
-f8, i8 = types.float64, types.int64
-
-
-def _helper(*argtypes):
-    """A compiled helper, called from compiled code only (no Python or C entry points),
-    with its argument types given: left to infer them, numba also compiled a copy for
-    each constant argument (``pos=0``...), which nearly doubled the first compilation."""
-    return njit(argtypes, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-
-
-def _step(fn):
-    """A step of the loop (``run_kernel``'s or a helper's), inlined where it is called
-    (numba IR inlining, ``inline="always"``): split out for reading, compiled as one
-    function, so the loop pays no call, and no passing of its arrays, per instant."""
-    return njit(inline="always", cache=True, no_cpython_wrapper=True,
-                no_cfunc_wrapper=True)(fn)
-
+from evalstop.sim.numba_arrays import (
+    F1,
+    F2,
+    I1,
+    I2,
+    _bisect_left,
+    _borrow,
+    _delete,
+    _grow,
+    _helper,
+    _insort,
+    _mark,
+    _row,
+    _step,
+    _theapify,
+    _tless,
+    _tpop,
+    _tpush,
+    _tsiftup,
+    f8,
+    i8,
+)
+from evalstop.sim.numba_victims import (
+    W_BATCH,
+    W_CALL,
+    W_D,
+    W_FLAG,
+    W_J0,
+    W_JOB,
+    W_NKEY,
+    W_OH,
+    W_ORD,
+    W_ORDER,
+    W_P0,
+    W_S,
+    W_SERIAL,
+    W_TIME,
+    _copy,
+    _rank_less,
+    _round,
+    _wheapify,
+    _wpop,
+    _wpush_from,
+    _wsiftdown,
+    _wsiftup,
+)
 
 INF = np.inf
 NAN = np.nan
@@ -59,305 +87,12 @@ NAN = np.nan
 START, FINISH, GPU_S, PROG, END_T, NXT, SEG_S, SEG_OH, SEG_P0, SEG_D, KEY, CROSS_T = range(12)
 N_PRE, DONE, LIVE, MOVED, GONE, SEG_J0, SEG_CALL, SEG_ORDER, LVL = range(9)
 
-# A running job's entry in the victims' heap, ``worst``: Python's tuple
-# (-key, time, call/batch, flag, order/_Rank, job). Floats (WF columns): the negated key,
-# the time it was set, and (for a key set at an eval, flag 0) the segment that ``_Rank``
-# walks back through. Ints (WI columns): batch, flag, ORD (the start's order for flag 1,
-# the eval for flag 0), the job, a serial number (Python's ``live[i] is e`` becomes
-# ``JI[i, LIVE] == serial``; 0: not running), and the segment's ints.
-W_NKEY, W_TIME, W_S, W_OH, W_P0, W_D = range(6)
-W_BATCH, W_FLAG, W_ORD, W_JOB, W_SERIAL, W_J0, W_CALL, W_ORDER = range(8)
-
 # Scalars shared by the helpers (numba functions cannot assign their caller's locals);
 # S_CR, S_CK: the sizes of the crossings' and the evals' heaps; S_LV: 1 for Tiresias' key
 # rule (``levels``), 0 for SRTF-Est's.
 S_EV, S_W, S_Q, S_B, S_ORDER, S_WSEQ, S_EA_BOUND, S_SERIAL, S_PRE, S_CR, S_CK, S_LV = range(12)
 S_OVER = 12  # 1: more evals fell at one instant than the hits' rows hold (see run_kernel)
 F_EA_LIMIT = 0
-
-
-@intrinsic
-def _borrow(typingctx, arr):
-    """``arr`` without its reference count: numba increments and decrements the count of
-    every array passed to a compiled function, with atomic instructions, and with a dozen
-    arrays passed to the heap helpers at every push, pop and comparison that was 40% of
-    the loop. The view must not outlive ``arr`` (``run_kernel`` returns the owners)."""
-    def codegen(context, builder, sig, args):
-        src = cgutils.create_struct_proxy(sig.args[0])(context, builder, value=args[0])
-        out = cgutils.create_struct_proxy(sig.return_type)(context, builder)
-        for name in ("nitems", "itemsize", "data", "shape", "strides"):
-            setattr(out, name, getattr(src, name))
-        out.meminfo = cgutils.get_null_value(src.meminfo.type)
-        out.parent = cgutils.get_null_value(src.parent.type)
-        return out._getvalue()
-
-    if not isinstance(arr, types.Array):
-        return None
-    return arr(arr), codegen
-
-
-# ---- heaps of (float, int, int), compared as Python compares those tuples -------------
-# The events, (time, job, 0), and the one-GPU wait queue, (key, seq, job).
-
-
-@_step
-def _tless(f1, a1, b1, f2, a2, b2):
-    if f1 != f2:
-        return f1 < f2
-    if a1 != a2:
-        return a1 < a2
-    return b1 < b2
-
-
-@_step
-def _tsiftdown(F, A, B, startpos, pos):
-    f, a, b = F[pos], A[pos], B[pos]
-    while pos > startpos:
-        parent = (pos - 1) >> 1
-        if _tless(f, a, b, F[parent], A[parent], B[parent]):
-            F[pos], A[pos], B[pos] = F[parent], A[parent], B[parent]
-            pos = parent
-            continue
-        break
-    F[pos], A[pos], B[pos] = f, a, b
-
-
-@_step
-def _tsiftup(F, A, B, n, pos):
-    startpos = pos
-    f, a, b = F[pos], A[pos], B[pos]
-    child = 2 * pos + 1
-    while child < n:
-        right = child + 1
-        if right < n and not _tless(F[child], A[child], B[child], F[right], A[right],
-                                    B[right]):
-            child = right
-        F[pos], A[pos], B[pos] = F[child], A[child], B[child]
-        pos = child
-        child = 2 * pos + 1
-    F[pos], A[pos], B[pos] = f, a, b
-    _tsiftdown(F, A, B, startpos, pos)
-
-
-@_helper(F1, I1, I1, i8, f8, i8, i8)
-def _tpush(F, A, B, n, f, a, b):
-    F[n], A[n], B[n] = f, a, b
-    _tsiftdown(F, A, B, 0, n)
-    return n + 1
-
-
-@_helper(F1, I1, I1, i8)
-def _tpop(F, A, B, n):
-    """heappop: returns the top (f, a, b) and the new size."""
-    n -= 1
-    f, a, b = F[n], A[n], B[n]
-    if n == 0:
-        return f, a, b, n
-    rf, ra, rb = F[0], A[0], B[0]
-    F[0], A[0], B[0] = f, a, b
-    _tsiftup(F, A, B, n, 0)
-    return rf, ra, rb, n
-
-
-@_helper(F1, I1, I1, i8)
-def _theapify(F, A, B, n):
-    for i in range(n // 2 - 1, -1, -1):
-        _tsiftup(F, A, B, n, i)
-
-
-# ---- the multi-GPU wait queue: a sorted list of (key, seq, job) -----------------------
-# Stored last first: entry b of the list (b = 0: the smallest) is row nb - 1 - b, so the
-# head leaves without moving the rest, and an insert moves only the entries before it
-# (a Tiresias queue holds demoted jobs behind every arrival: on 1x Philly with the default
-# rule, 240 entries on average).
-
-
-@_step
-def _row(nb, b):
-    return nb - 1 - b
-
-
-@_helper(F1, I1, I1, i8, f8, i8, i8)
-def _insort(BK, BS, BJ, nb, k, s, j):
-    lo, hi = 0, nb
-    while lo < hi:
-        mid = (lo + hi) // 2
-        r = nb - 1 - mid
-        if _tless(k, s, j, BK[r], BS[r], BJ[r]):
-            hi = mid
-        else:
-            lo = mid + 1
-    for x in range(nb, nb - lo, -1):  # the lo entries before it move up one row
-        BK[x], BS[x], BJ[x] = BK[x - 1], BS[x - 1], BJ[x - 1]
-    r = nb - lo
-    BK[r], BS[r], BJ[r] = k, s, j
-    return nb + 1
-
-
-@_helper(F1, I1, I1, i8, f8, i8, i8, i8)
-def _bisect_left(BK, BS, BJ, nb, k, s, j, lo):
-    hi = nb
-    while lo < hi:
-        mid = (lo + hi) // 2
-        r = nb - 1 - mid
-        if _tless(BK[r], BS[r], BJ[r], k, s, j):
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@_helper(F1, I1, I1, i8, i8)
-def _delete(BK, BS, BJ, nb, at):
-    for x in range(nb - 1 - at, nb - 1):  # the entries before it move down one row
-        BK[x], BS[x], BJ[x] = BK[x + 1], BS[x + 1], BJ[x + 1]
-    return nb - 1
-
-
-# ---- the victims' heap ----------------------------------------------------------------
-
-
-@_helper(f8, f8, f8, f8, i8, i8, F1, i8)
-def _round(s, oh, p0, d, j0, call, grid, j):
-    """``planned._round``: the scheduling calls at its time before eval ``j`` of the
-    segment was processed."""
-    b = s + oh
-    t = b + (grid[j] - p0) * d
-    while j > j0 and b + (grid[j - 1] - p0) * d == t:
-        j -= 1
-    return call + 1 if j == j0 and s == t else 0
-
-
-@_helper(F2, I2, i8, i8, F1)
-def _rank_less(WF, WI, x, y, grid):
-    """``_Rank.__lt__`` for the entries in rows x and y: their ``_chain``s from the eval
-    before each entry's, compared element by element until one ends (then: not less)."""
-    sx, ohx, p0x, dx = WF[x, W_S], WF[x, W_OH], WF[x, W_P0], WF[x, W_D]
-    sy, ohy, p0y, dy = WF[y, W_S], WF[y, W_OH], WF[y, W_P0], WF[y, W_D]
-    j0x, cx, ox = WI[x, W_J0], WI[x, W_CALL], WI[x, W_ORDER]
-    j0y, cy, oy = WI[y, W_J0], WI[y, W_CALL], WI[y, W_ORDER]
-    jx, jy = WI[x, W_ORD] - 1, WI[y, W_ORD] - 1
-    bx, by = sx + ohx, sy + ohy
-    while True:
-        # An element is (eval time, round, 0) while j >= j0, then (start, call, 1, order).
-        if jx >= j0x:
-            tx, rx, fx = bx + (grid[jx] - p0x) * dx, _round(sx, ohx, p0x, dx, j0x, cx, grid,
-                                                               jx), 0
-        else:
-            tx, rx, fx = sx, cx, 1
-        if jy >= j0y:
-            ty, ry, fy = by + (grid[jy] - p0y) * dy, _round(sy, ohy, p0y, dy, j0y, cy, grid,
-                                                               jy), 0
-        else:
-            ty, ry, fy = sy, cy, 1
-        if tx != ty:
-            return tx < ty
-        if rx != ry:
-            return rx < ry
-        if fx != fy:
-            return fx < fy
-        if fx == 1:  # two starts: the order decides; equal, both chains ended
-            return ox < oy
-        jx -= 1
-        jy -= 1
-
-
-@_helper(F2, I2, i8, i8, F1)
-def _wless(WF, WI, x, y, grid):
-    """Python's comparison of the two ``worst`` tuples in rows x and y."""
-    if WF[x, W_NKEY] != WF[y, W_NKEY]:
-        return WF[x, W_NKEY] < WF[y, W_NKEY]
-    if WF[x, W_TIME] != WF[y, W_TIME]:
-        return WF[x, W_TIME] < WF[y, W_TIME]
-    if WI[x, W_BATCH] != WI[y, W_BATCH]:
-        return WI[x, W_BATCH] < WI[y, W_BATCH]
-    if WI[x, W_FLAG] != WI[y, W_FLAG]:
-        return WI[x, W_FLAG] < WI[y, W_FLAG]
-    if WI[x, W_FLAG] == 0:
-        # Two _Rank objects are never the same object, so Python asks ``<`` and stops.
-        return _rank_less(WF, WI, x, y, grid)
-    if WI[x, W_ORD] != WI[y, W_ORD]:
-        return WI[x, W_ORD] < WI[y, W_ORD]
-    return WI[x, W_JOB] < WI[y, W_JOB]
-
-
-@_helper(F2, I2, i8, F2, I2, i8)
-def _copy(SF, SI, x, DF, DI, y):
-    # Spelled out: a loop over the columns (sizes unknown to the compiler) took a third
-    # of the run.
-    DF[y, 0], DF[y, 1], DF[y, 2], DF[y, 3], DF[y, 4], DF[y, 5] = (
-        SF[x, 0], SF[x, 1], SF[x, 2], SF[x, 3], SF[x, 4], SF[x, 5])
-    DI[y, 0], DI[y, 1], DI[y, 2], DI[y, 3], DI[y, 4], DI[y, 5], DI[y, 6], DI[y, 7] = (
-        SI[x, 0], SI[x, 1], SI[x, 2], SI[x, 3], SI[x, 4], SI[x, 5], SI[x, 6], SI[x, 7])
-
-
-@_helper(F2, I2, i8, i8, F1)
-def _wsiftdown(WF, WI, startpos, pos, grid):
-    # heapq's newitem is kept in the spare last row.
-    x = WF.shape[0] - 1
-    _copy(WF, WI, pos, WF, WI, x)
-    while pos > startpos:
-        parent = (pos - 1) >> 1
-        if _wless(WF, WI, x, parent, grid):
-            _copy(WF, WI, parent, WF, WI, pos)
-            pos = parent
-            continue
-        break
-    _copy(WF, WI, x, WF, WI, pos)
-
-
-@_helper(F2, I2, i8, i8, F1)
-def _wsiftup(WF, WI, n, pos, grid):
-    x = WF.shape[0] - 1
-    startpos = pos
-    _copy(WF, WI, pos, WF, WI, x)
-    child = 2 * pos + 1
-    while child < n:
-        right = child + 1
-        if right < n and not _wless(WF, WI, child, right, grid):
-            child = right
-        _copy(WF, WI, child, WF, WI, pos)
-        pos = child
-        child = 2 * pos + 1
-    _copy(WF, WI, x, WF, WI, pos)
-    _wsiftdown(WF, WI, startpos, pos, grid)
-
-
-@_helper(F2, I2, i8, F1)
-def _wpop(WF, WI, n, grid):
-    """heappop, the top dropped (callers read it first); returns the new size."""
-    n -= 1
-    if n > 0:
-        _copy(WF, WI, n, WF, WI, 0)
-        _wsiftup(WF, WI, n, 0, grid)
-    return n
-
-
-@_helper(F2, I2, i8, F2, I2, i8, F1)
-def _wpush_from(SF, SI, x, WF, WI, n, grid):
-    """heappush of the entry in row x of (SF, SI); returns the new size."""
-    _copy(SF, SI, x, WF, WI, n)
-    _wsiftdown(WF, WI, 0, n, grid)
-    return n + 1
-
-
-@_helper(F2, I2, i8, F1)
-def _wheapify(WF, WI, n, grid):
-    for i in range(n // 2 - 1, -1, -1):
-        _wsiftup(WF, WI, n, i, grid)
-
-
-@njit([(F1, i8), (I1, i8), (F2, i8), (I2, i8)], cache=True, no_cpython_wrapper=True,
-      no_cfunc_wrapper=True)
-def _grow(A, rows):
-    """A copy of A with at least ``rows`` rows (double its own, to grow rarely)."""
-    out = np.empty((max(rows, 2 * A.shape[0]),) + A.shape[1:], A.dtype)
-    # Element by element: numba's slice assignment costs seconds to compile.
-    flat_out, flat = out.reshape(-1), A.reshape(-1)
-    for k in range(flat.shape[0]):
-        flat_out[k] = flat[k]
-    return out
-
 
 # ---- the loop -------------------------------------------------------------------------
 # Argument types of the loop's helpers, by group: the shared state (S, SF, JF, JI), the
@@ -937,18 +672,6 @@ def _clear(JF, JI):
         JF[i, START] = JF[i, FINISH] = JF[i, END_T] = JF[i, CROSS_T] = NAN
         JF[i, NXT] = INF
         JI[i, DONE] = -1
-
-
-@_step
-def _mark(tl_t, tl_used, tl_n, t, used):
-    """The GPU timeline (its first ``tl_n`` points, room for one more) with ``used`` GPUs
-    from t on; returns its length."""
-    if tl_t[tl_n - 1] == t:
-        tl_used[tl_n - 1] = used
-        return tl_n
-    tl_t[tl_n], tl_used[tl_n] = t, used
-    return tl_n + 1
-
 
 @_helper(F1, I1, I1, i8)
 def _grown_heap(F, A, B, size):

@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from evalstop.sim.planned_jit import (
+from evalstop.sim.numba_arrays import (
     F1,
     F2,
     I1,

@@ -1,0 +1,187 @@
+"""Compiled arrays for the simulator's numba twins (``sim.planned_jit``,
+``sim.priority_jit``): how their helpers are compiled, arrays passed without reference
+counts, a heap of (float, int, int) and a sorted list of the same, each ordered as Python
+orders those tuples, with ``heapq``'s and ``bisect``'s algorithms step for step (so equal
+entries sit where Python's would), and arrays grown between calls.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+F1, I1, F2, I2 = types.float64[::1], types.int64[::1], types.float64[:, ::1], types.int64[:, ::1]
+f8, i8 = types.float64, types.int64
+
+
+def _helper(*argtypes):
+    """A compiled helper, called from compiled code only (no Python or C entry points),
+    with its argument types given: left to infer them, numba also compiled a copy for
+    each constant argument (``pos=0``...), which nearly doubled the first compilation."""
+    return njit(argtypes, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+
+
+def _step(fn):
+    """A step of the loop (``run_kernel``'s or a helper's), inlined where it is called
+    (numba IR inlining, ``inline="always"``): split out for reading, compiled as one
+    function, so the loop pays no call, and no passing of its arrays, per instant."""
+    return njit(inline="always", cache=True, no_cpython_wrapper=True,
+                no_cfunc_wrapper=True)(fn)
+
+@intrinsic
+def _borrow(typingctx, arr):
+    """``arr`` without its reference count: numba increments and decrements the count of
+    every array passed to a compiled function, with atomic instructions, and with a dozen
+    arrays passed to the heap helpers at every push, pop and comparison that was 40% of
+    the loop. The view must not outlive ``arr`` (``run_kernel`` returns the owners)."""
+    def codegen(context, builder, sig, args):
+        src = cgutils.create_struct_proxy(sig.args[0])(context, builder, value=args[0])
+        out = cgutils.create_struct_proxy(sig.return_type)(context, builder)
+        for name in ("nitems", "itemsize", "data", "shape", "strides"):
+            setattr(out, name, getattr(src, name))
+        out.meminfo = cgutils.get_null_value(src.meminfo.type)
+        out.parent = cgutils.get_null_value(src.parent.type)
+        return out._getvalue()
+
+    if not isinstance(arr, types.Array):
+        return None
+    return arr(arr), codegen
+
+# ---- heaps of (float, int, int), compared as Python compares those tuples -------------
+# The events, (time, job, 0), and the one-GPU wait queue, (key, seq, job).
+
+
+@_step
+def _tless(f1, a1, b1, f2, a2, b2):
+    if f1 != f2:
+        return f1 < f2
+    if a1 != a2:
+        return a1 < a2
+    return b1 < b2
+
+
+@_step
+def _tsiftdown(F, A, B, startpos, pos):
+    f, a, b = F[pos], A[pos], B[pos]
+    while pos > startpos:
+        parent = (pos - 1) >> 1
+        if _tless(f, a, b, F[parent], A[parent], B[parent]):
+            F[pos], A[pos], B[pos] = F[parent], A[parent], B[parent]
+            pos = parent
+            continue
+        break
+    F[pos], A[pos], B[pos] = f, a, b
+
+
+@_step
+def _tsiftup(F, A, B, n, pos):
+    startpos = pos
+    f, a, b = F[pos], A[pos], B[pos]
+    child = 2 * pos + 1
+    while child < n:
+        right = child + 1
+        if right < n and not _tless(F[child], A[child], B[child], F[right], A[right],
+                                    B[right]):
+            child = right
+        F[pos], A[pos], B[pos] = F[child], A[child], B[child]
+        pos = child
+        child = 2 * pos + 1
+    F[pos], A[pos], B[pos] = f, a, b
+    _tsiftdown(F, A, B, startpos, pos)
+
+
+@_helper(F1, I1, I1, i8, f8, i8, i8)
+def _tpush(F, A, B, n, f, a, b):
+    F[n], A[n], B[n] = f, a, b
+    _tsiftdown(F, A, B, 0, n)
+    return n + 1
+
+
+@_helper(F1, I1, I1, i8)
+def _tpop(F, A, B, n):
+    """heappop: returns the top (f, a, b) and the new size."""
+    n -= 1
+    f, a, b = F[n], A[n], B[n]
+    if n == 0:
+        return f, a, b, n
+    rf, ra, rb = F[0], A[0], B[0]
+    F[0], A[0], B[0] = f, a, b
+    _tsiftup(F, A, B, n, 0)
+    return rf, ra, rb, n
+
+
+@_helper(F1, I1, I1, i8)
+def _theapify(F, A, B, n):
+    for i in range(n // 2 - 1, -1, -1):
+        _tsiftup(F, A, B, n, i)
+
+# ---- the multi-GPU wait queue: a sorted list of (key, seq, job) -----------------------
+# Stored last first: entry b of the list (b = 0: the smallest) is row nb - 1 - b, so the
+# head leaves without moving the rest, and an insert moves only the entries before it
+# (a Tiresias queue holds demoted jobs behind every arrival: on 1x Philly with the default
+# rule, 240 entries on average).
+
+
+@_step
+def _row(nb, b):
+    return nb - 1 - b
+
+
+@_helper(F1, I1, I1, i8, f8, i8, i8)
+def _insort(BK, BS, BJ, nb, k, s, j):
+    lo, hi = 0, nb
+    while lo < hi:
+        mid = (lo + hi) // 2
+        r = nb - 1 - mid
+        if _tless(k, s, j, BK[r], BS[r], BJ[r]):
+            hi = mid
+        else:
+            lo = mid + 1
+    for x in range(nb, nb - lo, -1):  # the lo entries before it move up one row
+        BK[x], BS[x], BJ[x] = BK[x - 1], BS[x - 1], BJ[x - 1]
+    r = nb - lo
+    BK[r], BS[r], BJ[r] = k, s, j
+    return nb + 1
+
+
+@_helper(F1, I1, I1, i8, f8, i8, i8, i8)
+def _bisect_left(BK, BS, BJ, nb, k, s, j, lo):
+    hi = nb
+    while lo < hi:
+        mid = (lo + hi) // 2
+        r = nb - 1 - mid
+        if _tless(BK[r], BS[r], BJ[r], k, s, j):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@_helper(F1, I1, I1, i8, i8)
+def _delete(BK, BS, BJ, nb, at):
+    for x in range(nb - 1 - at, nb - 1):  # the entries before it move down one row
+        BK[x], BS[x], BJ[x] = BK[x + 1], BS[x + 1], BJ[x + 1]
+    return nb - 1
+
+@njit([(F1, i8), (I1, i8), (F2, i8), (I2, i8)], cache=True, no_cpython_wrapper=True,
+      no_cfunc_wrapper=True)
+def _grow(A, rows):
+    """A copy of A with at least ``rows`` rows (double its own, to grow rarely)."""
+    out = np.empty((max(rows, 2 * A.shape[0]),) + A.shape[1:], A.dtype)
+    # Element by element: numba's slice assignment costs seconds to compile.
+    flat_out, flat = out.reshape(-1), A.reshape(-1)
+    for k in range(flat.shape[0]):
+        flat_out[k] = flat[k]
+    return out
+
+@_step
+def _mark(tl_t, tl_used, tl_n, t, used):
+    """The GPU timeline (its first ``tl_n`` points, room for one more) with ``used`` GPUs
+    from t on; returns its length."""
+    if tl_t[tl_n - 1] == t:
+        tl_used[tl_n - 1] = used
+        return tl_n
+    tl_t[tl_n], tl_used[tl_n] = t, used
+    return tl_n + 1
