@@ -7,12 +7,12 @@ deque for the queue: the least a FIFO simulation can do in Python), for FIFO alo
 FIFO+evalstop:k=2, FIFO+default, and SRTF-Est, Tiresias, LossAware and SJF-Est with
 evalstop:k=2 and with the default, then the time per job at each size
 relative to 1x, and the peak memory per job. With the ``fast`` extra (numba) installed,
-SRTF-Est's loop, the compiled loop of Tiresias, LossAware and SJF-Est, and the default
-rule's stop planning run compiled (``evalstop.jit``; ``EVALSTOP_JIT=0`` runs the Python
+the planned loop of SRTF-Est and Tiresias, the checkpoint loop of LossAware and SJF-Est,
+and the default rule's stop planning run compiled (``evalstop.jit``; ``EVALSTOP_JIT=0`` runs the Python
 versions): each line also prints its first call, which in a fresh process includes numba's
 import and the load of the cached compiled code; the lines marked "(Python)" run with the
-twins off (``EVALSTOP_JIT=0`` for that call). SJF-Est's lines come after Tiresias' and
-LossAware's, which load the twin it shares (alone, at 1x, it would not repay its load).
+twins off (``EVALSTOP_JIT=0`` for that call). SJF-Est's lines come after LossAware's,
+which load the twin it shares (alone, at 1x, it would not repay its load).
 Targets on the project's 2-core machine: every line <= 2.5x the bare loop with the twins
 and <= 5x without (the "(Python)" lines), FIFO+default also <= 1.5x FIFO+k=2, and time
 per job at 8x within 1.2x of 1x.

@@ -86,19 +86,25 @@ NAN = np.nan
 # (Tiresias, ``sim.levels``).
 START, FINISH, GPU_S, PROG, END_T, NXT, SEG_S, SEG_OH, SEG_P0, SEG_D, KEY, CROSS_T = range(12)
 N_PRE, DONE, LIVE, MOVED, GONE, SEG_J0, SEG_CALL, SEG_ORDER, LVL = range(9)
+# The per-job inputs, packed in two arrays (JS floats, JG ints): every array a helper is
+# passed costs a dozen words per call, and with the arrays of Tiresias' steps added the
+# twin ran SRTF-Est 24% slower.
+J_DUR, J_EST, J_AKEY = range(3)
+J_GPUS, J_END = range(2)
 
 # Scalars shared by the helpers (numba functions cannot assign their caller's locals);
 # S_CR, S_CK: the sizes of the crossings' and the evals' heaps; S_LV: 1 for Tiresias' key
 # rule (``levels``), 0 for SRTF-Est's.
 S_EV, S_W, S_Q, S_B, S_ORDER, S_WSEQ, S_EA_BOUND, S_SERIAL, S_PRE, S_CR, S_CK, S_LV = range(12)
 S_OVER = 12  # 1: more evals fell at one instant than the hits' rows hold (see run_kernel)
+S_RAN = 13  # the runs started in this call (Tiresias; see _ran)
 F_EA_LIMIT = 0
 
 # ---- the loop -------------------------------------------------------------------------
 # Argument types of the loop's helpers, by group: the shared state (S, SF, JF, JI), the
 # victims' heap (WF, WI), a heap of (float, int, int) (the ends; the level crossings; the
-# evals' index), the inputs (dur, gpus, est, akey, end_eval, grid, thr).
-ST, WH, TH, IN = (I1, F1, F2, I2), (F2, I2), (F1, I1, I1), (F1, I1, F1, F1, I1, F1, F1)
+# evals' index), the inputs (JS, JG, grid, thr).
+ST, WH, TH, IN = (I1, F1, F2, I2), (F2, I2), (F1, I1, I1), (F2, I2, F1, F1)
 # The evals' index keys each run's next eval by (time, job, eval << 32 | the run's start
 # order): the order tells a live run's entry from a stale one (``segs[i] is seg``).
 _LOW = (1 << 32) - 1
@@ -114,26 +120,26 @@ def _head(S, QF, QA, QB, BK, BS, BJ):
 
 
 @_step
-def _enqueue(key, i, S, QF, QA, QB, BK, BS, BJ, gpus):
+def _enqueue(key, i, S, QF, QA, QB, BK, BS, BJ, JG):
     """``planned._queuer``'s ``enqueue``, the counter advanced."""
     S[S_WSEQ] += 1
-    if gpus[i] == 1:
+    if JG[i, J_GPUS] == 1:
         S[S_Q] = _tpush(QF, QA, QB, S[S_Q], key, S[S_WSEQ], i)
     else:
         S[S_B] = _insort(BK, BS, BJ, S[S_B], key, S[S_WSEQ], i)
 
 
-@_helper(i8, i8, *ST, *TH, I1, I1, F1, F1, i8)
-def _cross_next(i, lo, S, SF, JF, JI, CF, CA, CB, gpus, end_eval, grid, thr, n_gpus):
+@_helper(i8, i8, *ST, *TH, I2, F1, F1, i8)
+def _cross_next(i, lo, S, SF, JF, JI, CF, CA, CB, JG, grid, thr, n_gpus):
     """``levels.crosser``'s ``cross_next``: job i's next level crossing, the first eval
     from ``lo`` whose attained GPU-seconds reach the next threshold."""
-    level, hi = JI[i, LVL], end_eval[i] - 1
+    level, hi = JI[i, LVL], JG[i, J_END] - 1
     if level >= thr.shape[0] or lo > hi:
         JF[i, CROSS_T] = NAN
         return
     th = thr[level]
     s, oh, p0, d = JF[i, SEG_S], JF[i, SEG_OH], JF[i, SEG_P0], JF[i, SEG_D]
-    b, g0, g = s + oh, JF[i, GPU_S], gpus[i]
+    b, g0, g = s + oh, JF[i, GPU_S], JG[i, J_GPUS]
     if g0 + g * ((b + (grid[hi] - p0) * d) - s) < th:
         JF[i, CROSS_T] = NAN
         return
@@ -156,11 +162,11 @@ def _cross_next(i, lo, S, SF, JF, JI, CF, CA, CB, gpus, end_eval, grid, thr, n_g
         _theapify(CF, CA, CB, k)
 
 
-@_helper(i8, *ST, *TH, I1, F1, i8)
-def _track(i, S, SF, JF, JI, KF, KA, KB, end_eval, grid, n_gpus):
+@_helper(i8, *ST, *TH, I2, F1, i8)
+def _track(i, S, SF, JF, JI, KF, KA, KB, JG, grid, n_gpus):
     """``yields.eval_index``'s ``track``: job i's run starts."""
     j = JI[i, SEG_J0]
-    if j < end_eval[i]:
+    if j < JG[i, J_END]:
         te = JF[i, SEG_S] + JF[i, SEG_OH] + (grid[j] - JF[i, SEG_P0]) * JF[i, SEG_D]
         S[S_CK] = _tpush(KF, KA, KB, S[S_CK], te, i, (j << 32) | JI[i, SEG_ORDER])
     if S[S_CK] > 64 + 4 * n_gpus:
@@ -174,8 +180,8 @@ def _track(i, S, SF, JF, JI, KF, KA, KB, end_eval, grid, n_gpus):
         _theapify(KF, KA, KB, k)
 
 
-@_helper(f8, i8, *ST, *TH, I2, F1, I2, I1, F1)
-def _at(t, call, S, SF, JF, JI, KF, KA, KB, HI, LF, LB, end_eval, grid):
+@_helper(f8, i8, *ST, *TH, I2, F1, I2, I2, F1)
+def _at(t, call, S, SF, JF, JI, KF, KA, KB, HI, LF, LB, JG, grid):
     """``yields.eval_index``'s ``at``: the hits, (job, eval) in HI's first rows (as many
     as it returns; a count past HI's rows sets ``S_OVER``), and the next eval's time. LF
     and LB hold the entries put back (due at once at a start in this call)."""
@@ -194,7 +200,7 @@ def _at(t, call, S, SF, JF, JI, KF, KA, KB, HI, LF, LB, end_eval, grid):
             nl += 1
             _, _, _, S[S_CK] = _tpop(KF, KA, KB, S[S_CK])
             continue
-        b, end, more = s + oh, end_eval[i], True
+        b, end, more = s + oh, JG[i, J_END], True
         tk = b + (grid[k] - p0) * d
         while tk <= t:
             if tk == t and _round(s, oh, p0, d, j0, c0, grid, k) == call:
@@ -223,8 +229,8 @@ def _at(t, call, S, SF, JF, JI, KF, KA, KB, HI, LF, LB, end_eval, grid):
     return min(nh, HI.shape[0]), INF
 
 
-@_helper(i8, i8, f8, *ST, *WH, F1, I1, I1, F1, I1, I1, I1, I1)
-def _unsettled(free, depth, margin, S, SF, JF, JI, WF, WI, QF, QA, QB, BK, BS, BJ, stack, gpus):
+@_helper(i8, i8, f8, *ST, *WH, F1, I1, I1, F1, I1, I1, I1, I2)
+def _unsettled(free, depth, margin, S, SF, JF, JI, WF, WI, QF, QA, QB, BK, BS, BJ, stack, JG):
     """``yields.unsettled_test``'s ``unsettled``: whether the next call after only
     checkpoints would act on the state this call left (the queue not empty)."""
     if free > 0:
@@ -233,10 +239,10 @@ def _unsettled(free, depth, margin, S, SF, JF, JI, WF, WI, QF, QA, QB, BK, BS, B
         if S[S_Q] and n_ahead < depth:
             return True
         for k in range(min(n_ahead, depth)):
-            if gpus[BJ[_row(S[S_B], k)]] <= free:
+            if JG[BJ[_row(S[S_B], k)], J_GPUS] <= free:
                 return True
     head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
-    short, limit = gpus[h] - free, head_key + margin
+    short, limit = JG[h, J_GPUS] - free, head_key + margin
     if limit >= SF[F_EA_LIMIT] and S[S_EA_BOUND] < short:
         return False
     held, top, n_w = 0, 0, S[S_W]
@@ -248,7 +254,7 @@ def _unsettled(free, depth, margin, S, SF, JF, JI, WF, WI, QF, QA, QB, BK, BS, B
         if -WF[k, W_NKEY] <= limit:
             continue
         if JI[WI[k, W_JOB], LIVE] == WI[k, W_SERIAL]:
-            held += gpus[WI[k, W_JOB]]
+            held += JG[WI[k, W_JOB], J_GPUS]
             if held >= short:
                 return True
         k = 2 * k + 1
@@ -262,9 +268,9 @@ def _unsettled(free, depth, margin, S, SF, JF, JI, WF, WI, QF, QA, QB, BK, BS, B
     return False
 
 
-@_helper(i8, f8, f8, i8, i8, *ST, *WH, *TH, *TH, *TH, *IN, i8, f8)
-def _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, CA, CB, KF, KA, KB,
-           dur, gpus, est, akey, end_eval, grid, thr, n_gpus, overhead):
+@_step
+def _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, JS, JG, grid, ran,
+           n_gpus, overhead):
     """``start`` in ``planned`` (``_starter``)."""
     JI[i, MOVED] = cid
     S[S_ORDER] += 1
@@ -279,24 +285,24 @@ def _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, CA, CB, 
     else:
         if JI[i, N_PRE]:
             if not S[S_LV]:
-                key = est[i] * (1.0 - JF[i, PROG])  # the wait key predates the progress made
+                key = JS[i, J_EST] * (1.0 - JF[i, PROG])  # the wait key predates the progress made
             oh = overhead
         else:
             oh = 0.0
         if JF[i, START] != JF[i, START]:
             JF[i, START] = t
         p0 = JF[i, PROG]
-        d = dur[i]
-        te = t + oh + (grid[end_eval[i]] - p0) * d
+        d = JS[i, J_DUR]
+        te = t + oh + (grid[JG[i, J_END]] - p0) * d
         JF[i, END_T] = te
         S[S_EV] = _tpush(EF, EA, EB, S[S_EV], te, i, 0)
         j = JI[i, DONE] + 1
         JF[i, SEG_S], JF[i, SEG_OH], JF[i, SEG_P0], JF[i, SEG_D] = t, oh, p0, d
         JI[i, SEG_J0], JI[i, SEG_CALL], JI[i, SEG_ORDER] = j, call, order
-        JF[i, NXT] = t + oh + (grid[j] - p0) * d if j < end_eval[i] else INF
+        JF[i, NXT] = t + oh + (grid[j] - p0) * d if j < JG[i, J_END] else INF
         if S[S_LV]:
-            _cross_next(i, j, S, SF, JF, JI, CF, CA, CB, gpus, end_eval, grid, thr, n_gpus)
-            _track(i, S, SF, JF, JI, KF, KA, KB, end_eval, grid, n_gpus)
+            ran[S[S_RAN]] = i  # its crossing and its first eval, after the call (_ran)
+            S[S_RAN] += 1
     JF[i, KEY] = key
     WF[n, W_NKEY], WF[n, W_TIME] = -key, t
     WI[n, W_BATCH], WI[n, W_FLAG], WI[n, W_ORD] = call, 1, order
@@ -306,7 +312,7 @@ def _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, CA, CB, 
     n += 1
     S[S_W] = n
     if key > SF[F_EA_LIMIT]:
-        S[S_EA_BOUND] += gpus[i]
+        S[S_EA_BOUND] += JG[i, J_GPUS]
     if not restarted and not order & 63 and n > 64 + 2 * n_gpus:
         # Drop entries of jobs no longer running (looked at every 64th start; at most
         # n_gpus jobs run). Not after a restart in its own call (the Python loop returns
@@ -322,13 +328,13 @@ def _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, CA, CB, 
 
 
 @_helper(i8, f8, *ST, *IN, F2, I2, i8)
-def _refresh(i, t, S, SF, JF, JI, dur, gpus, est, akey, end_eval, grid, thr, DF, DI, y):
+def _refresh(i, t, S, SF, JF, JI, JS, JG, grid, thr, DF, DI, y):
     """``refresh``: job i's entry as of its last eval at or before t, written to row y of
     (DF, DI); it becomes the job's live entry."""
     s, oh, p0, d = JF[i, SEG_S], JF[i, SEG_OH], JF[i, SEG_P0], JF[i, SEG_D]
     j0, call = JI[i, SEG_J0], JI[i, SEG_CALL]
     b = s + oh
-    k, end = JI[i, DONE] + 1, end_eval[i]
+    k, end = JI[i, DONE] + 1, JG[i, J_END]
     while k + 1 < end and b + (grid[k + 1] - p0) * d <= t:
         k += 1
     JI[i, DONE] = k
@@ -337,14 +343,14 @@ def _refresh(i, t, S, SF, JF, JI, dur, gpus, est, akey, end_eval, grid, thr, DF,
     JF[i, PROG] = g
     tk = b + (g - p0) * d
     if S[S_LV]:
-        # bisect_right(thr, attained GPU-seconds); akey is the arrival (0 * span + a).
-        x, level = JF[i, GPU_S] + gpus[i] * (tk - s), 0
+        # bisect_right(thr, attained GPU-seconds); JS is the arrival (0 * span + a).
+        x, level = JF[i, GPU_S] + JG[i, J_GPUS] * (tk - s), 0
         while level < thr.shape[0] and thr[level] <= x:
             level += 1
         JI[i, LVL] = level
-        key = level * _LEVEL_SPAN + akey[i]
+        key = level * _LEVEL_SPAN + JS[i, J_AKEY]
     else:
-        key = est[i] * (1.0 - g)
+        key = JS[i, J_EST] * (1.0 - g)
     JF[i, KEY] = key
     S[S_SERIAL] += 1
     DF[y, W_NKEY], DF[y, W_TIME] = -key, tk
@@ -355,10 +361,9 @@ def _refresh(i, t, S, SF, JF, JI, dur, gpus, est, akey, end_eval, grid, thr, DF,
     JI[i, LIVE] = S[S_SERIAL]
 
 
-@_helper(i8, f8, i8, i8, i8, *ST, *WH, *TH, *TH, *TH, F1, I1, I1, F1, I1, I1, *IN, i8, f8)
-def _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, CA, CB, KF, KA,
-          KB, QF, QA, QB, BK, BS, BJ, dur, gpus, est, akey, end_eval, grid, thr, n_gpus,
-          overhead):
+@_helper(i8, f8, i8, i8, i8, *ST, *WH, *TH, F1, I1, I1, F1, I1, I1, F2, I2, F1, I1, i8, f8)
+def _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF, QA, QB, BK, BS,
+          BJ, JS, JG, grid, ran, n_gpus, overhead):
     """``fill``: the queue in key order, at most ``depth`` deep, starting each job that
     fits."""
     looked = b = 0
@@ -375,35 +380,35 @@ def _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, CA, 
                 if looked >= depth:
                     break
             key, _, i, S[S_Q] = _tpop(QF, QA, QB, S[S_Q])
-            _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, CA, CB, KF,
-                   KA, KB, dur, gpus, est, akey, end_eval, grid, thr, n_gpus, overhead)
+            _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, JS, JG, grid,
+                   ran, n_gpus, overhead)
             return 0
         r = _row(S[S_B], b)
         if S[S_Q] and not (b < S[S_B] and _tless(BK[r], BS[r], BJ[r], QF[0], QA[0], QB[0])):
             key, _, i, S[S_Q] = _tpop(QF, QA, QB, S[S_Q])
             free -= 1
             looked += 1
-            _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, CA, CB, KF,
-                   KA, KB, dur, gpus, est, akey, end_eval, grid, thr, n_gpus, overhead)
+            _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, JS, JG, grid,
+                   ran, n_gpus, overhead)
             continue
         if b == S[S_B]:
             break
         looked += 1
         i = BJ[r]
-        if gpus[i] <= free:
+        if JG[i, J_GPUS] <= free:
             key = BK[r]
             S[S_B] = _delete(BK, BS, BJ, S[S_B], b)
-            free -= gpus[i]
-            _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, CA, CB, KF,
-                   KA, KB, dur, gpus, est, akey, end_eval, grid, thr, n_gpus, overhead)
+            free -= JG[i, J_GPUS]
+            _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, JS, JG, grid,
+                   ran, n_gpus, overhead)
         else:
             b += 1
     return free
 
 
 @_helper(f8, i8, f8, i8, *ST, *WH, F2, I2, I1, *IN)
-def _enough_above(limit, short, t, cid, S, SF, JF, JI, WF, WI, FRF, FRI, stack, dur, gpus,
-                  est, akey, end_eval, grid, thr):
+def _enough_above(limit, short, t, cid, S, SF, JF, JI, WF, WI, FRF, FRI, stack, JS, JG,
+                  grid, thr):
     """``enough_above``: whether running jobs not started in this call, with keys above
     ``limit``, hold ``short`` GPUs; the heap is read in place (a subtree whose root's
     stored key is at most ``limit`` holds no candidate), refreshed entries pushed after."""
@@ -424,17 +429,17 @@ def _enough_above(limit, short, t, cid, S, SF, JF, JI, WF, WI, FRF, FRI, stack, 
             if JI[i, MOVED] != cid:
                 nkey = WF[k, W_NKEY]
                 if JF[i, NXT] <= t:
-                    _refresh(i, t, S, SF, JF, JI, dur, gpus, est, akey, end_eval, grid, thr,
+                    _refresh(i, t, S, SF, JF, JI, JS, JG, grid, thr,
                              FRF, FRI, n_fresh)
                     nkey = FRF[n_fresh, W_NKEY]
                     n_fresh += 1
                 if -nkey > limit:
-                    short -= gpus[i]
+                    short -= JG[i, J_GPUS]
                     if short <= 0:
                         break
-                    held += gpus[i]
+                    held += JG[i, J_GPUS]
             elif -WF[k, W_NKEY] > limit:
-                held += gpus[i]
+                held += JG[i, J_GPUS]
         k = 2 * k + 1
         if k < n_w:
             stack[top] = k
@@ -449,22 +454,20 @@ def _enough_above(limit, short, t, cid, S, SF, JF, JI, WF, WI, FRF, FRI, stack, 
     return short <= 0
 
 
-@_helper(i8, f8, i8, i8, i8, f8, *ST, *WH, *TH, *TH, *TH, F1, I1, I1, F1, I1, I1, F2, I2, F2,
-         I2, I1, I1, I1, *IN, i8, f8)
+@_helper(i8, f8, i8, i8, i8, f8, *ST, *WH, *TH, F1, I1, I1, F1, I1, I1, F2, I2, F2, I2, I1, I1,
+         I1, *IN, I1, i8, f8)
 def _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB,
-                      CF, CA, CB, KF, KA, KB, QF, QA, QB, BK, BS, BJ, PPF, PPI, FRF, FRI,
-                      stack, victims, preempted, dur, gpus, est, akey, end_eval, grid, thr,
-                      n_gpus, overhead):
+                      QF, QA, QB, BK, BS, BJ, PPF, PPI, FRF, FRI, stack, victims, preempted,
+                      JS, JG, grid, thr, ran, n_gpus, overhead):
     """``preempt_for_head``."""
     rounds = 0
     while (S[S_Q] or S[S_B]) and rounds < depth:
         rounds += 1
         head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
-        need = gpus[h]
+        need = JG[h, J_GPUS]
         if need <= free:
-            free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, CA,
-                         CB, KF, KA, KB, QF, QA, QB, BK, BS, BJ, dur, gpus, est, akey,
-                         end_eval, grid, thr, n_gpus, overhead)
+            free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF,
+                         QA, QB, BK, BS, BJ, JS, JG, grid, ran, n_gpus, overhead)
             continue
         limit = head_key + margin
         # The top's stored key bounds every key: most calls end here.
@@ -474,7 +477,7 @@ def _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, 
             if SF[F_EA_LIMIT] <= limit and S[S_EA_BOUND] < need - free:
                 break
             if not _enough_above(limit, need - free, t, cid, S, SF, JF, JI, WF, WI, FRF,
-                                 FRI, stack, dur, gpus, est, akey, end_eval, grid, thr):
+                                 FRI, stack, JS, JG, grid, thr):
                 break
         n_vic = n_pop = 0
         gain = 0
@@ -484,7 +487,7 @@ def _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, 
                 S[S_W] = _wpop(WF, WI, S[S_W], grid)  # ended or preempted
                 continue
             if JF[i, NXT] <= t and JI[i, MOVED] != cid:  # (a key set in this call stands)
-                _refresh(i, t, S, SF, JF, JI, dur, gpus, est, akey, end_eval, grid, thr, WF,
+                _refresh(i, t, S, SF, JF, JI, JS, JG, grid, thr, WF,
                          WI, 0)
                 _wsiftup(WF, WI, S[S_W], 0, grid)  # heapreplace
                 continue
@@ -497,7 +500,7 @@ def _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, 
                 continue
             victims[n_vic] = i
             n_vic += 1
-            gain += gpus[i]
+            gain += JG[i, J_GPUS]
         if free + gain < need:
             for r in range(n_pop):
                 S[S_W] = _wpush_from(PPF, PPI, r, WF, WI, S[S_W], grid)
@@ -516,21 +519,20 @@ def _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, 
             S[S_PRE] += 1
             JI[i, LIVE] = 0
             # Its key as of its last checkpoint (its entry was refreshed on top).
-            _enqueue(JF[i, KEY], i, S, QF, QA, QB, BK, BS, BJ, gpus)
+            _enqueue(JF[i, KEY], i, S, QF, QA, QB, BK, BS, BJ, JG)
         free += gain - need
-        _start(h, head_key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, CA, CB, KF,
-               KA, KB, dur, gpus, est, akey, end_eval, grid, thr, n_gpus, overhead)
-        free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, CA, CB,
-                     KF, KA, KB, QF, QA, QB, BK, BS, BJ, dur, gpus, est, akey, end_eval, grid,
-                     thr, n_gpus, overhead)
+        _start(h, head_key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, JS, JG, grid,
+               ran, n_gpus, overhead)
+        free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF, QA,
+                     QB, BK, BS, BJ, JS, JG, grid, ran, n_gpus, overhead)
     return free
 
 
-@_helper(i8, f8, i8, i8, i8, f8, *ST, *WH, *TH, *TH, *TH, F1, I1, I1, F1, I1, I1, F2, I2, I2,
-         F1, I2, I1, I1, *IN, i8, f8)
-def _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, CA, CB,
-            KF, KA, KB, QF, QA, QB, BK, BS, BJ, YF, YI, HI, LF, LB, perm, preempted, dur,
-            gpus, est, akey, end_eval, grid, thr, n_gpus, overhead):
+@_helper(i8, f8, i8, i8, i8, f8, *ST, *WH, *TH, *TH, F1, I1, I1, F1, I1, I1, F2, I2, I2, F1,
+         I2, I1, I1, *IN, I1, i8, f8)
+def _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB, KF, KA, KB,
+            QF, QA, QB, BK, BS, BJ, YF, YI, HI, LF, LB, perm, preempted, JS, JG, grid, thr,
+            ran, n_gpus, overhead):
     """``yields.yielder``'s ``yields``: the jobs whose evals the checkpoint loop processed
     in this call's batch, each in that order yielding to the waiting head if it ranks
     behind it by more than ``margin`` and the head fits in the free GPUs and its own."""
@@ -538,7 +540,7 @@ def _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB
     limit = head_key + margin
     if S[S_W] == 0 or -WF[0, W_NKEY] <= limit:
         return free  # (no running key above the head's)
-    nh, _ = _at(t, call, S, SF, JF, JI, KF, KA, KB, HI, LF, LB, end_eval, grid)
+    nh, _ = _at(t, call, S, SF, JF, JI, KF, KA, KB, HI, LF, LB, JG, grid)
     nf = 0
     for r in range(nh):
         i = HI[r, 0]
@@ -565,25 +567,25 @@ def _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB
             continue
         head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
         key = JF[i, KEY]
-        if gpus[h] <= free + gpus[i] and key > head_key + margin:
+        if JG[h, J_GPUS] <= free + JG[i, J_GPUS] and key > head_key + margin:
             if JF[i, NXT] <= t:
                 # Its settlement reads its last eval (the row is not kept).
-                _refresh(i, t, S, SF, JF, JI, dur, gpus, est, akey, end_eval, grid, thr, YF,
+                _refresh(i, t, S, SF, JF, JI, JS, JG, grid, thr, YF,
                          YI, YF.shape[0] - 1)
             JI[i, MOVED] = JI[i, GONE] = cid
             preempted[S[S_PRE]] = i
             S[S_PRE] += 1
             JI[i, LIVE] = 0
-            _enqueue(key, i, S, QF, QA, QB, BK, BS, BJ, gpus)
-            free = _fill(free + gpus[i], t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA,
-                         EB, CF, CA, CB, KF, KA, KB, QF, QA, QB, BK, BS, BJ, dur, gpus, est,
-                         akey, end_eval, grid, thr, n_gpus, overhead)
+            _enqueue(key, i, S, QF, QA, QB, BK, BS, BJ, JG)
+            free = _fill(free + JG[i, J_GPUS], t, call, cid, depth, S, SF, JF, JI, WF, WI,
+                         EF, EA, EB, QF, QA, QB, BK, BS, BJ, JS, JG, grid, ran, n_gpus,
+                         overhead)
     return free
 
 
 @_helper(f8, *ST, *WH, F2, I2, *TH, *IN, i8)
-def _take_crossings(t, S, SF, JF, JI, WF, WI, FRF, FRI, CF, CA, CB, dur, gpus, est, akey,
-                    end_eval, grid, thr, n_gpus):
+def _take_crossings(t, S, SF, JF, JI, WF, WI, FRF, FRI, CF, CA, CB, JS, JG,
+                    grid, thr, n_gpus):
     """``levels.taker``'s ``take_crossings``: the level crossings due at t, each job's
     entry renewed with its new key; whether any was."""
     rose = False
@@ -592,18 +594,31 @@ def _take_crossings(t, S, SF, JF, JI, WF, WI, FRF, FRI, CF, CA, CB, dur, gpus, e
         if JF[i, CROSS_T] != t or JI[i, LIVE] == 0 or JF[i, NXT] > t:
             continue  # (a run preempted or ended since, or a copy already handled)
         old = JF[i, KEY]
-        _refresh(i, t, S, SF, JF, JI, dur, gpus, est, akey, end_eval, grid, thr, FRF, FRI, 0)
+        _refresh(i, t, S, SF, JF, JI, JS, JG, grid, thr, FRF, FRI, 0)
         S[S_W] = _wpush_from(FRF, FRI, 0, WF, WI, S[S_W], grid)
         if old <= SF[F_EA_LIMIT] < JF[i, KEY]:
-            S[S_EA_BOUND] += gpus[i]  # now above the last short count's limit
-        _cross_next(i, JI[i, DONE] + 1, S, SF, JF, JI, CF, CA, CB, gpus, end_eval, grid, thr,
+            S[S_EA_BOUND] += JG[i, J_GPUS]  # now above the last short count's limit
+        _cross_next(i, JI[i, DONE] + 1, S, SF, JF, JI, CF, CA, CB, JG, grid, thr,
                     n_gpus)
         rose = True
     return rose
 
 
 @_step
-def _end_events(t, free, S, EF, EA, EB, JF, JI, gpus):
+def _ran(S, SF, JF, JI, CF, CA, CB, KF, KA, KB, JG, grid, thr, ran, n_gpus):
+    """Tiresias' steps for the runs a call started (``planned``'s ``on_run``), made after
+    it: each run's next level crossing, and its first eval in the evals' index. Nothing in
+    the call reads either for a run it started (an eval due at once comes after the call);
+    made in ``_start``, they cost every start, SRTF-Est's too, the arrays of both heaps."""
+    for r in range(S[S_RAN]):
+        i = ran[r]
+        _cross_next(i, JI[i, SEG_J0], S, SF, JF, JI, CF, CA, CB, JG, grid, thr, n_gpus)
+        _track(i, S, SF, JF, JI, KF, KA, KB, JG, grid, n_gpus)
+    S[S_RAN] = 0
+
+
+@_step
+def _end_events(t, free, S, EF, EA, EB, JF, JI, JG):
     """The end events at t; returns the free GPUs and whether a job ended."""
     changed = False
     while S[S_EV] and EF[0] == t:
@@ -612,32 +627,32 @@ def _end_events(t, free, S, EF, EA, EB, JF, JI, gpus):
             continue  # a preempted segment's end, or a copy of one already handled
         JF[i, END_T] = JF[i, CROSS_T] = NAN
         JF[i, FINISH] = t
-        JF[i, GPU_S] += gpus[i] * (t - JF[i, SEG_S])
-        free += gpus[i]
+        JF[i, GPU_S] += JG[i, J_GPUS] * (t - JF[i, SEG_S])
+        free += JG[i, J_GPUS]
         JI[i, LIVE] = 0
         changed = True
     return free, changed
 
 
 @_step
-def _arrive(ai, t, free, arrival, gpus, akey, S, QF, QA, QB, BK, BS, BJ):
+def _arrive(ai, t, free, arrival, JG, JS, S, QF, QA, QB, BK, BS, BJ):
     """The arrivals at t, from job ``ai`` on: returns the next arrival, the job to start
     at once (-1: none; they joined the queue) and whether any arrived."""
     n = arrival.shape[0]
     if ai == n or arrival[ai] != t:
         return ai, -1, False
-    if (S[S_Q] == 0 and S[S_B] == 0 and gpus[ai] <= free
+    if (S[S_Q] == 0 and S[S_B] == 0 and JG[ai, J_GPUS] <= free
             and (ai + 1 == n or arrival[ai + 1] != t)):
         # One arrival at an empty queue, and it fits: started without queueing.
         return ai + 1, ai, True
     while ai < n and arrival[ai] == t:
-        _enqueue(akey[ai], ai, S, QF, QA, QB, BK, BS, BJ, gpus)
+        _enqueue(JS[ai, J_AKEY], ai, S, QF, QA, QB, BK, BS, BJ, JG)
         ai += 1
     return ai, -1, True
 
 
 @_step
-def _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, gpus, grid, n_gpus):
+def _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, JG, grid, n_gpus):
     """The preemptions of call ``cid`` at t, if any (``planned._settle``)."""
     if S[S_PRE] == 0:
         return
@@ -650,7 +665,7 @@ def _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, gpus, grid, n_gpus):
         p = p0 + (x if x > 0.0 else 0.0) / d  # max(0.0, x), as Python picks
         g = grid[JI[i, DONE] + 1]
         JF[i, PROG] = g if g < p else p  # min(p, g), as Python picks
-        JF[i, GPU_S] += gpus[i] * (t - s)
+        JF[i, GPU_S] += JG[i, J_GPUS] * (t - s)
         JF[i, END_T] = JF[i, CROSS_T] = NAN
         JI[i, N_PRE] += 1
     S[S_PRE] = 0
@@ -697,10 +712,14 @@ def run_kernel(arrival, dur, gpus, est, akey, thr, levels, end_eval, grid, n_gpu
     heaps hold what one scheduling call can push (n_gpus starts, each an end and an entry;
     n_gpus refreshed entries) and a spare row, and grow between calls."""
     n = arrival.shape[0]
-    arrival, dur, gpus, est = _borrow(arrival), _borrow(dur), _borrow(gpus), _borrow(est)
-    akey, thr, end_eval, grid = _borrow(akey), _borrow(thr), _borrow(end_eval), _borrow(grid)
+    arrival, thr, grid = _borrow(arrival), _borrow(thr), _borrow(grid)
+    JS_o, JG_o = np.empty((n, 3)), np.empty((n, 2), np.int64)
+    for i in range(n):
+        JS_o[i, J_DUR], JS_o[i, J_EST], JS_o[i, J_AKEY] = dur[i], est[i], akey[i]
+        JG_o[i, J_GPUS], JG_o[i, J_END] = gpus[i], end_eval[i]
+    JS, JG = _borrow(JS_o), _borrow(JG_o)
     JF_o, JI_o = np.zeros((n, 12)), np.zeros((n, 9), np.int64)
-    S_o, SF_o = np.zeros(13, np.int64), np.full(1, INF)  # (SF: ea_limit)
+    S_o, SF_o = np.zeros(14, np.int64), np.full(1, INF)  # (SF: ea_limit)
     JF, JI, S, SF = _borrow(JF_o), _borrow(JI_o), _borrow(S_o), _borrow(SF_o)
     S[S_LV] = 1 if levels else 0
     _clear(JF, JI)
@@ -710,6 +729,8 @@ def run_kernel(arrival, dur, gpus, est, akey, thr, levels, end_eval, grid, n_gpu
     QF, QA, QB = _borrow(QF_o), _borrow(QA_o), _borrow(QB_o)
     BK, BS, BJ = _borrow(BK_o), _borrow(BS_o), _borrow(BJ_o)
     victims, preempted = _borrow(vp_o[0]), _borrow(vp_o[1])
+    ran_o = np.empty(2 * n_gpus + 2, np.int64)  # (a call's new runs hold at most 2 n_gpus)
+    ran = _borrow(ran_o)
     ce, cw = 64 + 4 * n_gpus + 1, 128 + 8 * n_gpus + 1
     EF_o, EA_o, EB_o = np.empty(ce), np.empty(ce, np.int64), np.zeros(ce, np.int64)
     WF_o, WI_o = np.empty((cw, 6)), np.empty((cw, 8), np.int64)
@@ -754,13 +775,13 @@ def run_kernel(arrival, dur, gpus, est, akey, thr, levels, end_eval, grid, n_gpu
             CF_o, CA_o, CB_o = _grown_heap(CF_o, CA_o, CB_o, S[S_CR] + 8 * n_gpus + 2)
             CF, CA, CB = _borrow(CF_o), _borrow(CA_o), _borrow(CB_o)
         changed = t_any == t
-        free, ended = _end_events(t, free, S, EF, EA, EB, JF, JI, gpus)
+        free, ended = _end_events(t, free, S, EF, EA, EB, JF, JI, JG)
         if (S[S_CR] and CF[0] == t
-                and _take_crossings(t, S, SF, JF, JI, WF, WI, FRF, FRI, CF, CA, CB, dur, gpus,
-                                    est, akey, end_eval, grid, thr, n_gpus)
+                and _take_crossings(t, S, SF, JF, JI, WF, WI, FRF, FRI, CF, CA, CB, JS, JG,
+                                    grid, thr, n_gpus)
                 and (S[S_Q] or S[S_B])):
             changed = True  # a key rose: the victims may differ
-        ai, alone, arrived = _arrive(ai, t, free, arrival, gpus, akey, S, QF, QA, QB, BK, BS,
+        ai, alone, arrived = _arrive(ai, t, free, arrival, JG, JS, S, QF, QA, QB, BK, BS,
                                      BJ)
         if not (changed or ended or arrived):
             continue
@@ -769,33 +790,32 @@ def run_kernel(arrival, dur, gpus, est, akey, thr, levels, end_eval, grid, n_gpu
         cid += 1
         t_any = INF
         if alone >= 0:
-            free -= gpus[alone]
-            _start(alone, akey[alone], t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, CA,
-                   CB, KF, KA, KB, dur, gpus, est, akey, end_eval, grid, thr, n_gpus, overhead)
+            free -= JG[alone, J_GPUS]
+            _start(alone, JS[alone, J_AKEY], t, call, cid, S, SF, JF, JI, WF, WI, EF, EA,
+                   EB, JS, JG, grid, ran, n_gpus, overhead)
         elif free > 0 and (S[S_Q] or S[S_B]):
-            free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, CA,
-                         CB, KF, KA, KB, QF, QA, QB, BK, BS, BJ, dur, gpus, est, akey,
-                         end_eval, grid, thr, n_gpus, overhead)
+            free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF,
+                         QA, QB, BK, BS, BJ, JS, JG, grid, ran, n_gpus, overhead)
         if S[S_Q] or S[S_B]:
             if levels:
                 free = _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA,
-                               EB, CF, CA, CB, KF, KA, KB, QF, QA, QB, BK, BS, BJ, YF, YI, HI,
-                               LF, LB, perm, preempted, dur, gpus, est, akey, end_eval, grid,
-                               thr, n_gpus, overhead)
+                               EB, KF, KA, KB, QF, QA, QB, BK, BS, BJ, YF, YI, HI, LF, LB,
+                               perm, preempted, JS, JG, grid, thr, ran, n_gpus, overhead)
         if S[S_Q] or S[S_B]:
             head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
             # The search's first test, without the call: no running key above the head's.
-            if gpus[h] <= free or (S[S_W] and -WF[0, W_NKEY] > head_key + margin):
-                free = _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF,
-                                         WI, EF, EA, EB, CF, CA, CB, KF, KA, KB, QF, QA, QB,
-                                         BK, BS, BJ, PPF, PPI, FRF, FRI, stack, victims,
-                                         preempted, dur, gpus, est, akey, end_eval, grid, thr,
-                                         n_gpus, overhead)
-        _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, gpus, grid, n_gpus)
+            if JG[h, J_GPUS] <= free or (S[S_W] and -WF[0, W_NKEY] > head_key + margin):
+                free = _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI,
+                                         WF, WI, EF, EA, EB, QF, QA, QB, BK, BS, BJ, PPF,
+                                         PPI, FRF, FRI, stack, victims, preempted, JS, JG,
+                                         grid, thr, ran, n_gpus, overhead)
+        _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, JG, grid, n_gpus)
+        if levels:
+            _ran(S, SF, JF, JI, CF, CA, CB, KF, KA, KB, JG, grid, thr, ran, n_gpus)
         if (levels and (S[S_Q] or S[S_B])
                 and _unsettled(free, depth, margin, S, SF, JF, JI, WF, WI, QF, QA, QB, BK, BS,
-                               BJ, stack, gpus)):
-            _, t_any = _at(t, call, S, SF, JF, JI, KF, KA, KB, HI, LF, LB, end_eval, grid)
+                               BJ, stack, JG)):
+            _, t_any = _at(t, call, S, SF, JF, JI, KF, KA, KB, HI, LF, LB, JG, grid)
         if S[S_OVER]:
             left = -2
             break
@@ -806,7 +826,7 @@ def run_kernel(arrival, dur, gpus, est, akey, thr, levels, end_eval, grid, n_gpu
         if free == n_gpus and ai >= n and (S[S_Q] or S[S_B]):
             left = S[S_Q] + S[S_B]
             break
-    owners = (JF_o, JI_o, S_o, SF_o, QF_o, QA_o, QB_o, BK_o, BS_o, BJ_o, vp_o, EF_o, EA_o,
+    owners = (JS_o, JG_o, ran_o, JF_o, JI_o, S_o, SF_o, QF_o, QA_o, QB_o, BK_o, BS_o, BJ_o, vp_o, EF_o, EA_o,
               EB_o, WF_o, WI_o, PPF_o, PPI_o, FRF_o, FRI_o, stack_o, CF_o, CA_o, CB_o, KF_o,
               KA_o, KB_o, HI_o, LF_o, LB_o, YF_o, YI_o, perm_o)
     return (JF_o[:, START].copy(), JF_o[:, FINISH].copy(), JF_o[:, GPU_S].copy(),
