@@ -8,7 +8,9 @@ Every field of the result is compared with the Python checkpoint loop
 (``planned.ENABLED = False``, ``EVALSTOP_JIT=0``) on random traces made to tie, with low
 thresholds (many crossings), on Philly slices and on a Philly slice repeated (copies share
 every time); and the compared runs must cover crossings, yields at checkpoints, calls an
-unsettled state asked for, and checkpoints found at the instant of a call.
+unsettled state asked for, and checkpoints found at the instant of a call. Each
+comparison also runs with the compiled twin (``evalstop.sim.planned_jit``, skipped without
+numba), whose arrays are compared with the Python loop's directly too.
 """
 
 import math

@@ -53,7 +53,7 @@ class Cost(NamedTuple):
 NUMBA_S = 0.7
 COSTS = {
     "evalstop.sim.planned_jit": Cost(load_s=0.15, job_s=4e-6),
-    # Tiresias on the same twin saved 29-37 us per job against its Python planned loop
+    # Tiresias on the same twin saved 27-33 us per job against its Python planned loop
     # (whole processes, the load counted back in; 1x Philly and its first 30,000 jobs, least
     # with evalstop:k=2): counted at half, it pays from about 61,000 jobs.
     "evalstop.sim.planned_jit:levels": Cost(load_s=0.15, job_s=1.4e-5),
