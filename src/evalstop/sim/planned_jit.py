@@ -681,12 +681,98 @@ def _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, JG, grid, n_gpus):
 
 
 @_step
-def _clear(JF, JI):
-    """The per-job floats and ints as a job that has not arrived has them."""
+def _clear(JF, JI, S, levels):
+    """The per-job floats and ints as a job that has not arrived has them; the key rule."""
+    S[S_LV] = 1 if levels else 0
     for i in range(JF.shape[0]):  # (numba's slice assignment costs seconds to compile)
         JF[i, START] = JF[i, FINISH] = JF[i, END_T] = JF[i, CROSS_T] = NAN
         JF[i, NXT] = INF
         JI[i, DONE] = -1
+
+@_step
+def _pack(JS, JG, dur, est, akey, gpus, end_eval):
+    """The per-job inputs into JS and JG."""
+    for i in range(JS.shape[0]):
+        JS[i, J_DUR], JS[i, J_EST], JS[i, J_AKEY] = dur[i], est[i], akey[i]
+        JG[i, J_GPUS], JG[i, J_END] = gpus[i], end_eval[i]
+
+
+@_step
+def _next_t(S, EF, CF, arrival, ai, t_any):
+    """The loop's next instant: an end, an arrival, a level crossing or a call an unsettled
+    state asked for (INF: none)."""
+    t = EF[0] if S[S_EV] else INF
+    if ai < arrival.shape[0] and arrival[ai] < t:
+        t = arrival[ai]
+    if S[S_CR] and CF[0] < t:
+        t = CF[0]
+    return t_any if t_any < t else t
+
+
+@_step
+def _events(t, t_any, free, ai, arrival, S, SF, JF, JI, WF, WI, FRF, FRI, EF, EA, EB, CF, CA,
+            CB, QF, QA, QB, BK, BS, BJ, JS, JG, grid, thr, n_gpus):
+    """The instant's ends, level crossings and arrivals: returns the free GPUs, the next
+    arrival, the job to start at once (-1: none) and whether a call is due."""
+    changed = t_any == t
+    free, ended = _end_events(t, free, S, EF, EA, EB, JF, JI, JG)
+    if (S[S_CR] and CF[0] == t
+            and _take_crossings(t, S, SF, JF, JI, WF, WI, FRF, FRI, CF, CA, CB, JS, JG, grid,
+                                thr, n_gpus)
+            and (S[S_Q] or S[S_B])):
+        changed = True  # a key rose: the victims may differ
+    ai, alone, arrived = _arrive(ai, t, free, arrival, JG, JS, S, QF, QA, QB, BK, BS, BJ)
+    return free, ai, alone, changed or ended or arrived
+
+
+@_step
+def _call(alone, free, t, call, cid, M, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, CA, CB, Q, Y, V,
+          PPF, PPI, FRF, FRI, stack, JS, JG, grid, thr):
+    """One scheduling call (``planned._decider``'s ``decide``, or the lone arrival's
+    start): returns the free GPUs and the time of the call an unsettled state asks for
+    (INF: none). The loop's other arrays come in tuples: an inlined step takes at most 30
+    arguments (past that Python passes them as ``*args``)."""
+    depth, margin, levels, n_gpus, overhead = M
+    QF, QA, QB, BK, BS, BJ = Q
+    KF, KA, KB, HI, LF, LB, YF, YI, perm = Y
+    victims, preempted, ran = V
+    if alone >= 0:
+        free -= JG[alone, J_GPUS]
+        _start(alone, JS[alone, J_AKEY], t, call, cid, S, SF, JF, JI, WF, WI, EF, EA,
+               EB, JS, JG, grid, ran, n_gpus, overhead)
+    elif free > 0 and (S[S_Q] or S[S_B]):
+        free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF,
+                     QA, QB, BK, BS, BJ, JS, JG, grid, ran, n_gpus, overhead)
+    if S[S_Q] or S[S_B]:
+        if levels:
+            free = _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA,
+                           EB, KF, KA, KB, QF, QA, QB, BK, BS, BJ, YF, YI, HI, LF, LB,
+                           perm, preempted, JS, JG, grid, thr, ran, n_gpus, overhead)
+    if S[S_Q] or S[S_B]:
+        head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
+        # The search's first test, without the call: no running key above the head's.
+        if JG[h, J_GPUS] <= free or (S[S_W] and -WF[0, W_NKEY] > head_key + margin):
+            free = _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI,
+                                     WF, WI, EF, EA, EB, QF, QA, QB, BK, BS, BJ, PPF,
+                                     PPI, FRF, FRI, stack, victims, preempted, JS, JG,
+                                     grid, thr, ran, n_gpus, overhead)
+    _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, JG, grid, n_gpus)
+    if levels:
+        _ran(S, SF, JF, JI, CF, CA, CB, KF, KA, KB, JG, grid, thr, ran, n_gpus)
+    if (levels and (S[S_Q] or S[S_B])
+            and _unsettled(free, depth, margin, S, SF, JF, JI, WF, WI, QF, QA, QB, BK, BS,
+                           BJ, stack, JG)):
+        return free, _at(t, call, S, SF, JF, JI, KF, KA, KB, HI, LF, LB, JG, grid)[1]
+    return free, INF
+
+
+@_step
+def _marked(tl_t, tl_used, tl_n, t, used):
+    """The GPU timeline with ``used`` GPUs from t on, grown when full."""
+    if tl_n == tl_t.shape[0]:
+        tl_t, tl_used = _grow(tl_t, tl_n + 1), _grow(tl_used, tl_n + 1)
+    return tl_t, tl_used, _mark(_borrow(tl_t), _borrow(tl_used), tl_n, t, used)
+
 
 @_helper(F1, I1, I1, i8)
 def _grown_heap(F, A, B, size):
@@ -703,63 +789,50 @@ def _grown_worst(WF, WI, PPF, PPI, FRF, FRI, stack, size):
 def run_kernel(arrival, dur, gpus, est, akey, thr, levels, end_eval, grid, n_gpus, depth,
                margin, overhead, record_timeline):
     """``planned.run``'s loop, by key rule ``levels`` (Tiresias, thresholds ``thr``) or not
-    (SRTF-Est); ``akey``: the keys of arriving jobs. Returns start_s, finish_s, gpu_s,
-    n_preemptions, the timeline (times, GPUs used), the jobs left waiting on an idle
-    cluster (-1: none; the loop stopped there; -2: the twin gave up, as more evals fell at
-    one instant than its rows hold, and ``run`` runs the Python loop), and the owners
-    (``_o``) of the views it works on (``_borrow``), returned so that they outlive every
-    view. Every array is made here, not by a helper (so made, the loop ran 4% slower); the
-    heaps hold what one scheduling call can push (n_gpus starts, each an end and an entry;
-    n_gpus refreshed entries) and a spare row, and grow between calls."""
+    (SRTF-Est; ``akey``: arriving jobs' keys): start_s, finish_s, gpu_s, n_preemptions, the
+    timeline, the jobs left waiting on an idle cluster (-1: none; -2: the twin gave up, more
+    evals at one instant than its rows hold), and the owners (``_o``) of the views it works
+    on (``_borrow``), to outlive them. Arrays are made here (made by a helper, the loop ran
+    4% slower)."""
     n = arrival.shape[0]
     arrival, thr, grid = _borrow(arrival), _borrow(thr), _borrow(grid)
     JS_o, JG_o = np.empty((n, 3)), np.empty((n, 2), np.int64)
-    for i in range(n):
-        JS_o[i, J_DUR], JS_o[i, J_EST], JS_o[i, J_AKEY] = dur[i], est[i], akey[i]
-        JG_o[i, J_GPUS], JG_o[i, J_END] = gpus[i], end_eval[i]
     JS, JG = _borrow(JS_o), _borrow(JG_o)
+    _pack(JS, JG, dur, est, akey, gpus, end_eval)
     JF_o, JI_o = np.zeros((n, 12)), np.zeros((n, 9), np.int64)
     S_o, SF_o = np.zeros(14, np.int64), np.full(1, INF)  # (SF: ea_limit)
     JF, JI, S, SF = _borrow(JF_o), _borrow(JI_o), _borrow(S_o), _borrow(SF_o)
-    S[S_LV] = 1 if levels else 0
-    _clear(JF, JI)
+    _clear(JF, JI, S, levels)
     QF_o, QA_o, QB_o = np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
     BK_o, BS_o, BJ_o = np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
-    vp_o = np.empty((2, n_gpus + 1), np.int64)
+    vp_o = np.empty((3, 2 * n_gpus + 2), np.int64)  # (a call starts at most 2 n_gpus runs)
     QF, QA, QB = _borrow(QF_o), _borrow(QA_o), _borrow(QB_o)
     BK, BS, BJ = _borrow(BK_o), _borrow(BS_o), _borrow(BJ_o)
-    victims, preempted = _borrow(vp_o[0]), _borrow(vp_o[1])
-    ran_o = np.empty(2 * n_gpus + 2, np.int64)  # (a call's new runs hold at most 2 n_gpus)
-    ran = _borrow(ran_o)
+    victims, preempted, ran = _borrow(vp_o[0]), _borrow(vp_o[1]), _borrow(vp_o[2])
     ce, cw = 64 + 4 * n_gpus + 1, 128 + 8 * n_gpus + 1
     EF_o, EA_o, EB_o = np.empty(ce), np.empty(ce, np.int64), np.zeros(ce, np.int64)
     WF_o, WI_o = np.empty((cw, 6)), np.empty((cw, 8), np.int64)
     PPF_o, PPI_o = np.empty((cw, 6)), np.empty((cw, 8), np.int64)
     FRF_o, FRI_o, stack_o = np.empty((cw, 6)), np.empty((cw, 8), np.int64), np.empty(cw, np.int64)
-    EF, EA, EB = _borrow(EF_o), _borrow(EA_o), _borrow(EB_o)
-    WF, WI, PPF, PPI = _borrow(WF_o), _borrow(WI_o), _borrow(PPF_o), _borrow(PPI_o)
-    FRF, FRI, stack = _borrow(FRF_o), _borrow(FRI_o), _borrow(stack_o)
-    # Tiresias: the crossings' heap, the evals' index (each compacted past 64 + 4 n_gpus
-    # entries), and the rows of one call's hits (jobs with evals at its instant: at most
-    # the runs in the index, unless evals of one run fall at one float time).
+    # Tiresias: the crossings, the evals' index (each compacted past 64 + 4 n_gpus), a call's
+    # hits (at most the runs in the index, unless evals of one run fall at one float time).
     CF_o, CA_o, CB_o = np.empty(cw), np.empty(cw, np.int64), np.zeros(cw, np.int64)
     KF_o, KA_o, KB_o = np.empty(cw), np.empty(cw, np.int64), np.zeros(cw, np.int64)
     HI_o, LF_o, LB_o = np.empty((cw, 2), np.int64), np.empty(cw), np.empty((cw, 2), np.int64)
     YF_o, YI_o, perm_o = np.empty((cw + 1, 6)), np.empty((cw + 1, 8), np.int64), np.empty(cw, np.int64)
-    CF, CA, CB = _borrow(CF_o), _borrow(CA_o), _borrow(CB_o)
     KF, KA, KB = _borrow(KF_o), _borrow(KA_o), _borrow(KB_o)
     HI, LF, LB = _borrow(HI_o), _borrow(LF_o), _borrow(LB_o)
     YF, YI, perm = _borrow(YF_o), _borrow(YI_o), _borrow(perm_o)
+    EF, EA, EB = _borrow(EF_o), _borrow(EA_o), _borrow(EB_o)
+    WF, WI, PPF, PPI = _borrow(WF_o), _borrow(WI_o), _borrow(PPF_o), _borrow(PPI_o)
+    FRF, FRI, stack = _borrow(FRF_o), _borrow(FRI_o), _borrow(stack_o)
+    CF, CA, CB = _borrow(CF_o), _borrow(CA_o), _borrow(CB_o)
+    M, Q = (depth, margin, levels, n_gpus, overhead), (QF, QA, QB, BK, BS, BJ)
+    Y, V = (KF, KA, KB, HI, LF, LB, YF, YI, perm), (victims, preempted, ran)
     tl_t, tl_used, tl_n = np.zeros(1024), np.zeros(1024, np.int64), 1
     free, ai, left, t_call, call, cid, t_any = n_gpus, 0, -1, NAN, 0, 0, INF
     while True:
-        t = EF[0] if S[S_EV] else INF
-        if ai < n and arrival[ai] < t:
-            t = arrival[ai]
-        if S[S_CR] and CF[0] < t:
-            t = CF[0]
-        if t_any < t:
-            t = t_any
+        t = _next_t(S, EF, CF, arrival, ai, t_any)
         if t == INF:
             break
         # Room for what this instant can push (its crossings, then one call).
@@ -774,60 +847,21 @@ def run_kernel(arrival, dur, gpus, est, akey, thr, levels, end_eval, grid, n_gpu
         if S[S_CR] + 4 * n_gpus + 2 > CF.shape[0] - 1:
             CF_o, CA_o, CB_o = _grown_heap(CF_o, CA_o, CB_o, S[S_CR] + 8 * n_gpus + 2)
             CF, CA, CB = _borrow(CF_o), _borrow(CA_o), _borrow(CB_o)
-        changed = t_any == t
-        free, ended = _end_events(t, free, S, EF, EA, EB, JF, JI, JG)
-        if (S[S_CR] and CF[0] == t
-                and _take_crossings(t, S, SF, JF, JI, WF, WI, FRF, FRI, CF, CA, CB, JS, JG,
-                                    grid, thr, n_gpus)
-                and (S[S_Q] or S[S_B])):
-            changed = True  # a key rose: the victims may differ
-        ai, alone, arrived = _arrive(ai, t, free, arrival, JG, JS, S, QF, QA, QB, BK, BS,
-                                     BJ)
-        if not (changed or ended or arrived):
+        free, ai, alone, changed = _events(t, t_any, free, ai, arrival, S, SF, JF, JI, WF, WI,
+                                           FRF, FRI, EF, EA, EB, CF, CA, CB, QF, QA, QB, BK,
+                                           BS, BJ, JS, JG, grid, thr, n_gpus)
+        if not changed:
             continue
-        call = call + 1 if t == t_call else 0
-        t_call = t
-        cid += 1
-        t_any = INF
-        if alone >= 0:
-            free -= JG[alone, J_GPUS]
-            _start(alone, JS[alone, J_AKEY], t, call, cid, S, SF, JF, JI, WF, WI, EF, EA,
-                   EB, JS, JG, grid, ran, n_gpus, overhead)
-        elif free > 0 and (S[S_Q] or S[S_B]):
-            free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF,
-                         QA, QB, BK, BS, BJ, JS, JG, grid, ran, n_gpus, overhead)
-        if S[S_Q] or S[S_B]:
-            if levels:
-                free = _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA,
-                               EB, KF, KA, KB, QF, QA, QB, BK, BS, BJ, YF, YI, HI, LF, LB,
-                               perm, preempted, JS, JG, grid, thr, ran, n_gpus, overhead)
-        if S[S_Q] or S[S_B]:
-            head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
-            # The search's first test, without the call: no running key above the head's.
-            if JG[h, J_GPUS] <= free or (S[S_W] and -WF[0, W_NKEY] > head_key + margin):
-                free = _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI,
-                                         WF, WI, EF, EA, EB, QF, QA, QB, BK, BS, BJ, PPF,
-                                         PPI, FRF, FRI, stack, victims, preempted, JS, JG,
-                                         grid, thr, ran, n_gpus, overhead)
-        _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, JG, grid, n_gpus)
-        if levels:
-            _ran(S, SF, JF, JI, CF, CA, CB, KF, KA, KB, JG, grid, thr, ran, n_gpus)
-        if (levels and (S[S_Q] or S[S_B])
-                and _unsettled(free, depth, margin, S, SF, JF, JI, WF, WI, QF, QA, QB, BK, BS,
-                               BJ, stack, JG)):
-            _, t_any = _at(t, call, S, SF, JF, JI, KF, KA, KB, HI, LF, LB, JG, grid)
-        if S[S_OVER]:
-            left = -2
-            break
+        call, t_call, cid = (call + 1 if t == t_call else 0), t, cid + 1
+        free, t_any = _call(alone, free, t, call, cid, M, S, SF, JF, JI, WF, WI, EF, EA, EB, CF,
+                            CA, CB, Q, Y, V, PPF, PPI, FRF, FRI, stack, JS, JG, grid, thr)
         if record_timeline and n_gpus - free != tl_used[tl_n - 1]:
-            if tl_n == tl_t.shape[0]:
-                tl_t, tl_used = _grow(tl_t, tl_n + 1), _grow(tl_used, tl_n + 1)
-            tl_n = _mark(_borrow(tl_t), _borrow(tl_used), tl_n, t, n_gpus - free)
-        if free == n_gpus and ai >= n and (S[S_Q] or S[S_B]):
-            left = S[S_Q] + S[S_B]
+            tl_t, tl_used, tl_n = _marked(tl_t, tl_used, tl_n, t, n_gpus - free)
+        if S[S_OVER] or (free == n_gpus and ai >= n and (S[S_Q] or S[S_B])):
+            left = -2 if S[S_OVER] else S[S_Q] + S[S_B]  # (-2: the arrays are not to be read)
             break
-    owners = (JS_o, JG_o, ran_o, JF_o, JI_o, S_o, SF_o, QF_o, QA_o, QB_o, BK_o, BS_o, BJ_o, vp_o, EF_o, EA_o,
-              EB_o, WF_o, WI_o, PPF_o, PPI_o, FRF_o, FRI_o, stack_o, CF_o, CA_o, CB_o, KF_o,
-              KA_o, KB_o, HI_o, LF_o, LB_o, YF_o, YI_o, perm_o)
+    owners = (JS_o, JG_o, JF_o, JI_o, S_o, SF_o, QF_o, QA_o, QB_o, BK_o, BS_o, BJ_o, vp_o,
+              EF_o, EA_o, EB_o, WF_o, WI_o, PPF_o, PPI_o, FRF_o, FRI_o, stack_o, CF_o, CA_o,
+              CB_o, KF_o, KA_o, KB_o, HI_o, LF_o, LB_o, YF_o, YI_o, perm_o)
     return (JF_o[:, START].copy(), JF_o[:, FINISH].copy(), JF_o[:, GPU_S].copy(),
             JI_o[:, N_PRE].copy(), tl_t[:tl_n].copy(), tl_used[:tl_n].copy(), left, owners)
