@@ -224,9 +224,11 @@ def test_the_twin_gives_the_python_loops_arrays(monkeypatch, record_timeline):
     assert preempted > 0
 
 
-def test_the_twin_raises_as_the_python_loop_does(monkeypatch):
+@pytest.mark.parametrize("spec", [("srtf-est",), ("tiresias", "evalstop:k=2")])
+def test_the_twin_raises_as_the_python_loop_does(monkeypatch, spec):
     # A job bigger than the cluster (simulate refuses it; the loop is called directly) is
-    # left waiting on an idle cluster: both loops stop with the same error.
+    # left waiting on an idle cluster: both loops stop with the same error, under either
+    # key rule.
     pytest.importorskip("numba")
     from evalstop.sim.stops import plan_for
 
@@ -234,7 +236,7 @@ def test_the_twin_raises_as_the_python_loop_does(monkeypatch):
     errors = []
     for flag in ("0", "1"):
         monkeypatch.setenv("EVALSTOP_JIT", flag)
-        s = build("srtf-est")
+        s = build(*spec)
         s.bind(n_gpus=2, restart_overhead_s=0.0)
         with pytest.raises(RuntimeError, match="left 1 jobs waiting") as err:
             planned.run(w, 2, s, 0.0, True, plan_for(w, s), 0.0)

@@ -46,8 +46,8 @@ class Cost(NamedTuple):
 # SRTF-Est's loop saved 4-7 us per job: it pays from about 2.6x Philly. The default rule's
 # plan saves about 0.09 s per 1.64M (job, eval) pairs inside one process, but whole
 # processes showed no saving up to 4x; counted at half that, it pays from about 16x. The
-# checkpoint loop of Tiresias and LossAware saved at least 2.1 us per (job, eval) pair on
-# the first 30,000 Philly jobs, its load counted back in (LossAware+evalstop:k=2; the
+# checkpoint loop (LossAware's; then Tiresias' too) saved at least 2.1 us per (job, eval)
+# pair on the first 30,000 Philly jobs, its load counted back in (LossAware+evalstop:k=2; the
 # Python loop answers most checkpoints' calls at once): counted at half that, it pays from
 # about 40,000 jobs of 20 evals.
 NUMBA_S = 0.7

@@ -117,6 +117,7 @@ def _theapify(F, A, B, n):
     for i in range(n // 2 - 1, -1, -1):
         _tsiftup(F, A, B, n, i)
 
+
 # ---- the multi-GPU wait queue: a sorted list of (key, seq, job) -----------------------
 # Stored last first: entry b of the list (b = 0: the smallest) is row nb - 1 - b, so the
 # head leaves without moving the rest, and an insert moves only the entries before it

@@ -110,6 +110,20 @@ ST, WH, TH, IN = (I1, F1, F2, I2), (F2, I2), (F1, I1, I1), (F2, I2, F1, F1)
 _LOW = (1 << 32) - 1
 
 
+@_helper(F1, I1, I1, i8, F2, i8)
+def _drop_stale(F, A, B, n, JF, col):
+    """The first n entries of a heap of (time, job, int) less those whose time is no longer
+    the job's ``col`` (an end or a crossing since cleared or moved), as a heap again; returns
+    their count."""
+    k = 0
+    for r in range(n):
+        if JF[A[r], col] == F[r]:
+            F[k], A[k], B[k] = F[r], A[r], B[r]
+            k += 1
+    _theapify(F, A, B, k)
+    return k
+
+
 @_step
 def _head(S, QF, QA, QB, BK, BS, BJ):
     """The waiting head's key and job (the queue not empty)."""
@@ -153,13 +167,7 @@ def _cross_next(i, lo, S, SF, JF, JI, CF, CA, CB, JG, grid, thr, n_gpus):
     JF[i, CROSS_T] = tc
     S[S_CR] = _tpush(CF, CA, CB, S[S_CR], tc, i, 0)
     if S[S_CR] > 64 + 4 * n_gpus:
-        k = 0
-        for r in range(S[S_CR]):
-            if JF[CA[r], CROSS_T] == CF[r]:
-                CF[k], CA[k], CB[k] = CF[r], CA[r], CB[r]
-                k += 1
-        S[S_CR] = k
-        _theapify(CF, CA, CB, k)
+        S[S_CR] = _drop_stale(CF, CA, CB, S[S_CR], JF, CROSS_T)
 
 
 @_helper(i8, *ST, *TH, I2, F1, i8)
@@ -671,13 +679,7 @@ def _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, JG, grid, n_gpus):
     S[S_PRE] = 0
     if S[S_EV] > 64 + 2 * n_gpus:
         # Drop preempted segments' ends (they would stay until their time).
-        k = 0
-        for r in range(S[S_EV]):
-            if JF[EA[r], END_T] == EF[r]:
-                EF[k], EA[k], EB[k] = EF[r], EA[r], EB[r]
-                k += 1
-        S[S_EV] = k
-        _theapify(EF, EA, EB, k)
+        S[S_EV] = _drop_stale(EF, EA, EB, S[S_EV], JF, END_T)
 
 
 @_step
