@@ -7,18 +7,19 @@ deque for the queue: the least a FIFO simulation can do in Python), for FIFO alo
 FIFO+evalstop:k=2, FIFO+default, and SRTF-Est, Tiresias, LossAware and SJF-Est with
 evalstop:k=2 and with the default, then the time per job at each size
 relative to 1x, and the peak memory per job. With the ``fast`` extra (numba) installed,
-the planned loop of SRTF-Est and Tiresias, the checkpoint loop of LossAware and SJF-Est,
+the planned loop of SRTF-Est, Tiresias and SJF-Est, the checkpoint loop of LossAware,
 and the default rule's stop planning run compiled (``evalstop.jit``; ``EVALSTOP_JIT=0`` runs the Python
 versions): each line also prints its first call, which in a fresh process includes numba's
 import and the load of the cached compiled code; the lines marked "(Python)" run with the
-twins off (``EVALSTOP_JIT=0`` for that call). SJF-Est's lines come after LossAware's,
-which load the twin it shares (alone, at 1x, it would not repay its load).
+twins off (``EVALSTOP_JIT=0`` for that call). SJF-Est's lines come after SRTF-Est's and
+Tiresias', which load the twin it shares (alone, at 1x, it would not repay its load).
+``--schedulers`` times only the named bases (and FIFO alone, which checks the bare loop).
 Targets on the project's 2-core machine: every line <= 2.5x the bare loop with the twins
 and <= 5x without (the "(Python)" lines), FIFO+default also <= 1.5x FIFO+k=2, and time
 per job at 8x within 1.2x of 1x.
 
     python benchmarks/bench_sim.py [--sizes 1,2,4,8] [--repeat 3] [--gpus 512] [--check] [--json OUT]
-                                   [--default SPEC]
+                                   [--default SPEC] [--schedulers fifo,sjf-est,...]
 
 Times are the CPU time of the whole ``simulate`` call (stop planning, loop, result
 arrays; ``--wall`` for wall time), best of ``--repeat`` rounds in which the configurations
@@ -162,7 +163,18 @@ def main():
                     help="also write each size's times and ratios here (rows: size, config)")
     ap.add_argument("--default", default="default", metavar="SPEC",
                     help="the rule timed as FIFO+default (default: the `default` alias)")
+    ap.add_argument("--schedulers", metavar="NAMES",
+                    help="time only these bases' lines, comma-separated (default: all); "
+                         "FIFO alone is always timed, to check the bare loop")
     args = ap.parse_args()
+    configs = CONFIGS
+    if args.schedulers:
+        names = {"fifo", *args.schedulers.split(",")}
+        unknown = names - {c[0] for c in CONFIGS}
+        if unknown:
+            ap.error(f"unknown scheduler(s): {', '.join(sorted(unknown))}")
+        configs = tuple(c for c in CONFIGS if c[0] in names
+                        and (c[0] != "fifo" or c[1] is None or "fifo" in args.schedulers))
     rule = {"default": args.default}
     if args.wall:
         global CLOCK
@@ -187,7 +199,7 @@ def main():
         # run back to back, the first ones paid the process's warm-up (memory it had not
         # yet grown to) and the load of whichever minute they fell in.
         runs = {"bare": lambda w=w: bare_fifo(w.arrival_s, w.duration_s, w.gpus, n_gpus)}
-        for sched, det, twin in CONFIGS:
+        for sched, det, twin in configs:
             spec = rule.get(det, det)
             runs[sched, det, twin] = lambda s=sched, d=spec, tw=twin, w=w: timed_simulate(
                 w, n_gpus, s, d, tw)
@@ -202,14 +214,14 @@ def main():
         t_bare, bare_start = best["bare"]
         print(f"{'bare strict-FIFO heap loop':<33} {t_bare:7.2f} s  {n / t_bare:>9,.0f} jobs/s")
         times = {}
-        for c in CONFIGS:
+        for c in configs:
             sched, det, twin = c
             secs, res = best[c]
             times[c] = secs
             if det is None and sched == "fifo":
                 assert np.array_equal(np.array(bare_start), res.start_s), "bare loop differs"
             fifo_default = sched == "fifo" and det == "default" and twin
-            ref = times["fifo", "evalstop:k=2", True] if fifo_default else t_bare
+            ref = times.get(("fifo", "evalstop:k=2", True), t_bare) if fifo_default else t_bare
             ref_name = "FIFO+k=2" if fifo_default else "bare"
             print(f"{label(*c):<33} {secs:7.2f} s  {n / secs:>9,.0f} jobs/s  "
                   f"{secs / t_bare:5.2f}x bare  ({secs / ref:.2f}x {ref_name}; target "
@@ -234,7 +246,7 @@ def main():
         rows.append({"size": k, "config": "bare", "cpu_s": round(t_bare, 4), "x_bare": 1.0,
                      "load": load})
         rows += [{"size": k, "config": label(*c), "cpu_s": round(times[c], 4),
-                  "x_bare": round(times[c] / t_bare, 3), "load": load} for c in CONFIGS]
+                  "x_bare": round(times[c] / t_bare, 3), "load": load} for c in configs]
         print(f"peak RSS {peak_rss_bytes() / 2**20:,.0f} MiB = "
               f"{peak_rss_bytes() / n / 1024:.2f} KiB per job (workload tables "
               f"{(w.eval_obs.nbytes * 4) / n / 1024:.2f} KiB per job)")
@@ -243,7 +255,7 @@ def main():
     print(f"\n## time per job relative to {k0}x (target: within 1.2x at 8x; load average "
           f"now {os.getloadavg()[0]:.1f})")
     print(f"{'':<33} " + "  ".join(f"{k:>5}x" for k in sizes))
-    for c in ["bare", *CONFIGS]:
+    for c in ["bare", *configs]:
         name = "bare loop" if c == "bare" else label(*c)
         print(f"{name:<33} " + "  ".join(f"{per_job[k][c] / per_job[k0][c]:6.2f}"
                                            for k in sizes))

@@ -20,7 +20,7 @@ def test_env_zero_turns_twins_off(monkeypatch):
 
 SRTF, PLAN = "evalstop.sim.planned_jit", "evalstop.detectors.cusum_drop_jit"
 LONG = "evalstop.detectors.block_cusum_jit"
-PRIO, ENDS = "evalstop.sim.priority_jit", "evalstop.sim.priority_jit:ends"
+PRIO, FIXED = "evalstop.sim.priority_jit", "evalstop.sim.planned_jit:fixed"
 
 
 def _break_even(module: str, n_evals: int, numba_loaded: bool) -> float:
@@ -44,7 +44,7 @@ def fresh(monkeypatch):
 
 @pytest.mark.parametrize("module,n_evals", [(SRTF, 0), (SRTF, 20), (PLAN, 20), (PLAN, 100),
                                             (LONG, 40), (LONG, 100), (PRIO, 20),
-                                            (ENDS, 0), ("evalstop.not_measured_jit", 0)])
+                                            (FIXED, 0), ("evalstop.not_measured_jit", 0)])
 @pytest.mark.parametrize("numba_loaded", [False, True])
 def test_by_default_a_twin_runs_only_above_its_break_even(fresh, module, n_evals,
                                                           numba_loaded):
@@ -70,13 +70,13 @@ def test_the_measured_thresholds(fresh):
     # the default rule past its first merge (the rows it leaves there, 100 evals each):
     # slower with the twin at 200 jobs, faster from 2,000
     assert not jit.pays(LONG, 200, 100) and jit.pays(LONG, 2_000, 100)
-    # SJF-Est's ends on the compiled loop: slower at 1x (1.43-1.69x), at 4x 0.85-1.01x;
-    # counted at less than the least saving seen, it pays from about 10x, or at 2x once
+    # SJF-Est on the planned loop's twin: slower at 1x (1.44-1.61x), at 4x 0.87-0.93x;
+    # counted at less than the least saving seen, it pays from about 5.2x, or at 1x once
     # numba is in
-    assert not jit.pays(ENDS, philly) and not jit.pays(ENDS, 8 * philly)
-    assert jit.pays(ENDS, 11 * philly)
+    assert not jit.pays(FIXED, philly) and not jit.pays(FIXED, 5 * philly)
+    assert jit.pays(FIXED, 6 * philly)
     fresh.setitem(sys.modules, "numba", sys.modules["evalstop.errors"])
-    assert not jit.pays(ENDS, philly) and jit.pays(ENDS, 2 * philly)
+    assert not jit.pays(FIXED, 0.9 * philly) and jit.pays(FIXED, philly)
 
 
 def test_every_twin_has_measured_costs():
@@ -142,13 +142,13 @@ def test_a_twin_is_imported_once(monkeypatch):
 def test_a_use_of_a_twin_loads_its_module_once(fresh):
     """``MODULE:USE`` has its own costs but loads ``MODULE``, which is then paid for, for
     every use."""
-    assert jit.pays(ENDS, 10**7) and not jit.pays(ENDS, 10)
-    assert not jit.pays(PRIO, 10, 20)
-    assert jit.twin(ENDS, 10**7) is sys.modules["evalstop.errors"]
-    assert list(jit._loaded) == [PRIO]
-    assert jit.pays(PRIO, 10, 20) and jit.pays(ENDS, 10)
-    assert jit.twin(PRIO, 1, 20) is jit.twin(ENDS, 1) is sys.modules["evalstop.errors"]
-    assert list(jit._loaded) == [PRIO]
+    assert jit.pays(FIXED, 10**7) and not jit.pays(FIXED, 10)
+    assert not jit.pays(SRTF, 10)
+    assert jit.twin(FIXED, 10**7) is sys.modules["evalstop.errors"]
+    assert list(jit._loaded) == [SRTF]
+    assert jit.pays(SRTF, 10) and jit.pays(FIXED, 10)
+    assert jit.twin(SRTF, 1) is jit.twin(FIXED, 1) is sys.modules["evalstop.errors"]
+    assert list(jit._loaded) == [SRTF]
 
 
 def test_importing_the_package_does_not_import_numba():
@@ -179,16 +179,16 @@ def test_expected_calls_load_the_twins_they_repay_together(fresh, numba_loaded):
     if numba_loaded:
         fresh.setitem(sys.modules, "numba", sys.modules["evalstop.errors"])
     philly = 82_247
-    jit.expect([(ENDS, 1_000, 0), None, (PRIO, 100, 20)])
+    jit.expect([(FIXED, 1_000, 0), None, (PRIO, 100, 20)])
     assert not jit._loaded
     if not numba_loaded:
-        assert not jit.pays(ENDS, philly)
-        jit.expect([(ENDS, philly, 0)] * 2)  # 0.16 CPU-s saved: less than numba's import
+        assert not jit.pays(FIXED, philly)
+        jit.expect([(FIXED, philly, 0)] * 2)  # 0.18 CPU-s saved: less than numba's import
         assert not jit._loaded
-    jit.expect([(ENDS, philly, 0)] * 3 + [(SRTF, 100, 0), (PRIO, philly, 20)])
-    assert list(jit._loaded) == [PRIO]  # SRTF-Est's twin not repaid by 100 jobs
-    assert jit.twin(ENDS, 1) is jit.twin(PRIO, 1, 20) is sys.modules["evalstop.errors"]
-    assert jit.twin(SRTF, 100) is None
+    jit.expect([(FIXED, philly, 0)] * 3 + [(LONG, 10, 100), (PRIO, philly, 20)])
+    assert set(jit._loaded) == {SRTF, PRIO}  # the default's long twin not repaid by 10 jobs
+    assert jit.twin(FIXED, 1) is jit.twin(PRIO, 1, 20) is sys.modules["evalstop.errors"]
+    assert jit.twin(LONG, 10, 100) is None
 
 
 @pytest.mark.parametrize("flag", ["0", "1"])

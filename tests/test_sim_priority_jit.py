@@ -6,10 +6,9 @@ SRTF-Est's own loop off) for LossAware, Tiresias, SRTF-Est and SJF-Est, alone an
 overlay (k-decline, the default, the oracle, job types, min mode, rows the rule's
 objects plan), on random traces made to tie (equal arrivals and durations, estimates and
 losses on a grid, thresholds reached within runs, restart overhead 0 and more, depth 1
-to unbounded, few and many GPUs) and on a slice of Philly. LossAware and SJF-Est reach the
-twin through ``simulate`` (``EVALSTOP_JIT=1``); SRTF-Est and Tiresias, whose default is the
-planned loop, through ``priority_twin.run``. SJF-Est, which the twin runs on job ends only, is also
-compared with the loop that runs it without the twin (``sim.ends``, ``EVALSTOP_JIT=0``).
+to unbounded, few and many GPUs) and on a slice of Philly. LossAware reaches the twin
+through ``simulate`` (``EVALSTOP_JIT=1``); SRTF-Est, Tiresias and SJF-Est, whose default is
+the planned loop, through ``priority_twin.run``.
 """
 
 import math
@@ -37,14 +36,12 @@ FIELDS = ("start_s", "finish_s", "stopped", "stop_eval", "kept_eval", "end_progr
 
 @pytest.fixture
 def kernel_calls(monkeypatch):
-    """The calls to the twin's kernel so far: 1 for each, or 2 when it ran on job ends
-    only (its last argument)."""
+    """The calls to the twin's kernel so far, a 1 for each."""
     from evalstop.sim import priority_jit
 
     calls = []
     kernel = priority_jit.run_kernel
-    monkeypatch.setattr(priority_jit, "run_kernel",
-                        lambda *a: calls.append(1 + a[-1]) or kernel(*a))
+    monkeypatch.setattr(priority_jit, "run_kernel", lambda *a: calls.append(1) or kernel(*a))
     return calls
 
 
@@ -97,23 +94,16 @@ def spied(sched):
 
 def same(monkeypatch, kernel_calls, w, n_gpus, make, **kw):
     before = len(kernel_calls)
-    sched = make()
-    ends_only = not sched.needs_checkpoints
-    tw = twin_loop(monkeypatch, w, n_gpus, sched, **kw)
-    assert kernel_calls[before:] == [1 + ends_only]  # the twin ran, on ends only for SJF-Est
-    refs = [checkpoint_loop(monkeypatch, w, n_gpus, spied(make()), **kw)]
-    if ends_only:  # and the loop that runs it without the twin
-        with monkeypatch.context() as m:
-            m.setenv("EVALSTOP_JIT", "0")
-            refs.append(simulate(w, n_gpus, make(), **kw))
-    assert len(kernel_calls) == before + 1  # and the references did not take it
-    for ref in refs:
-        for f in FIELDS:
-            a, b = getattr(tw, f), getattr(ref, f)
-            assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True), f
-        assert (tw.n_events, tw.n_eval_events) == (ref.n_events, ref.n_eval_events)
-        assert tw.scheduler == ref.scheduler
-    return refs[0]
+    tw = twin_loop(monkeypatch, w, n_gpus, make(), **kw)
+    assert kernel_calls[before:] == [1]  # the twin ran
+    ref = checkpoint_loop(monkeypatch, w, n_gpus, spied(make()), **kw)
+    assert len(kernel_calls) == before + 1  # and the reference did not take it
+    for f in FIELDS:
+        a, b = getattr(tw, f), getattr(ref, f)
+        assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True), f
+    assert (tw.n_events, tw.n_eval_events) == (ref.n_events, ref.n_eval_events)
+    assert tw.scheduler == ref.scheduler
+    return ref
 
 
 BASES = ["loss-aware", "tiresias", "srtf-est", "sjf-est"]
@@ -243,7 +233,7 @@ def test_only_plain_fresh_bases_with_a_plan_take_the_twin(monkeypatch, kernel_ca
         sched = build(name, "evalstop:k=2")
         assert priority_twin.plain(sched) is sched.base
         simulate(w, 6, sched)
-    assert kernel_calls == [1, 2]  # (Tiresias took the planned loop too)
+    assert kernel_calls == [1]  # (Tiresias and SJF-Est took the planned loop)
 
 
 SRTF_JIT, PRIO = planned.TWIN, "evalstop.sim.priority_jit"
@@ -251,8 +241,8 @@ SRTF_JIT, PRIO = planned.TWIN, "evalstop.sim.priority_jit"
 
 @pytest.mark.parametrize("make,use", [
     (lambda: build("fifo", "evalstop:k=2"), None),
-    (lambda: build("sjf-est"), priority_twin.ENDS),
-    (lambda: build("sjf-est", "default"), priority_twin.ENDS),
+    (lambda: build("sjf-est"), planned.TWINS["fixed"]),
+    (lambda: build("sjf-est", "default"), planned.TWINS["fixed"]),
     (lambda: build("srtf-est", "evalstop:k=2"), SRTF_JIT),
     (lambda: build("loss-aware", "default"), PRIO),
     (lambda: build("tiresias"), planned.TWIN_LEVELS),
@@ -270,7 +260,7 @@ def test_twin_use_names_what_simulate_asks_for(monkeypatch, make, use):
     monkeypatch.setenv("EVALSTOP_JIT", "1")
     got = engine.twin_use(w, make())
     simulate(w, 6, make())
-    names = (SRTF_JIT, planned.TWIN_LEVELS, PRIO, priority_twin.ENDS)
+    names = (*planned.TWINS.values(), PRIO)
     asked = [(*a, 0)[:3] for a in asked if a[0] in names]
     assert asked == ([] if use is None else [got])
     if use is not None:

@@ -224,10 +224,11 @@ def test_the_twin_gives_the_python_loops_arrays(monkeypatch, record_timeline):
     assert preempted > 0
 
 
-@pytest.mark.parametrize("spec", [("srtf-est",), ("tiresias", "evalstop:k=2")])
+@pytest.mark.parametrize("spec", [("srtf-est",), ("tiresias", "evalstop:k=2"),
+                                  ("sjf-est", "default")])
 def test_the_twin_raises_as_the_python_loop_does(monkeypatch, spec):
     # A job bigger than the cluster (simulate refuses it; the loop is called directly) is
-    # left waiting on an idle cluster: both loops stop with the same error, under either
+    # left waiting on an idle cluster: both loops stop with the same error, under every
     # key rule.
     pytest.importorskip("numba")
     from evalstop.sim.stops import plan_for

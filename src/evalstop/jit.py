@@ -58,12 +58,11 @@ COSTS = {
     # with evalstop:k=2): counted at half, it pays from about 61,000 jobs.
     "evalstop.sim.planned_jit:levels": Cost(load_s=0.15, job_s=1.4e-5),
     "evalstop.sim.priority_jit": Cost(load_s=0.15, eval_s=1.05e-6),
-    # The same twin on job ends only (SJF-Est with planned stops, against sim.ends' loop,
-    # whose fill reads the jobs it skipped in place) saved 0.6-4.4 us per job at 1x Philly
-    # and 3.1-6.2 at 4x (least: SJF-Est+evalstop:k=2 at 1x, whose stops keep the queue
-    # short): counted at 1, it pays from about 10x Philly, or from 150,000 jobs once numba
-    # is loaded, and at any size once the checkpoint loop's twin (the same module) is.
-    "evalstop.sim.priority_jit:ends": Cost(load_s=0.15, job_s=1e-6),
+    # SJF-Est on the same twin saved 1.5-2.6 us per job at 1x Philly and 2.5-3.1 at 4x
+    # (whole processes, the load counted back in; least: SJF-Est alone at 1x, whose
+    # queue is the shortest): counted at 2, it pays from about 425,000 jobs (5.2x Philly), or from 75,000
+    # jobs once numba is loaded.
+    "evalstop.sim.planned_jit:fixed": Cost(load_s=0.15, job_s=2e-6),
     "evalstop.detectors.cusum_drop_jit": Cost(load_s=0.08, eval_s=3e-8),
     # Past the default rule's first merge (32 evals) the objects run each row the plan
     # leaves, 6-8 us per eval (whole processes, 2k-5k Philly jobs at 50-100 evals; it is
@@ -122,7 +121,7 @@ def expect(uses) -> None:
     those twins' savings, less their loads, exceed numba's import when numba is not in yet;
     ``twin`` then runs them at any size (paid for). Does nothing unless the mode is
     ``auto``: the greedy rule in ``pays`` alone leaves a twin out that no single call
-    repays, though the calls together would (three SJF-Est runs on 1x Philly)."""
+    repays, though the calls together would (six SJF-Est runs on 1x Philly)."""
     if mode() != "auto":
         return
     saving: dict[str, float] = {}

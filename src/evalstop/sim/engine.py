@@ -82,6 +82,9 @@ def simulate(
                              plan, wall0)
         if compiled is not None:
             return compiled
+        if plan is not None and planned.rule(scheduler, workload) is not None:
+            return planned.run(workload, n_gpus, scheduler, restart_overhead_s,
+                               record_timeline, plan, wall0)
         if plan is not None and not scheduler.needs_checkpoints:
             return run_ends(workload, n_gpus, scheduler, plan, record_timeline, wall0)
         return _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan,
@@ -94,20 +97,16 @@ def simulate(
 def twin_use(workload, scheduler, plan_stops: bool = True):
     """The compiled loop that ``simulate`` would ask ``evalstop.jit`` for on this run, as
     ``(name, n_jobs, n_evals)``, or None (for ``jit.expect``). The planned loop (SRTF-Est,
-    Tiresias) asks for its twin; another plain priority base with planned stops for
-    ``sim.priority_jit``, on ends only (``priority_twin.ENDS``) where it needs no
-    checkpoints (SJF-Est)."""
+    Tiresias, SJF-Est) asks for its twin; another plain priority base with planned stops
+    that needs checkpoints (LossAware) for ``sim.priority_jit``."""
     if not (plan_stops and plannable(scheduler)):
         return None
     n, m = workload.n_jobs, workload.n_evals
     rule = planned.rule(scheduler, workload)
     if rule is not None:
-        return (planned.TWIN if rule == "remaining" else planned.TWIN_LEVELS), n, 0
-    base = priority_twin.plain(scheduler)
-    if base is None:
+        return planned.TWINS[rule], n, 0
+    if priority_twin.plain(scheduler) is None or not scheduler.needs_checkpoints:
         return None
-    if not scheduler.needs_checkpoints:  # ``run_ends``' case
-        return (priority_twin.ENDS, n, 0) if priority_twin.ends_only(base, scheduler) else None
     return "evalstop.sim.priority_jit", n, m
 
 
@@ -124,11 +123,7 @@ def _compiled(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, 
 
 
 def _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, wall0):
-    """The checkpoint loop: every eval an event (or, for SRTF-Est and Tiresias with
-    planned stops, the planned loop, which skips the evals no one acts on)."""
-    if plan is not None and planned.rule(scheduler, workload) is not None:
-        return planned.run(workload, n_gpus, scheduler, restart_overhead_s,
-                             record_timeline, plan, wall0)
+    """The checkpoint loop: every eval an event."""
     jobs = _Jobs(workload, plan)
     tl_t, tl_used = _loop(jobs, n_gpus, scheduler, _hooks(scheduler, plan),
                           restart_overhead_s, record_timeline)

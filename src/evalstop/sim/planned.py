@@ -1,8 +1,8 @@
-"""The planned loop: SRTF-Est and Tiresias with planned stops, the checkpoint loop's
-result without an event per eval.
+"""The planned loop: SRTF-Est, Tiresias and SJF-Est with planned stops, the checkpoint
+loop's result without an event per eval.
 
-Both hear a running job's evals only to re-key it, and read those keys only in a
-scheduling call. So here each run of a job (from a start to its end or preemption) gets
+Each hears a running job's evals only to re-key it (SJF-Est not even that), and reads
+those keys only in a scheduling call. So here each run of a job (from a start to its end or preemption) gets
 one event, its end (planned stop or completion), and a job's last checkpoint is found when
 the scheduler looks at the job, from its run's start, overhead and progress with the
 expression the checkpoint loop uses for each eval's event time (the same float). A base
@@ -15,6 +15,8 @@ states its key rule (``rule``):
   when the run starts and made an event. Tiresias also yields at checkpoints and is asked
   after every instant's evals; ``sim.yields`` makes only the calls of the checkpoint loop
   that can act, and tests the jobs checkpointed at a call's instant for a yield.
+* ``"fixed"`` (SJF-Est): the key is the estimate and nothing preempts, so a call only
+  fills.
 
 Ties between equal keys go, in the checkpoint loop, to the key set first. When keys tie,
 ``_Rank`` recovers that order: it is the order in which the checkpoint loop would have
@@ -45,15 +47,22 @@ import numpy as np
 
 from evalstop import jit
 from evalstop.schedulers.overlay import plain_base
+from evalstop.schedulers.sjf import SJFEst
 from evalstop.schedulers.srtf import SRTFEst
 from evalstop.schedulers.tiresias import _LEVEL_SPAN, Tiresias
 from evalstop.sim import levels, yields
 from evalstop.sim.result import planned_result
 
 ENABLED = True
-# The compiled twin (``jit.COSTS`` has a saving for each key rule).
+# The compiled twin, by key rule (``jit.COSTS`` has a saving for each).
 TWIN, TWIN_LEVELS = "evalstop.sim.planned_jit", "evalstop.sim.planned_jit:levels"
-_HOOKS = ("bind", "submit", "schedule", "on_eval", "on_end", "key")
+TWINS = {"remaining": TWIN, "levels": TWIN_LEVELS, "fixed": "evalstop.sim.planned_jit:fixed"}
+_RULE_IDS = {"remaining": 0, "levels": 1, "fixed": 2}  # (``planned_jit.run_kernel``'s)
+# The scheduler's calls restated here (and in the twins): patched on the instance, they
+# keep the checkpoint loop.
+_HOOKS = ("bind", "submit", "schedule", "on_eval", "on_end", "key", "twin_key", "_fill",
+          "_started", "_set_running_key", "_push_worst", "_live_top", "_compact", "_preempt",
+          "_preempt_for_head", "_enough_above", "_yield_at_checkpoints")
 
 
 def fits(scheduler) -> bool:
@@ -70,9 +79,14 @@ def fits(scheduler) -> bool:
 def rule(scheduler, workload):
     """The key rule this loop runs ``scheduler`` by, or None (the checkpoint loop runs):
     ``"remaining"`` for a plain SRTF-Est (``fits``), ``"levels"`` for a plain Tiresias
-    whose arrivals its keys can order, which yields at checkpoints (``sim.yields``)."""
+    whose arrivals its keys can order, which yields at checkpoints (``sim.yields``), and
+    ``"fixed"`` for a plain SJF-Est, which never preempts."""
     if fits(scheduler):
         return "remaining"
+    base = plain_base(scheduler, SJFEst, _HOOKS) if ENABLED else None
+    if base is not None and not (base.preempt_on_arrival or base.preempt_at_checkpoint
+                                 or scheduler.reschedule_on_eval):
+        return "fixed"
     base = plain_base(scheduler, Tiresias, _HOOKS) if ENABLED else None
     if (base is not None and base.preempt_on_arrival and base.preempt_at_checkpoint
             and scheduler.reschedule_on_eval and base.twin_key(workload) is not None):
@@ -127,15 +141,16 @@ class _Rank:
 def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, wall0):
     """``engine._run`` for a scheduler that has a ``rule``, with its stop ``plan``."""
     base = getattr(scheduler, "base", scheduler)
-    depth, margin = base.depth, base.margin
-    thresholds = base.thresholds if isinstance(base, Tiresias) else None
-    twin = jit.twin(TWIN if thresholds is None else TWIN_LEVELS, workload.n_jobs)
+    depth, margin, key_rule = base.depth, base.margin, rule(scheduler, workload)
+    thresholds = base.thresholds if key_rule == "levels" else None
+    twin = jit.twin(TWINS[key_rule], workload.n_jobs)
     if twin is not None:
         out = _run_twin(twin, workload, n_gpus, scheduler, depth, margin, restart_overhead_s,
-                        record_timeline, plan, wall0, thresholds)
+                        record_timeline, plan, wall0, thresholds, key_rule)
         if out is not None:
             return out
-    jobs = _Jobs(workload, plan, n_gpus, restart_overhead_s, thresholds)
+    jobs = _Jobs(workload, plan, n_gpus, restart_overhead_s, thresholds,
+                 preempts=key_rule != "fixed")
     tl_t, tl_used = _loop(jobs, scheduler, depth, margin, record_timeline)
     # Every job ran to its planned end (or the loop raised).
     return planned_result(workload, plan, np.array(jobs.grid), start_s=np.array(jobs.start_s),
@@ -151,11 +166,13 @@ class _Jobs:
     __slots__ = ("n", "n_gpus", "overhead", "grid", "dur", "gpus", "arrival", "est",
                  "end_eval", "start_s", "finish_s", "gpu_s", "segs", "done", "nxt", "prog",
                  "n_pre", "live", "end_t", "moved", "gone", "events", "wait", "wait_big",
-                 "worst", "ea", "th", "akey", "lvl", "cross", "cross_t")
+                 "worst", "ea", "th", "akey", "lvl", "cross", "cross_t", "preempts")
 
-    def __init__(self, workload, plan, n_gpus, restart_overhead_s, thresholds=None):
+    def __init__(self, workload, plan, n_gpus, restart_overhead_s, thresholds=None,
+                 preempts=True):
         n = self.n = workload.n_jobs
         self.n_gpus, self.overhead = n_gpus, restart_overhead_s
+        self.preempts = preempts  # False: SJF-Est, whose calls only fill
         self.grid = [float(x) for x in workload.eval_progress]
         self.dur, self.gpus = workload.duration_s.tolist(), workload.gpus.tolist()
         self.arrival, self.est = workload.arrival_s.tolist(), workload.est_duration_s.tolist()
@@ -208,7 +225,7 @@ def _starter(jobs, on_run):
     start_s, dur, end_t, grid, end_eval, events, done, segs, nxt = (
         jobs.start_s, jobs.dur, jobs.end_t, jobs.grid, jobs.end_eval, jobs.events,
         jobs.done, jobs.segs, jobs.nxt)
-    ea, restart_overhead_s, n_gpus = jobs.ea, jobs.overhead, jobs.n_gpus
+    ea, restart_overhead_s, n_gpus, preempts = jobs.ea, jobs.overhead, jobs.n_gpus, jobs.preempts
     push, heapify, inf = heapq.heappush, heapq.heapify, math.inf
     remaining = on_run is None  # SRTF-Est: a restart's key is as of its preemption
     order = 0
@@ -243,6 +260,8 @@ def _starter(jobs, on_run):
         nxt[i] = t + oh + (grid[j] - p0) * d if j < end_eval[i] else inf
         if not remaining:
             on_run(i, j)
+        elif not preempts:
+            return  # nothing preempts: no victims' heap
         e = live[i] = (-key, t, call, 1, order, i)
         push(worst, e)
         if key > ea[0]:
@@ -295,13 +314,14 @@ def _filler(jobs, depth, start):
 
     def fill(free, t, call, cid):
         looked = b = 0
+        nb = len(wait_big)
         while looked < depth and free > 0:
             if free == 1:
                 # Only a one-GPU job fits: the multi-GPU jobs ahead of it are looked at and
                 # skipped, all at once.
                 if not wait:
                     break
-                if b < len(wait_big) and wait_big[b] < wait[0]:
+                if b < nb and wait_big[b] < wait[0]:
                     k = bisect_left(wait_big, wait[0], b)
                     looked += k - b
                     b = k
@@ -310,23 +330,24 @@ def _filler(jobs, depth, start):
                 e = pop(wait)
                 start(e[2], e[0], t, call, cid)
                 return 0
-            if wait and not (b < len(wait_big) and wait_big[b] < wait[0]):
-                e = pop(wait)
-                free -= 1
-                looked += 1
-                start(e[2], e[0], t, call, cid)
-                continue
-            if b == len(wait_big):
-                break
-            e = wait_big[b]
             looked += 1
-            i = e[2]
-            if gpus[i] <= free:
-                del wait_big[b]
-                free -= gpus[i]
-                start(i, e[0], t, call, cid)
-            else:
-                b += 1
+            if b < nb:
+                e = wait_big[b]
+                if not (wait and wait[0] < e):  # (entries are unique: no tie)
+                    i = e[2]
+                    if gpus[i] <= free:
+                        del wait_big[b]
+                        nb -= 1
+                        free -= gpus[i]
+                        start(i, e[0], t, call, cid)
+                    else:
+                        b += 1
+                    continue
+            elif not wait:
+                break
+            e = pop(wait)  # a one-GPU job: it fits
+            free -= 1
+            start(e[2], e[0], t, call, cid)
         return free
 
     return fill
@@ -490,9 +511,9 @@ def _queuer(jobs):
 
 
 def _steps(jobs, depth, margin):
-    """The scheduling steps over ``jobs``: ``start``, ``fill`` and ``preempt_for_head``;
-    for Tiresias also ``take_crossings``, ``yields``, ``unsettled`` and ``next_at`` (None
-    for SRTF-Est)."""
+    """The scheduling steps over ``jobs``: ``start``, ``fill`` and ``preempt_for_head``
+    (None for SJF-Est); for Tiresias also ``take_crossings``, ``yields``, ``unsettled`` and
+    ``next_at`` (None for the others)."""
     refresh, on_run = _refresher(jobs), None
     if jobs.th is not None:
         cross_next = levels.crosser(jobs)
@@ -505,7 +526,7 @@ def _steps(jobs, depth, margin):
     fill = _filler(jobs, depth, start)
     enqueue = _queuer(jobs)
     steps = (start, fill, _preempter(jobs, depth, margin, fill, _counter(jobs, refresh),
-                                     refresh, start, enqueue))
+                                     refresh, start, enqueue) if jobs.preempts else None)
     if jobs.th is None:
         return (*steps, None, None, None, None)
     return (*steps, levels.taker(jobs, refresh, cross_next),
@@ -546,7 +567,7 @@ def _decider(jobs, depth, margin):
             return free, wseq, inf
         if yields is not None:
             free, wseq = yields(free, t, call, cid, preempted, wseq)
-        if wait or wait_big:
+        if preempt_for_head is not None and (wait or wait_big):
             head = wait[0] if wait else wait_big[0]
             if wait_big and wait_big[0] < head:
                 head = wait_big[0]
@@ -642,7 +663,7 @@ def _left_waiting(scheduler, n_waiting):
 
 
 def _run_twin(twin, workload, n_gpus, scheduler, depth, margin, restart_overhead_s,
-              record_timeline, plan, wall0, thresholds):
+              record_timeline, plan, wall0, thresholds, key_rule):
     """``run`` by the compiled twin: the same arrays, from the same inputs (None: the twin
     gave up, see ``run_kernel``)."""
     grid = np.ascontiguousarray(workload.eval_progress, dtype=np.float64)
@@ -658,7 +679,7 @@ def _run_twin(twin, workload, n_gpus, scheduler, depth, margin, restart_overhead
     start_s, finish_s, gpu_s, n_pre, tl_t, tl_used, n_waiting, _ = twin.run_kernel(
         arrival, np.ascontiguousarray(workload.duration_s, dtype=np.float64),
         np.ascontiguousarray(workload.gpus, dtype=np.int64), est, akey, thr,
-        thresholds is not None, np.ascontiguousarray(plan.end_eval, dtype=np.int64), grid,
+        _RULE_IDS[key_rule], np.ascontiguousarray(plan.end_eval, dtype=np.int64), grid,
         int(n_gpus), depth, float(margin), float(restart_overhead_s), bool(record_timeline))
     if n_waiting == -2:
         return None

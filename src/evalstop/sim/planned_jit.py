@@ -1,6 +1,6 @@
-"""The numba twin of ``planned.run``: the same loop, compiled, for both key rules
+"""The numba twin of ``planned.run``: the same loop, compiled, for its three key rules
 (SRTF-Est's remaining time; Tiresias' levels, with its crossings, the index of running
-jobs' evals, its yields at checkpoints and its unsettled calls).
+jobs' evals, its yields at checkpoints and its unsettled calls; SJF-Est's fixed key).
 
 ``planned.run`` spends its time in Python's heap operations (SRTF-Est on 1x Philly: 137k
 starts, 237k pops, 370k pushes). Here the same loop runs over numpy arrays: every heap is
@@ -93,8 +93,8 @@ J_DUR, J_EST, J_AKEY = range(3)
 J_GPUS, J_END = range(2)
 
 # Scalars shared by the helpers (numba functions cannot assign their caller's locals);
-# S_CR, S_CK: the sizes of the crossings' and the evals' heaps; S_LV: 1 for Tiresias' key
-# rule (``levels``), 0 for SRTF-Est's.
+# S_CR, S_CK: the sizes of the crossings' and the evals' heaps; S_LV: the key rule (0:
+# SRTF-Est's remaining time, 1: Tiresias' levels, 2: SJF-Est's fixed key).
 S_EV, S_W, S_Q, S_B, S_ORDER, S_WSEQ, S_EA_BOUND, S_SERIAL, S_PRE, S_CR, S_CK, S_LV = range(12)
 S_OVER = 12  # 1: more evals fell at one instant than the hits' rows hold (see run_kernel)
 S_RAN = 13  # the runs started in this call (Tiresias; see _ran)
@@ -292,7 +292,7 @@ def _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, JS, JG, grid
         JI[i, GONE] = 0
     else:
         if JI[i, N_PRE]:
-            if not S[S_LV]:
+            if S[S_LV] == 0:
                 key = JS[i, J_EST] * (1.0 - JF[i, PROG])  # the wait key predates the progress made
             oh = overhead
         else:
@@ -308,9 +308,11 @@ def _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, JS, JG, grid
         JF[i, SEG_S], JF[i, SEG_OH], JF[i, SEG_P0], JF[i, SEG_D] = t, oh, p0, d
         JI[i, SEG_J0], JI[i, SEG_CALL], JI[i, SEG_ORDER] = j, call, order
         JF[i, NXT] = t + oh + (grid[j] - p0) * d if j < JG[i, J_END] else INF
-        if S[S_LV]:
+        if S[S_LV] == 1:
             ran[S[S_RAN]] = i  # its crossing and its first eval, after the call (_ran)
             S[S_RAN] += 1
+        elif S[S_LV] == 2:
+            return  # nothing preempts: no victims' heap
     JF[i, KEY] = key
     WF[n, W_NKEY], WF[n, W_TIME] = -key, t
     WI[n, W_BATCH], WI[n, W_FLAG], WI[n, W_ORD] = call, 1, order
@@ -350,7 +352,7 @@ def _refresh(i, t, S, SF, JF, JI, JS, JG, grid, thr, DF, DI, y):
     g = grid[k]
     JF[i, PROG] = g
     tk = b + (g - p0) * d
-    if S[S_LV]:
+    if S[S_LV] == 1:
         # bisect_right(thr, attained GPU-seconds); JS is the arrival (0 * span + a).
         x, level = JF[i, GPU_S] + JG[i, J_GPUS] * (tk - s), 0
         while level < thr.shape[0] and thr[level] <= x:
@@ -683,9 +685,9 @@ def _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, JG, grid, n_gpus):
 
 
 @_step
-def _clear(JF, JI, S, levels):
+def _clear(JF, JI, S, rule):
     """The per-job floats and ints as a job that has not arrived has them; the key rule."""
-    S[S_LV] = 1 if levels else 0
+    S[S_LV] = rule
     for i in range(JF.shape[0]):  # (numba's slice assignment costs seconds to compile)
         JF[i, START] = JF[i, FINISH] = JF[i, END_T] = JF[i, CROSS_T] = NAN
         JF[i, NXT] = INF
@@ -734,7 +736,7 @@ def _call(alone, free, t, call, cid, M, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, C
     start): returns the free GPUs and the time of the call an unsettled state asks for
     (INF: none). The loop's other arrays come in tuples: an inlined step takes at most 30
     arguments (past that Python passes them as ``*args``)."""
-    depth, margin, levels, n_gpus, overhead = M
+    depth, margin, levels, n_gpus, overhead, preempts = M
     QF, QA, QB, BK, BS, BJ = Q
     KF, KA, KB, HI, LF, LB, YF, YI, perm = Y
     victims, preempted, ran = V
@@ -750,7 +752,7 @@ def _call(alone, free, t, call, cid, M, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, C
             free = _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA,
                            EB, KF, KA, KB, QF, QA, QB, BK, BS, BJ, YF, YI, HI, LF, LB,
                            perm, preempted, JS, JG, grid, thr, ran, n_gpus, overhead)
-    if S[S_Q] or S[S_B]:
+    if preempts and (S[S_Q] or S[S_B]):
         head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
         # The search's first test, without the call: no running key above the head's.
         if JG[h, J_GPUS] <= free or (S[S_W] and -WF[0, W_NKEY] > head_key + margin):
@@ -788,15 +790,16 @@ def _grown_worst(WF, WI, PPF, PPI, FRF, FRI, stack, size):
 
 
 @njit(cache=True)
-def run_kernel(arrival, dur, gpus, est, akey, thr, levels, end_eval, grid, n_gpus, depth,
+def run_kernel(arrival, dur, gpus, est, akey, thr, rule, end_eval, grid, n_gpus, depth,
                margin, overhead, record_timeline):
-    """``planned.run``'s loop, by key rule ``levels`` (Tiresias, thresholds ``thr``) or not
-    (SRTF-Est; ``akey``: arriving jobs' keys): start_s, finish_s, gpu_s, n_preemptions, the
+    """``planned.run``'s loop, by key rule ``rule`` (0: SRTF-Est's remaining time; 1:
+    Tiresias' levels, thresholds ``thr``; 2: SJF-Est's fixed key, no preemption; ``akey``:
+    arriving jobs' keys): start_s, finish_s, gpu_s, n_preemptions, the
     timeline, the jobs left waiting on an idle cluster (-1: none; -2: the twin gave up, more
     evals at one instant than its rows hold), and the owners (``_o``) of the views it works
     on (``_borrow``), to outlive them. Arrays are made here (made by a helper, the loop ran
     4% slower)."""
-    n = arrival.shape[0]
+    n, levels = arrival.shape[0], rule == 1
     arrival, thr, grid = _borrow(arrival), _borrow(thr), _borrow(grid)
     JS_o, JG_o = np.empty((n, 3)), np.empty((n, 2), np.int64)
     JS, JG = _borrow(JS_o), _borrow(JG_o)
@@ -804,7 +807,7 @@ def run_kernel(arrival, dur, gpus, est, akey, thr, levels, end_eval, grid, n_gpu
     JF_o, JI_o = np.zeros((n, 12)), np.zeros((n, 9), np.int64)
     S_o, SF_o = np.zeros(14, np.int64), np.full(1, INF)  # (SF: ea_limit)
     JF, JI, S, SF = _borrow(JF_o), _borrow(JI_o), _borrow(S_o), _borrow(SF_o)
-    _clear(JF, JI, S, levels)
+    _clear(JF, JI, S, rule)
     QF_o, QA_o, QB_o = np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
     BK_o, BS_o, BJ_o = np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
     vp_o = np.empty((3, 2 * n_gpus + 2), np.int64)  # (a call starts at most 2 n_gpus runs)
@@ -829,7 +832,7 @@ def run_kernel(arrival, dur, gpus, est, akey, thr, levels, end_eval, grid, n_gpu
     WF, WI, PPF, PPI = _borrow(WF_o), _borrow(WI_o), _borrow(PPF_o), _borrow(PPI_o)
     FRF, FRI, stack = _borrow(FRF_o), _borrow(FRI_o), _borrow(stack_o)
     CF, CA, CB = _borrow(CF_o), _borrow(CA_o), _borrow(CB_o)
-    M, Q = (depth, margin, levels, n_gpus, overhead), (QF, QA, QB, BK, BS, BJ)
+    M, Q = (depth, margin, levels, n_gpus, overhead, rule != 2), (QF, QA, QB, BK, BS, BJ)
     Y, V = (KF, KA, KB, HI, LF, LB, YF, YI, perm), (victims, preempted, ran)
     tl_t, tl_used, tl_n = np.zeros(1024), np.zeros(1024, np.int64), 1
     free, ai, left, t_call, call, cid, t_any = n_gpus, 0, -1, NAN, 0, 0, INF

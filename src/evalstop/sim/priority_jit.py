@@ -20,12 +20,8 @@ Keys (``PriorityScheduler.twin_key``): est x (1 - progress) (SRTF-Est), Tiresias
 x 2**32 + arrival (level by ``bisect_right`` on attained GPU-seconds), a (job, evals
 seen) LossAware's latest loss drop (``_loss_drop``, from the loss rows), or est (SJF-Est).
 
-``ends_only`` (a base that neither preempts nor is asked at evals: SJF-Est, which the
-Python side runs in ``sim.ends``): a started job's one event is its end, eval
-``end_eval``, at the float the checkpoint loop's event for it has (``t + 0.0 + (grid[end]
-- 0.0) * dur``: such a job starts once, at progress 0, without overhead). The evals
-before it would change no key and, ``reschedule_on_eval`` being off, bring no call, so
-the instants, calls and starts are the checkpoint loop's. ``tests/test_sim_priority_jit.py``
+SJF-Est with planned stops runs on the planned loop's twin (``planned_jit``); this one
+runs it only where it is asked at evals. ``tests/test_sim_priority_jit.py``
 compares every field of the result with the checkpoint loop's. A change to ``engine._run``
 or ``PriorityScheduler`` must be made here too. Only ``run_kernel`` is called from outside
 (by ``evalstop.sim.priority_twin``).
@@ -451,12 +447,10 @@ def _decide(free, cid, margin, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT, W
 
 
 @_step
-def _apply(t, cid, free, seq, overhead, S, JF, JI, JS, G, grid, EF, EA, EB, starts, preempts,
-           end_eval, ends_only):
+def _apply(t, cid, free, seq, overhead, S, JF, JI, JS, G, grid, EF, EA, EB, starts, preempts):
     """The engine's application of the decision at t: the preempted jobs stop (at their
     progress as of t, up to their next eval), then the started jobs start, each with its
-    next eval pushed (``ends_only``: its end, as ``sim.ends`` does; no eval between can
-    change a key or bring a call). Returns the free GPUs and the event counter."""
+    next eval pushed. Returns the free GPUs and the event counter."""
     for r in range(S[S_NST]):
         JI[starts[r], STARTING] = cid
     for r in range(S[S_NPR]):
@@ -485,8 +479,6 @@ def _apply(t, cid, free, seq, overhead, S, JF, JI, JS, G, grid, EF, EA, EB, star
         p0 = JF[i, SEG_P0] = JF[i, PROG]
         JF[i, SEG_S] = t
         JF[i, SEG_OH] = overhead if JI[i, NPRE] else 0.0
-        if ends_only:
-            JI[i, NEXT] = end_eval[i]
         seq += 1
         te = t + JF[i, SEG_OH] + (grid[JI[i, NEXT]] - p0) * JS[i, DUR]
         S[S_EV] = _tpush(EF, EA, EB, S[S_EV], te, seq, i)
@@ -497,7 +489,7 @@ def _apply(t, cid, free, seq, overhead, S, JF, JI, JS, G, grid, EF, EA, EB, star
 
 @njit(cache=True)
 def run_kernel(arrival, dur, gpus, est, end_eval, grid, thr, table, kind, poa, pac,
-               resched, n_gpus, depth, margin, overhead, record_timeline, ends_only):
+               resched, n_gpus, depth, margin, overhead, record_timeline):
     """``engine._run``'s loop with the base's calls. Returns start_s, finish_s, gpu_s,
     n_preemptions, the timeline (times, GPUs used), the number of jobs left waiting on an
     idle cluster (-1: none; the loop stopped there) and the owners (``_o``) of the views
@@ -564,7 +556,7 @@ def run_kernel(arrival, dur, gpus, est, end_eval, grid, thr, table, kind, poa, p
         _decide(free, cid, margin, C, S, JF, JI, JS, G, thr, KT, QF, QA, QB, WCNT, WF, WA, WB,
                 SKF, SKA, SKB, PF, PA, PB, PV, stack, CK, starts, preempts)
         free, seq = _apply(t, cid, free, seq, overhead, S, JF, JI, JS, G, grid, EF, EA, EB,
-                           starts, preempts, end_eval, ends_only)
+                           starts, preempts)
         if record_timeline and n_gpus - free != tl_used[tl_n - 1]:
             if tl_n == tl_t.shape[0]:
                 tl_t, tl_used = _grow(tl_t, tl_n + 1), _grow(tl_used, tl_n + 1)

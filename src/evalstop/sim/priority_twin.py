@@ -1,15 +1,10 @@
 """Which runs the compiled checkpoint loop (``evalstop.sim.priority_jit``) may take, and
 its call: a plain LossAware, Tiresias, SRTF-Est or SJF-Est base (alone or under the plain
 overlay) with planned stops, in a fresh state, whose key rule has a compiled form
-(``PriorityScheduler.twin_key``). Anything else (a subclass, a patched method, a rule
-without a plan) keeps the Python loop: the checkpoint loop, ``engine._run``, or for
-SJF-Est, which needs no checkpoints, the loop of job ends, ``sim.ends.run_ends``.
-
-A base that never preempts and is not asked at evals (SJF-Est) gets one event per job,
-its end, at the float the checkpoint loop's last event would have (``ends_only``): no
-eval before it can change a key or bring a scheduling call, so the instants, calls and
-starts are the checkpoint loop's. Its saving is per job, not per eval, so it has its own
-entry in ``evalstop.jit.COSTS`` (``ENDS``).
+(``PriorityScheduler.twin_key``) and that needs checkpoints. Anything else (a subclass,
+a patched method, a rule without a plan) keeps the Python loop, the checkpoint loop
+``engine._run``. The planned loop (``sim.planned``) takes the plain SRTF-Est, Tiresias
+and SJF-Est first, with its own twin.
 
 Imports no numba: ``engine`` asks ``plain`` first, and ``evalstop.jit`` whether the twin
 pays, before the twin is loaded.
@@ -29,31 +24,18 @@ from evalstop.schedulers.tiresias import Tiresias
 from evalstop.sim import planned
 from evalstop.sim.result import planned_result
 
-# The calls the twin restates: patched on the instance, they keep the Python loop.
-_HOOKS = (*planned._HOOKS, "twin_key", "_fill", "_started", "_set_running_key", "_push_worst",
-          "_live_top", "_compact", "_preempt", "_preempt_for_head", "_enough_above",
-          "_yield_at_checkpoints")
 _RULES = {"remaining": 0, "levels": 1, "loss-drop": 2, "fixed": 3}
-# The switch's name for the twin run ends only (``jit.COSTS``): the same module.
-ENDS = "evalstop.sim.priority_jit:ends"
 
 
 def plain(scheduler):
     """``scheduler``'s base when the twin makes its decisions: exactly one of the four
     classes, unpatched, not yet used; else None."""
     for cls in (LossAware, Tiresias, SRTFEst, SJFEst):
-        base = plain_base(scheduler, cls, _HOOKS)
+        base = plain_base(scheduler, cls, planned._HOOKS)
         if base is not None:
             fresh = not (base._front or base._wait or base._running or base._worst or base._checkpointed)
             return base if fresh else None
     return None
-
-
-def ends_only(base, scheduler) -> bool:
-    """Whether the twin runs ``base`` (``plain``) on its jobs' ends only: it preempts
-    neither on arrival nor at checkpoints, and no eval asks for a scheduling call."""
-    return not (base.preempt_on_arrival or base.preempt_at_checkpoint
-                or scheduler.reschedule_on_eval)
 
 
 def run(twin, workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan,
@@ -84,7 +66,7 @@ def run(twin, workload, n_gpus, scheduler, restart_overhead_s, record_timeline, 
         np.ascontiguousarray(table, dtype=np.float64), _RULES[name],
         int(bool(base.preempt_on_arrival)), int(bool(base.preempt_at_checkpoint)),
         bool(scheduler.reschedule_on_eval), int(n_gpus), depth, float(base.margin),
-        float(restart_overhead_s), bool(record_timeline), ends_only(base, scheduler))
+        float(restart_overhead_s), bool(record_timeline))
     if n_waiting >= 0:
         raise planned._left_waiting(scheduler, n_waiting)
     return planned_result(workload, plan, grid, start_s=start_s, finish_s=finish_s,
