@@ -174,8 +174,9 @@ def test_a_twin_that_cannot_import_warns_once_and_the_python_version_runs(monkey
 
 @pytest.mark.parametrize("numba_loaded", [False, True])
 def test_expected_calls_load_the_twins_they_repay_together(fresh, numba_loaded):
-    """Three SJF-Est runs on 1x Philly: none repays numba and the twin alone, together
-    with the checkpoint loop's runs they do; calls too small together load nothing."""
+    """Four SJF-Est runs on 1x Philly: none repays numba and the twin alone, together
+    with a LossAware run (which alone does not either) they do; calls too small together
+    load nothing."""
     if numba_loaded:
         fresh.setitem(sys.modules, "numba", sys.modules["evalstop.errors"])
     philly = 82_247
@@ -185,7 +186,7 @@ def test_expected_calls_load_the_twins_they_repay_together(fresh, numba_loaded):
         assert not jit.pays(FIXED, philly)
         jit.expect([(FIXED, philly, 0)] * 2)  # 0.18 CPU-s saved: less than numba's import
         assert not jit._loaded
-    jit.expect([(FIXED, philly, 0)] * 3 + [(LONG, 10, 100), (PRIO, philly, 20)])
+    jit.expect([(FIXED, philly, 0)] * 4 + [(LONG, 10, 100), (PRIO, philly, 20)])
     assert set(jit._loaded) == {SRTF, PRIO}  # the default's long twin not repaid by 10 jobs
     assert jit.twin(FIXED, 1) is jit.twin(PRIO, 1, 20) is sys.modules["evalstop.errors"]
     assert jit.twin(LONG, 10, 100) is None

@@ -11,12 +11,10 @@ twin (``evalstop.sim.planned_jit``, skipped without numba), which must have run.
 
 import numpy as np
 import pytest
-from tie_traces import assert_same_fields, tie_cases
+from tie_traces import same_as_checkpoint_loop, tie_cases
 
-from evalstop.schedulers import EvalStop, SJFEst, build, make_scheduler
-from evalstop.sim import engine, planned
-from evalstop.sim.engine import simulate
-from evalstop.sim.stops import plan_for
+from evalstop.schedulers import SJFEst, build
+from evalstop.sim import planned
 from evalstop.workload import load_philly, trace_workload
 
 
@@ -39,19 +37,10 @@ def runs(request, monkeypatch):
     return calls
 
 
-def checkpoint_loop(w, n_gpus, sched, overhead):
-    """``engine._run`` with the plan (``simulate`` would take the planned loop)."""
-    sched.bind(n_gpus=n_gpus, restart_overhead_s=overhead)
-    return engine._run(w, n_gpus, sched, overhead, True, plan_for(w, sched), 0.0)
-
-
 def same(runs, w, n_gpus, make, overhead=120.0):
     before = len(runs)
-    res = simulate(w, n_gpus, make(), restart_overhead_s=overhead)
-    assert runs[before:] == [2]  # the planned loop ran, by the fixed key rule
-    ref = checkpoint_loop(w, n_gpus, make(), overhead)
-    assert_same_fields(res, ref)
-    assert (res.n_events, res.n_eval_events) == (ref.n_events, ref.n_eval_events)
+    res, _ = same_as_checkpoint_loop(w, n_gpus, make, overhead)
+    assert runs[before:] == [2]  # the planned loop ran (once), by the fixed key rule
     return res
 
 
@@ -71,26 +60,3 @@ def test_a_slice_of_philly_matches(runs):
     # Few GPUs: a long queue, which a fill walks only ``depth`` deep.
     res = same(runs, w, int(w.gpus.max()), lambda: SJFEst(depth=3))
     assert (res.start_s > w.arrival_s).mean() > 0.5
-
-
-def test_the_loop_is_taken_for_plain_sjf_only():
-    w = trace_workload(load_philly(limit=50), np.random.default_rng(1))
-    assert planned.rule(build("sjf-est"), w) == planned.rule(build("sjf-est", "default"), w)
-    assert planned.rule(build("sjf-est"), w) == "fixed"
-
-    class Mine(SJFEst):
-        pass
-
-    spied = build("sjf-est", "evalstop:k=2")
-    spied.base._fill = spied.base._fill  # a patched method (a test's spy)
-    preempting = SJFEst()
-    preempting.preempt_on_arrival = True  # set on the instance: it must be asked at evals
-    asked = build("sjf-est")
-    asked.reschedule_on_eval = True
-
-    class Overlay(EvalStop):
-        pass
-
-    for sched in (Mine(), spied, preempting, asked,
-                  Overlay(make_scheduler("sjf-est"), "evalstop:k=2")):
-        assert planned.rule(sched, w) is None

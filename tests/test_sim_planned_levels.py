@@ -108,7 +108,8 @@ def test_the_loop_is_taken_for_plain_tiresias_only():
     assert planned.rule(build("tiresias"), w) == "levels"
     assert planned.rule(build("tiresias", "default"), w) == "levels"
     assert planned.rule(build("srtf-est"), w) == "remaining"
-    assert planned.rule(build("loss-aware"), w) is None
+    assert planned.rule(build("loss-aware"), w) == "loss"
+    assert planned.rule(build("fifo"), w) is None
 
     class Mine(Tiresias):
         pass

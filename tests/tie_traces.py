@@ -20,6 +20,22 @@ def assert_same_fields(res, ref):
         assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True), f
 
 
+def same_as_checkpoint_loop(w, n_gpus, make, overhead):
+    """``simulate``'s result for ``make()`` and the Python checkpoint loop's
+    (``engine._run`` with the same plan, whatever loop ``simulate`` takes), compared field
+    by field and in event counts; returns both."""
+    from evalstop.sim import engine
+    from evalstop.sim.stops import plan_for
+
+    res = engine.simulate(w, n_gpus, make(), restart_overhead_s=overhead)
+    sched = make()
+    sched.bind(n_gpus=n_gpus, restart_overhead_s=overhead)
+    ref = engine._run(w, n_gpus, sched, overhead, True, plan_for(w, sched), 0.0)
+    assert_same_fields(res, ref)
+    assert (res.n_events, res.n_eval_events) == (ref.n_events, ref.n_eval_events)
+    return res, ref
+
+
 def python_loop_calls(monkeypatch, cls, name, note):
     """On the Python checkpoint loop for every base (no twin, no SRTF-Est loop), record
     ``note(self, out)`` for each call of ``cls.name``; returns the list of records."""

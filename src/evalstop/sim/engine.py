@@ -103,7 +103,7 @@ def twin_use(workload, scheduler, plan_stops: bool = True):
         return None
     n, m = workload.n_jobs, workload.n_evals
     rule = planned.rule(scheduler, workload)
-    if rule is not None:
+    if rule in planned.TWINS:
         return planned.TWINS[rule], n, 0
     if priority_twin.plain(scheduler) is None or not scheduler.needs_checkpoints:
         return None

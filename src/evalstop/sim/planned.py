@@ -1,5 +1,5 @@
-"""The planned loop: SRTF-Est, Tiresias and SJF-Est with planned stops, the checkpoint
-loop's result without an event per eval.
+"""The planned loop: SRTF-Est, Tiresias, SJF-Est and LossAware with planned stops, the
+checkpoint loop's result without an event per eval.
 
 Each hears a running job's evals only to re-key it (SJF-Est not even that), and reads
 those keys only in a scheduling call. So here each run of a job (from a start to its end or preemption) gets
@@ -17,6 +17,9 @@ states its key rule (``rule``):
   that can act, and tests the jobs checkpointed at a call's instant for a yield.
 * ``"fixed"`` (SJF-Est): the key is the estimate and nothing preempts, so a call only
   fills.
+* ``"loss"`` (LossAware, ``sim.loss_drops``): the key changes at every eval but is read
+  only by a yield at that eval, which needs the waiting head to fit in the free GPUs and
+  the job's own; the loop calls at the next eval of a job big enough for that.
 
 Ties between equal keys go, in the checkpoint loop, to the key set first. When keys tie,
 ``_Rank`` recovers that order: it is the order in which the checkpoint loop would have
@@ -26,15 +29,16 @@ The scheduling itself is ``PriorityScheduler``'s (fill in key order ``depth`` de
 yields at checkpoints, then preempt for the head), restated over plain lists for speed: a
 change there must be made here too. Every start, finish, stop and preemption is the
 checkpoint loop's (``engine._run``); ``tests/test_sim_srtf_loop.py`` and
-``tests/test_sim_planned_levels.py`` compare them on random traces with many ties and on
-Philly slices, so a difference shows there. ``ENABLED = False`` sends both back to that
-loop.
+``tests/test_sim_planned_{levels,fixed,loss}.py`` compare them on random traces with many
+ties and on Philly slices, so a difference shows there. ``ENABLED = False`` sends them all
+back to that loop (SJF-Est to the ends loop).
 
 With numba installed (the ``fast`` extra), ``run`` hands the loop to its compiled twin
 ``evalstop.sim.planned_jit`` when ``evalstop.jit`` says so (by default for large
 workloads; ``EVALSTOP_JIT=1`` always, ``0`` never); the twin makes every decision and float
-of the loop here (the same tests compare the two). The Python loop stays the reference: it
-is what runs without numba or on small workloads.
+of the loop here (the same tests compare the two). LossAware's compiled form is the
+checkpoint loop's twin instead (``sim.priority_jit``, chosen in ``engine``). The Python
+loop stays the reference: it is what runs without numba or on small workloads.
 """
 
 from __future__ import annotations
@@ -46,11 +50,12 @@ from bisect import bisect_left, bisect_right, insort
 import numpy as np
 
 from evalstop import jit
+from evalstop.schedulers.loss_aware import LossAware
 from evalstop.schedulers.overlay import plain_base
 from evalstop.schedulers.sjf import SJFEst
 from evalstop.schedulers.srtf import SRTFEst
 from evalstop.schedulers.tiresias import _LEVEL_SPAN, Tiresias
-from evalstop.sim import levels, yields
+from evalstop.sim import levels, loss_drops, yields
 from evalstop.sim.result import planned_result
 
 ENABLED = True
@@ -80,7 +85,9 @@ def rule(scheduler, workload):
     """The key rule this loop runs ``scheduler`` by, or None (the checkpoint loop runs):
     ``"remaining"`` for a plain SRTF-Est (``fits``), ``"levels"`` for a plain Tiresias
     whose arrivals its keys can order, which yields at checkpoints (``sim.yields``), and
-    ``"fixed"`` for a plain SJF-Est, which never preempts."""
+    ``"fixed"`` for a plain SJF-Est, which never preempts, and ``"loss"`` for a plain
+    LossAware, which yields at checkpoints only (``sim.loss_drops``; its compiled form is
+    the checkpoint loop's twin, ``sim.priority_jit``, so it has no entry in ``TWINS``)."""
     if fits(scheduler):
         return "remaining"
     base = plain_base(scheduler, SJFEst, _HOOKS) if ENABLED else None
@@ -91,6 +98,10 @@ def rule(scheduler, workload):
     if (base is not None and base.preempt_on_arrival and base.preempt_at_checkpoint
             and scheduler.reschedule_on_eval and base.twin_key(workload) is not None):
         return "levels"
+    base = plain_base(scheduler, LossAware, _HOOKS) if ENABLED else None
+    if (base is not None and not base.preempt_on_arrival and base.preempt_at_checkpoint
+            and scheduler.reschedule_on_eval):
+        return "loss"
     return None
 
 
@@ -143,14 +154,13 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
     base = getattr(scheduler, "base", scheduler)
     depth, margin, key_rule = base.depth, base.margin, rule(scheduler, workload)
     thresholds = base.thresholds if key_rule == "levels" else None
-    twin = jit.twin(TWINS[key_rule], workload.n_jobs)
+    twin = jit.twin(TWINS[key_rule], workload.n_jobs) if key_rule in TWINS else None
     if twin is not None:
         out = _run_twin(twin, workload, n_gpus, scheduler, depth, margin, restart_overhead_s,
                         record_timeline, plan, wall0, thresholds, key_rule)
         if out is not None:
             return out
-    jobs = _Jobs(workload, plan, n_gpus, restart_overhead_s, thresholds,
-                 preempts=key_rule != "fixed")
+    jobs = _Jobs(workload, plan, n_gpus, restart_overhead_s, thresholds, key_rule)
     tl_t, tl_used = _loop(jobs, scheduler, depth, margin, record_timeline)
     # Every job ran to its planned end (or the loop raised).
     return planned_result(workload, plan, np.array(jobs.grid), start_s=np.array(jobs.start_s),
@@ -166,13 +176,16 @@ class _Jobs:
     __slots__ = ("n", "n_gpus", "overhead", "grid", "dur", "gpus", "arrival", "est",
                  "end_eval", "start_s", "finish_s", "gpu_s", "segs", "done", "nxt", "prog",
                  "n_pre", "live", "end_t", "moved", "gone", "events", "wait", "wait_big",
-                 "worst", "ea", "th", "akey", "lvl", "cross", "cross_t", "preempts")
+                 "worst", "ea", "th", "akey", "lvl", "cross", "cross_t", "rule", "preempts",
+                 "loss", "m")
 
     def __init__(self, workload, plan, n_gpus, restart_overhead_s, thresholds=None,
-                 preempts=True):
+                 rule="remaining"):
         n = self.n = workload.n_jobs
         self.n_gpus, self.overhead = n_gpus, restart_overhead_s
-        self.preempts = preempts  # False: SJF-Est, whose calls only fill
+        # Whether the head preempts (SRTF-Est, Tiresias): then running jobs sit in the
+        # victims' heap ``worst``.
+        self.rule, self.preempts = rule, rule in ("remaining", "levels")
         self.grid = [float(x) for x in workload.eval_progress]
         self.dur, self.gpus = workload.duration_s.tolist(), workload.gpus.tolist()
         self.arrival, self.est = workload.arrival_s.tolist(), workload.est_duration_s.tolist()
@@ -213,6 +226,13 @@ class _Jobs:
         self.akey = self.est if thresholds is None else [0 * _LEVEL_SPAN + a
                                                          for a in self.arrival]
         self.lvl, self.cross, self.cross_t = [0] * n, [], [nan] * n
+        # LossAware: the loss table, read at ``i * m + k`` (``engine._Jobs`` says why), and
+        # the key of a job with no losses yet.
+        self.m, self.loss = workload.n_evals, None
+        if rule == "loss":
+            from evalstop.sim.engine import _flat  # (engine imports this module)
+
+            self.loss, self.akey = _flat(workload.loss, (n, self.m)), [-inf] * n
 
 
 def _starter(jobs, on_run):
@@ -239,7 +259,8 @@ def _starter(jobs, on_run):
             # on the same segment; only its key (the wait key) is set anew, as at a start.
             gone[i] = 0
             e = live[i] = (-key, t, call, 1, order, i)
-            push(worst, e)
+            if preempts:
+                push(worst, e)
             if key > ea[0]:
                 ea[1] += gpus[i]
             return
@@ -261,8 +282,10 @@ def _starter(jobs, on_run):
         if not remaining:
             on_run(i, j)
         elif not preempts:
-            return  # nothing preempts: no victims' heap
+            return  # SJF-Est: nothing reads its entry
         e = live[i] = (-key, t, call, 1, order, i)
+        if not preempts:
+            return  # LossAware: a yield reads the key at the eval, not the entry
         push(worst, e)
         if key > ea[0]:
             ea[1] += gpus[i]
@@ -284,6 +307,7 @@ def _refresher(jobs):
                                                   jobs.grid, jobs.nxt, jobs.prog, jobs.est)
     lvl, th, gpu_s, gpus, arrival = jobs.lvl, jobs.th, jobs.gpu_s, jobs.gpus, jobs.arrival
     inf, levels = math.inf, jobs.th is not None
+    loss_key = loss_drops.key_of(jobs) if jobs.rule == "loss" else None
 
     def refresh(i, t):
         seg = segs[i]
@@ -299,6 +323,8 @@ def _refresher(jobs):
         if levels:
             level = lvl[i] = bisect_right(th, gpu_s[i] + gpus[i] * (tk - s))
             key = level * _LEVEL_SPAN + arrival[i]
+        elif loss_key is not None:
+            key = loss_key(i, k)
         else:
             key = est[i] * (1.0 - g)
         return (-key, tk, _round(seg, k), 0, _Rank(seg, k), i)
@@ -512,9 +538,17 @@ def _queuer(jobs):
 
 def _steps(jobs, depth, margin):
     """The scheduling steps over ``jobs``: ``start``, ``fill`` and ``preempt_for_head``
-    (None for SJF-Est); for Tiresias also ``take_crossings``, ``yields``, ``unsettled`` and
-    ``next_at`` (None for the others)."""
+    (None for SJF-Est and LossAware); for Tiresias also ``take_crossings``, and for it and
+    LossAware ``yields`` and ``next_call`` (None for the others)."""
     refresh, on_run = _refresher(jobs), None
+    if jobs.rule == "loss":
+        index = loss_drops.indexes(jobs, _round)
+        start = _starter(jobs, lambda i, j: index[0](i))
+        fill, enqueue = _filler(jobs, depth, start), _queuer(jobs)
+        return (start, fill, None, None,
+                loss_drops.yielder(jobs, margin, fill, refresh, enqueue, _Rank, index,
+                                   loss_drops.key_of(jobs)),
+                loss_drops.next_call(jobs, depth, index))
     if jobs.th is not None:
         cross_next = levels.crosser(jobs)
         track, at = yields.eval_index(jobs, _round)
@@ -528,10 +562,11 @@ def _steps(jobs, depth, margin):
     steps = (start, fill, _preempter(jobs, depth, margin, fill, _counter(jobs, refresh),
                                      refresh, start, enqueue) if jobs.preempts else None)
     if jobs.th is None:
-        return (*steps, None, None, None, None)
+        return (*steps, None, None, None)
+    unsettled, inf = yields.unsettled_test(jobs, depth, margin), math.inf
     return (*steps, levels.taker(jobs, refresh, cross_next),
             yields.yielder(jobs, margin, fill, refresh, enqueue, _Rank, at),
-            yields.unsettled_test(jobs, depth, margin), lambda t, call: at(t, call)[1])
+            lambda free, t, call: at(t, call)[1] if unsettled(free) else inf)
 
 
 def _arriver(jobs):
@@ -556,7 +591,7 @@ def _decider(jobs, depth, margin):
     the time of the next call that an unsettled state asks for (inf: none); with it,
     ``take_crossings`` (None for SRTF-Est) and ``start``."""
     wait, wait_big, gpus, worst = jobs.wait, jobs.wait_big, jobs.gpus, jobs.worst
-    start, fill, preempt_for_head, take_crossings, yields, unsettled, next_at = _steps(
+    start, fill, preempt_for_head, take_crossings, yields, next_call = _steps(
         jobs, depth, margin)
     inf = math.inf
 
@@ -576,8 +611,8 @@ def _decider(jobs, depth, margin):
                 free, wseq = preempt_for_head(free, t, call, cid, preempted, wseq)
         if preempted:
             _settle(jobs, preempted, t, cid)
-        if unsettled is not None and (wait or wait_big) and unsettled(free):
-            return free, wseq, next_at(t, call)
+        if next_call is not None and (wait or wait_big):
+            return free, wseq, next_call(free, t, call)
         return free, wseq, inf
 
     return decide, take_crossings, start

@@ -19,7 +19,8 @@ import math
 from bisect import bisect_left
 
 
-def _head(jobs):
+def head(jobs):
+    """The waiting head's entry (key, seq, job); the queue is not empty."""
     wait, wait_big = jobs.wait, jobs.wait_big
     head = wait[0] if wait else wait_big[0]
     if wait_big and wait_big[0] < head:
@@ -81,7 +82,27 @@ def eval_index(jobs, round_of):
             pop(ck)
         return hits, ck[0][0] if ck else math.inf
 
+    at.heap = ck  # (its top: no run's next eval comes before it; it may be stale)
     return track, at
+
+
+def yielding(jobs, fill, refresh, enqueue):
+    """``yield_(i, key, free, t, call, cid, preempted, wseq)``: running job i yields at its
+    checkpoint (``PriorityScheduler._preempt``): it joins the queue with ``key``, and a
+    fill follows on the GPUs it frees. Returns the free GPUs and the queue's counter."""
+    live, moved, gone, nxt, gpus = jobs.live, jobs.moved, jobs.gone, jobs.nxt, jobs.gpus
+
+    def yield_(i, key, free, t, call, cid, preempted, wseq):
+        if nxt[i] <= t:
+            refresh(i, t)  # its settlement reads its last eval
+        moved[i] = gone[i] = cid
+        preempted.append(i)
+        live[i] = None
+        wseq += 1
+        enqueue((key, wseq, i))
+        return fill(free + gpus[i], t, call, cid), wseq
+
+    return yield_
 
 
 def yielder(jobs, margin, fill, refresh, enqueue, rank, at):
@@ -90,12 +111,12 @@ def yielder(jobs, margin, fill, refresh, enqueue, rank, at):
     that order, yields to the waiting head if it ranks behind it by more than ``margin``
     and the head fits in the free GPUs and its own; a fill follows each yield. Returns the
     free GPUs and the wait queue's counter."""
-    wait, wait_big, worst, live, moved, gone, nxt, segs, gpus = (
-        jobs.wait, jobs.wait_big, jobs.worst, jobs.live, jobs.moved, jobs.gone, jobs.nxt,
-        jobs.segs, jobs.gpus)
+    wait, wait_big, worst, live, moved, segs, gpus = (
+        jobs.wait, jobs.wait_big, jobs.worst, jobs.live, jobs.moved, jobs.segs, jobs.gpus)
+    yield_ = yielding(jobs, fill, refresh, enqueue)
 
     def yields(free, t, call, cid, preempted, wseq):
-        limit = _head(jobs)[0] + margin
+        limit = head(jobs)[0] + margin
         if not worst or -worst[0][0] <= limit:
             return free, wseq  # (no running key above the head's)
         found = [(rank(segs[i], k), i) for i, k in at(t, call)[0]
@@ -106,20 +127,33 @@ def yielder(jobs, margin, fill, refresh, enqueue, rank, at):
                 break
             if live[i] is None or moved[i] == cid:
                 continue
-            head_key, _, h = _head(jobs)
+            head_key, _, h = head(jobs)
             key = -live[i][0]
             if gpus[h] <= free + gpus[i] and key > head_key + margin:
-                if nxt[i] <= t:
-                    refresh(i, t)  # its settlement reads its last eval
-                moved[i] = gone[i] = cid
-                preempted.append(i)
-                live[i] = None
-                wseq += 1
-                enqueue((key, wseq, i))
-                free = fill(free + gpus[i], t, call, cid)
+                free, wseq = yield_(i, key, free, t, call, cid, preempted, wseq)
         return free, wseq
 
     return yields
+
+
+def fill_would_act(jobs, depth):
+    """``fills(free)``: whether a fill on ``free`` GPUs would start one of the first
+    ``depth`` waiting jobs (the queue not empty)."""
+    wait, wait_big, gpus = jobs.wait, jobs.wait_big, jobs.gpus
+    depth = math.ceil(min(depth, 2**62))  # the jobs a fill looks at: ``looked < depth``
+
+    def fills(free):
+        if free <= 0:
+            return False
+        n_ahead = bisect_left(wait_big, wait[0]) if wait else len(wait_big)
+        if wait and n_ahead < depth:
+            return True
+        for k in range(min(n_ahead, depth)):
+            if gpus[wait_big[k][2]] <= free:
+                return True
+        return False
+
+    return fills
 
 
 def unsettled_test(jobs, depth, margin):
@@ -127,19 +161,13 @@ def unsettled_test(jobs, depth, margin):
     act on the state this call left (the queue not empty): a fill would start one of the
     first ``depth`` waiting jobs, or running jobs above the head's key plus ``margin`` hold
     the GPUs the head lacks (counted as the victims' search of a call would, none moved)."""
-    wait, wait_big, worst, live, gpus, ea = (jobs.wait, jobs.wait_big, jobs.worst, jobs.live,
-                                             jobs.gpus, jobs.ea)
-    depth = math.ceil(min(depth, 2**62))  # the jobs a fill looks at: ``looked < depth``
+    worst, live, gpus, ea = jobs.worst, jobs.live, jobs.gpus, jobs.ea
+    fills = fill_would_act(jobs, depth)
 
     def unsettled(free):
-        if free > 0:
-            n_ahead = bisect_left(wait_big, wait[0]) if wait else len(wait_big)
-            if wait and n_ahead < depth:
-                return True
-            for k in range(min(n_ahead, depth)):
-                if gpus[wait_big[k][2]] <= free:
-                    return True
-        head_key, _, h = _head(jobs)
+        if fills(free):
+            return True
+        head_key, _, h = head(jobs)
         short, limit = gpus[h] - free, head_key + margin
         if limit >= ea[0] and ea[1] < short:
             return False
