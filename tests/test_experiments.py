@@ -194,5 +194,5 @@ def test_a_task_declares_its_runs_compiled_loops_before_the_first(monkeypatch):
     assert len(uses) == len(task.point.methods) == len(out.rows)
     names = {u[0] for u in uses if u is not None}
     assert names == {"evalstop.sim.planned_jit", "evalstop.sim.planned_jit:levels",
-                     "evalstop.sim.priority_jit", "evalstop.sim.planned_jit:fixed"}
+                     "evalstop.sim.planned_jit:loss", "evalstop.sim.planned_jit:fixed"}
     assert uses[0] is None and all(u is None or u[1] == 40 for u in uses)  # FIFO: none

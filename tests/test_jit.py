@@ -20,7 +20,7 @@ def test_env_zero_turns_twins_off(monkeypatch):
 
 SRTF, PLAN = "evalstop.sim.planned_jit", "evalstop.detectors.cusum_drop_jit"
 LONG = "evalstop.detectors.block_cusum_jit"
-PRIO, FIXED = "evalstop.sim.priority_jit", "evalstop.sim.planned_jit:fixed"
+LOSS, FIXED = "evalstop.sim.planned_jit:loss", "evalstop.sim.planned_jit:fixed"
 
 
 def _break_even(module: str, n_evals: int, numba_loaded: bool) -> float:
@@ -43,7 +43,7 @@ def fresh(monkeypatch):
 
 
 @pytest.mark.parametrize("module,n_evals", [(SRTF, 0), (SRTF, 20), (PLAN, 20), (PLAN, 100),
-                                            (LONG, 40), (LONG, 100), (PRIO, 20),
+                                            (LONG, 40), (LONG, 100), (LOSS, 0),
                                             (FIXED, 0), ("evalstop.not_measured_jit", 0)])
 @pytest.mark.parametrize("numba_loaded", [False, True])
 def test_by_default_a_twin_runs_only_above_its_break_even(fresh, module, n_evals,
@@ -174,26 +174,26 @@ def test_a_twin_that_cannot_import_warns_once_and_the_python_version_runs(monkey
 
 @pytest.mark.parametrize("numba_loaded", [False, True])
 def test_expected_calls_load_the_twins_they_repay_together(fresh, numba_loaded):
-    """Four SJF-Est runs on 1x Philly: none repays numba and the twin alone, together
-    with a LossAware run (which alone does not either) they do; calls too small together
-    load nothing."""
+    """Four SJF-Est runs on 1x Philly: none repays numba and the twin alone; together with
+    the default rule's long twin on 1,000 jobs of 100 evals (which alone does not either)
+    they do; calls too small together load nothing."""
     if numba_loaded:
         fresh.setitem(sys.modules, "numba", sys.modules["evalstop.errors"])
     philly = 82_247
-    jit.expect([(FIXED, 1_000, 0), None, (PRIO, 100, 20)])
+    jit.expect([(FIXED, 1_000, 0), None, (LONG, 100, 20)])
     assert not jit._loaded
     if not numba_loaded:
         assert not jit.pays(FIXED, philly)
         jit.expect([(FIXED, philly, 0)] * 2)  # 0.18 CPU-s saved: less than numba's import
         assert not jit._loaded
-    jit.expect([(FIXED, philly, 0)] * 4 + [(LONG, 10, 100), (PRIO, philly, 20)])
-    assert set(jit._loaded) == {SRTF, PRIO}  # the default's long twin not repaid by 10 jobs
-    assert jit.twin(FIXED, 1) is jit.twin(PRIO, 1, 20) is sys.modules["evalstop.errors"]
-    assert jit.twin(LONG, 10, 100) is None
+    jit.expect([(FIXED, philly, 0)] * 4 + [(PLAN, philly, 20), (LONG, 1_000, 100)])
+    assert set(jit._loaded) == {SRTF, LONG}  # cusum-drop's plan not repaid at 20 evals a job
+    assert jit.twin(FIXED, 1) is jit.twin(LONG, 1, 100) is sys.modules["evalstop.errors"]
+    assert jit.twin(PLAN, philly, 20) is None
 
 
 @pytest.mark.parametrize("flag", ["0", "1"])
 def test_expected_calls_change_nothing_unless_the_switch_decides(fresh, flag):
     fresh.setenv("EVALSTOP_JIT", flag)
-    jit.expect([(PRIO, 10**7, 20)])
+    jit.expect([(LOSS, 10**7, 0)])
     assert not jit._loaded

@@ -14,13 +14,12 @@ numba), whose arrays are compared with the Python loop's directly too.
 """
 
 import math
-from collections import Counter
 from dataclasses import replace
 
 import numpy as np
 import pytest
 from conftest import random_workload
-from tie_traces import FIELDS, assert_same_fields, tie_cases
+from tie_traces import FIELDS, assert_same_fields, planned_loop_runs, tie_cases
 
 from evalstop.schedulers import EvalStop, Tiresias, build
 from evalstop.sim import levels, planned, yields
@@ -33,18 +32,9 @@ def seen(request, monkeypatch):
     """Counts of what the planned loop did: runs taken, crossings, checkpoints found at
     a call's instant, yields made there, calls an unsettled state asked for; or, with the
     compiled twin (``evalstop.sim.planned_jit``, skipped without numba), its runs only."""
-    count = Counter()
-    count.twin = request.param == "twin"
+    count = planned_loop_runs(request, monkeypatch)
     if count.twin:
-        pytest.importorskip("numba")
-        from evalstop.sim import planned_jit
-
-        monkeypatch.setenv("EVALSTOP_JIT", "1")
-        kernel = planned_jit.run_kernel
-        monkeypatch.setattr(planned_jit, "run_kernel",
-                            lambda *a: count.update(["run"]) or kernel(*a))
         return count
-    monkeypatch.setenv("EVALSTOP_JIT", "0")
 
     def wrap(factory, note):
         def made(*args):

@@ -3,8 +3,10 @@ the tests that compare a fast path of the checkpoint loop with its reference, wi
 fields they compare and a counter of a scheduler method's calls."""
 
 import math
+from collections import Counter
 
 import numpy as np
+import pytest
 from conftest import make_workload
 
 from evalstop.schedulers import EvalStop, LossAware, SJFEst, SRTFEst, Tiresias
@@ -34,6 +36,24 @@ def same_as_checkpoint_loop(w, n_gpus, make, overhead):
     assert_same_fields(res, ref)
     assert (res.n_events, res.n_eval_events) == (ref.n_events, ref.n_eval_events)
     return res, ref
+
+
+def planned_loop_runs(request, monkeypatch):
+    """A Counter of the planned loop's runs (``"run"``) for a fixture parametrized
+    ``python`` / ``twin``: with ``twin`` (skipped without numba) the compiled twin's kernel
+    calls, ``EVALSTOP_JIT=1``; else ``EVALSTOP_JIT=0``, and the caller counts the Python
+    loop's. ``count.twin`` says which."""
+    count = Counter()
+    count.twin = request.param == "twin"
+    monkeypatch.setenv("EVALSTOP_JIT", "1" if count.twin else "0")
+    if count.twin:
+        pytest.importorskip("numba")
+        from evalstop.sim import planned_jit
+
+        kernel = planned_jit.run_kernel
+        monkeypatch.setattr(planned_jit, "run_kernel",
+                            lambda *a: count.update(["run"]) or kernel(*a))
+    return count
 
 
 def python_loop_calls(monkeypatch, cls, name, note):

@@ -45,12 +45,7 @@ class Cost(NamedTuple):
 # taking the smallest saving seen so that a run the switch sends to a twin is not slower.
 # SRTF-Est's loop saved 4-7 us per job: it pays from about 2.6x Philly. The default rule's
 # plan saves about 0.09 s per 1.64M (job, eval) pairs inside one process, but whole
-# processes showed no saving up to 4x; counted at half that, it pays from about 16x. The
-# checkpoint loop's twin (LossAware's), against LossAware's Python planned loop, saved
-# 0.27-0.85 us per (job, eval) pair on the first 30,000 Philly jobs, 0.35-0.52 at 1x and
-# 0.54-0.63 at 2x, its load counted back in (least: LossAware+default on 30,000 jobs, where
-# the twin was 1.58x slower): counted at the least, it pays from about 157,000 jobs of 20
-# evals (1.9x Philly).
+# processes showed no saving up to 4x; counted at half that, it pays from about 16x.
 NUMBA_S = 0.7
 COSTS = {
     "evalstop.sim.planned_jit": Cost(load_s=0.15, job_s=4e-6),
@@ -58,7 +53,11 @@ COSTS = {
     # (whole processes, the load counted back in; 1x Philly and its first 30,000 jobs, least
     # with evalstop:k=2): counted at half, it pays from about 61,000 jobs.
     "evalstop.sim.planned_jit:levels": Cost(load_s=0.15, job_s=1.4e-5),
-    "evalstop.sim.priority_jit": Cost(load_s=0.15, eval_s=2.7e-7),
+    # LossAware on the same twin saved 6.8-9.8 us per job at 1x Philly and 5.3-14.7 on its
+    # first 30,000 jobs (whole processes, the load counted back in; least: LossAware+default
+    # on 30,000 jobs, where the twin was 1.58x slower): counted at 5, it pays from about
+    # 170,000 jobs (2.1x Philly), or from 30,000 once numba is loaded.
+    "evalstop.sim.planned_jit:loss": Cost(load_s=0.15, job_s=5e-6),
     # SJF-Est on the same twin saved 1.5-2.6 us per job at 1x Philly and 2.5-3.1 at 4x
     # (whole processes, the load counted back in; least: SJF-Est alone at 1x, whose
     # queue is the shortest): counted at 2, it pays from about 425,000 jobs (5.2x Philly), or from 75,000

@@ -30,6 +30,6 @@ class LossAware(PriorityScheduler):
         return -drop if math.isfinite(drop) else 0.0
 
     def twin_key(self, workload):
-        # The compiled loop computes ``key`` above from the loss rows, operation by
-        # operation (``priority_jit._loss_drop``).
-        return "loss-drop", None
+        # The planned loop computes ``key`` above from the loss rows, operation by
+        # operation (``sim.loss_drops.key_of``, ``sim.planned_jit._loss_key``).
+        return "loss", None

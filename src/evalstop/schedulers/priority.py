@@ -81,11 +81,11 @@ class PriorityScheduler(Scheduler):
         raise NotImplementedError
 
     def twin_key(self, workload):
-        """``key`` as the compiled checkpoint loop (``evalstop.sim.priority_jit``) reads it:
-        ``(rule, values)``, or None when it has no compiled form (then the Python loop
-        runs). Rules: ``"remaining"`` (est x (1 - progress)), ``"levels"`` (Tiresias'
-        queue levels, ``values`` the thresholds), ``"loss-drop"`` (LossAware's, from the
-        workload's loss rows) and ``"fixed"`` (est)."""
+        """``key`` as the simulator's planned loop (``evalstop.sim.planned``) restates it:
+        ``(rule, values)``, or None when it has no restated form for ``workload`` (then the
+        checkpoint loop runs). Rules: ``"remaining"`` (SRTF-Est), ``"levels"`` (Tiresias'
+        queue levels, ``values`` the thresholds), ``"fixed"`` (SJF-Est) and ``"loss"``
+        (LossAware, from the workload's loss rows)."""
         return None
 
     @property

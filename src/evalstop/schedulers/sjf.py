@@ -15,5 +15,5 @@ class SJFEst(PriorityScheduler):
         return job.est_duration_s
 
     def twin_key(self, workload):
-        # The compiled loop reads the same float, ``est_duration_s``, as the key.
+        # The planned loop (and its twin) reads the same float, ``est_duration_s``, as the key.
         return "fixed", None

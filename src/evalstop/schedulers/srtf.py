@@ -27,5 +27,5 @@ class SRTFEst(PriorityScheduler):
         return job.est_duration_s * (1.0 - job.progress)
 
     def twin_key(self, workload):
-        # The compiled loop computes ``key`` above from the same two floats.
+        # The planned loop (and its twin) computes ``key`` above from the same two floats.
         return "remaining", None

@@ -41,7 +41,7 @@ class Tiresias(PriorityScheduler):
         return level * _LEVEL_SPAN + job.arrival_s
 
     def twin_key(self, workload):
-        # The compiled loop computes ``key`` above (bisect_right, then the same two float
+        # The planned loop computes ``key`` above (bisect_right, then the same two float
         # operations); an arrival out of range is left to the Python loop to refuse.
         arrival = workload.arrival_s
         if arrival.size and not (arrival.min() >= 0.0 and arrival.max() < _LEVEL_SPAN):

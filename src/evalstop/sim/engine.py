@@ -11,9 +11,10 @@ The scheduler sees ``JobView``s only. The simulator alone reads the hidden workl
 
 Two paths, one result. When the EvalStop overlay's rule is per-job (every shipped rule),
 each job's stop point is found before the run (``evalstop.sim.stops``), so no detector is
-called in the loop; and a scheduler that needs no checkpoints (FIFO) then gets one event
-per job instead of one per eval: the job's end (stop or completion), at the time that
-eval's event would have had (``evalstop.sim.ends``). Otherwise (a rule that pools
+called in the loop; a plain priority base then runs on the planned loop
+(``evalstop.sim.planned``: an event per run of a job, not per eval), and a scheduler that
+needs no checkpoints (FIFO) gets one event per job, the job's end (stop or completion), at
+the time that eval's event would have had (``evalstop.sim.ends``). Otherwise (a rule that pools
 jobs, or ``plan_stops=False``) every eval is an event and the detector is asked at each.
 The cyclic garbage collector is paused during the loop: the loop makes no cycles, and a
 collector scanning a heap that grows with the trace made big runs superlinear.
@@ -28,10 +29,9 @@ import time
 
 import numpy as np
 
-from evalstop import jit
 from evalstop.schedulers.base import Scheduler
 from evalstop.schedulers.overlay import EvalStop
-from evalstop.sim import planned, priority_twin
+from evalstop.sim import planned
 from evalstop.sim.ends import run_ends
 from evalstop.sim.result import SimResult
 from evalstop.sim.stops import plan_for, plannable
@@ -78,10 +78,6 @@ def simulate(
     gc.disable()
     try:
         plan = plan_for(workload, scheduler) if plan_stops else None
-        compiled = _compiled(workload, n_gpus, scheduler, restart_overhead_s, record_timeline,
-                             plan, wall0)
-        if compiled is not None:
-            return compiled
         if plan is not None and planned.rule(scheduler, workload) is not None:
             return planned.run(workload, n_gpus, scheduler, restart_overhead_s,
                                record_timeline, plan, wall0)
@@ -96,30 +92,12 @@ def simulate(
 
 def twin_use(workload, scheduler, plan_stops: bool = True):
     """The compiled loop that ``simulate`` would ask ``evalstop.jit`` for on this run, as
-    ``(name, n_jobs, n_evals)``, or None (for ``jit.expect``). The planned loop (SRTF-Est,
-    Tiresias, SJF-Est) asks for its twin; another plain priority base with planned stops
-    that needs checkpoints (LossAware) for ``sim.priority_jit``."""
+    ``(name, n_jobs, n_evals)``, or None (for ``jit.expect``): the planned loop's twin, by
+    key rule, for a plain priority base with planned stops."""
     if not (plan_stops and plannable(scheduler)):
         return None
-    n, m = workload.n_jobs, workload.n_evals
     rule = planned.rule(scheduler, workload)
-    if rule in planned.TWINS:
-        return planned.TWINS[rule], n, 0
-    if priority_twin.plain(scheduler) is None or not scheduler.needs_checkpoints:
-        return None
-    return "evalstop.sim.priority_jit", n, m
-
-
-def _compiled(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, wall0):
-    """``_run`` by its compiled twin (``sim.priority_jit``) for a plain priority base with
-    planned stops, where the twin pays; None: ``_run`` (or ``run_ends``) runs. The planned
-    loop's bases keep it, and it asks for its own twin."""
-    use = None if plan is None else twin_use(workload, scheduler)
-    if use is None or use[0].startswith(planned.TWIN):
-        return None
-    twin = jit.twin(*use)
-    return None if twin is None else priority_twin.run(
-        twin, workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, wall0)
+    return None if rule is None else (planned.TWINS[rule], workload.n_jobs, 0)
 
 
 def _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, wall0):

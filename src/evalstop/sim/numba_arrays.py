@@ -1,5 +1,4 @@
-"""Compiled arrays for the simulator's numba twins (``sim.planned_jit``,
-``sim.priority_jit``): how their helpers are compiled, arrays passed without reference
+"""Compiled arrays for the simulator's numba twin (``sim.planned_jit``): how their helpers are compiled, arrays passed without reference
 counts, a heap of (float, int, int) and a sorted list of the same, each ordered as Python
 orders those tuples, with ``heapq``'s and ``bisect``'s algorithms step for step (so equal
 entries sit where Python's would), and arrays grown between calls.

@@ -36,9 +36,8 @@ back to that loop (SJF-Est to the ends loop).
 With numba installed (the ``fast`` extra), ``run`` hands the loop to its compiled twin
 ``evalstop.sim.planned_jit`` when ``evalstop.jit`` says so (by default for large
 workloads; ``EVALSTOP_JIT=1`` always, ``0`` never); the twin makes every decision and float
-of the loop here (the same tests compare the two). LossAware's compiled form is the
-checkpoint loop's twin instead (``sim.priority_jit``, chosen in ``engine``). The Python
-loop stays the reference: it is what runs without numba or on small workloads.
+of the loop here (the same tests compare the two). The Python loop stays the reference:
+it is what runs without numba or on small workloads.
 """
 
 from __future__ import annotations
@@ -61,8 +60,9 @@ from evalstop.sim.result import planned_result
 ENABLED = True
 # The compiled twin, by key rule (``jit.COSTS`` has a saving for each).
 TWIN, TWIN_LEVELS = "evalstop.sim.planned_jit", "evalstop.sim.planned_jit:levels"
-TWINS = {"remaining": TWIN, "levels": TWIN_LEVELS, "fixed": "evalstop.sim.planned_jit:fixed"}
-_RULE_IDS = {"remaining": 0, "levels": 1, "fixed": 2}  # (``planned_jit.run_kernel``'s)
+TWINS = {"remaining": TWIN, "levels": TWIN_LEVELS, "fixed": "evalstop.sim.planned_jit:fixed",
+         "loss": "evalstop.sim.planned_jit:loss"}
+_RULE_IDS = {"remaining": 0, "levels": 1, "fixed": 2, "loss": 3}  # (``run_kernel``'s)
 # The scheduler's calls restated here (and in the twins): patched on the instance, they
 # keep the checkpoint loop.
 _HOOKS = ("bind", "submit", "schedule", "on_eval", "on_end", "key", "twin_key", "_fill",
@@ -86,8 +86,7 @@ def rule(scheduler, workload):
     ``"remaining"`` for a plain SRTF-Est (``fits``), ``"levels"`` for a plain Tiresias
     whose arrivals its keys can order, which yields at checkpoints (``sim.yields``), and
     ``"fixed"`` for a plain SJF-Est, which never preempts, and ``"loss"`` for a plain
-    LossAware, which yields at checkpoints only (``sim.loss_drops``; its compiled form is
-    the checkpoint loop's twin, ``sim.priority_jit``, so it has no entry in ``TWINS``)."""
+    LossAware, which yields at checkpoints only (``sim.loss_drops``)."""
     if fits(scheduler):
         return "remaining"
     base = plain_base(scheduler, SJFEst, _HOOKS) if ENABLED else None
@@ -154,7 +153,7 @@ def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, 
     base = getattr(scheduler, "base", scheduler)
     depth, margin, key_rule = base.depth, base.margin, rule(scheduler, workload)
     thresholds = base.thresholds if key_rule == "levels" else None
-    twin = jit.twin(TWINS[key_rule], workload.n_jobs) if key_rule in TWINS else None
+    twin = jit.twin(TWINS[key_rule], workload.n_jobs)
     if twin is not None:
         out = _run_twin(twin, workload, n_gpus, scheduler, depth, margin, restart_overhead_s,
                         record_timeline, plan, wall0, thresholds, key_rule)
@@ -707,15 +706,21 @@ def _run_twin(twin, workload, n_gpus, scheduler, depth, margin, restart_overhead
     depth = math.ceil(min(depth, 2**62))
     arrival = np.ascontiguousarray(workload.arrival_s, dtype=np.float64)
     est = np.ascontiguousarray(workload.est_duration_s, dtype=np.float64)
-    # An arriving job's key: its estimate, or its arrival (queue level 0).
+    # An arriving job's key: its estimate, its arrival (queue level 0), or LossAware's for
+    # a job without losses.
     akey, thr = (est, np.empty(0)) if thresholds is None else (
         arrival, np.array(thresholds, dtype=np.float64))
+    table = np.zeros((1, 1))
+    if key_rule == "loss":
+        akey, table = np.full(len(arrival), -np.inf), np.ascontiguousarray(workload.loss,
+                                                                           dtype=np.float64)
     # Fixed dtypes: one compiled signature, loaded from numba's cache.
     start_s, finish_s, gpu_s, n_pre, tl_t, tl_used, n_waiting, _ = twin.run_kernel(
         arrival, np.ascontiguousarray(workload.duration_s, dtype=np.float64),
         np.ascontiguousarray(workload.gpus, dtype=np.int64), est, akey, thr,
         _RULE_IDS[key_rule], np.ascontiguousarray(plan.end_eval, dtype=np.int64), grid,
-        int(n_gpus), depth, float(margin), float(restart_overhead_s), bool(record_timeline))
+        int(n_gpus), depth, float(margin), float(restart_overhead_s), bool(record_timeline),
+        table)
     if n_waiting == -2:
         return None
     if n_waiting >= 0:

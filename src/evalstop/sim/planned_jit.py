@@ -170,43 +170,45 @@ def _cross_next(i, lo, S, SF, JF, JI, CF, CA, CB, JG, grid, thr, n_gpus):
         S[S_CR] = _drop_stale(CF, CA, CB, S[S_CR], JF, CROSS_T)
 
 
-@_helper(i8, *ST, *TH, I2, F1, i8)
-def _track(i, S, SF, JF, JI, KF, KA, KB, JG, grid, n_gpus):
-    """``yields.eval_index``'s ``track``: job i's run starts."""
+@_helper(i8, I1, i8, F2, I2, *TH, I2, F1, i8)
+def _track(i, SZ, z, JF, JI, KF, KA, KB, JG, grid, n_gpus):
+    """``yields.eval_index``'s ``track``: job i's run starts (in the index KF, KA, KB, of
+    size ``SZ[z]``)."""
     j = JI[i, SEG_J0]
     if j < JG[i, J_END]:
         te = JF[i, SEG_S] + JF[i, SEG_OH] + (grid[j] - JF[i, SEG_P0]) * JF[i, SEG_D]
-        S[S_CK] = _tpush(KF, KA, KB, S[S_CK], te, i, (j << 32) | JI[i, SEG_ORDER])
-    if S[S_CK] > 64 + 4 * n_gpus:
+        SZ[z] = _tpush(KF, KA, KB, SZ[z], te, i, (j << 32) | JI[i, SEG_ORDER])
+    if SZ[z] > 64 + 4 * n_gpus:
         k = 0
-        for r in range(S[S_CK]):
+        for r in range(SZ[z]):
             x = KA[r]
             if JI[x, SEG_ORDER] == KB[r] & _LOW and JF[x, END_T] == JF[x, END_T]:
                 KF[k], KA[k], KB[k] = KF[r], KA[r], KB[r]
                 k += 1
-        S[S_CK] = k
+        SZ[z] = k
         _theapify(KF, KA, KB, k)
 
 
-@_helper(f8, i8, *ST, *TH, I2, F1, I2, I2, F1)
-def _at(t, call, S, SF, JF, JI, KF, KA, KB, HI, LF, LB, JG, grid):
-    """``yields.eval_index``'s ``at``: the hits, (job, eval) in HI's first rows (as many
-    as it returns; a count past HI's rows sets ``S_OVER``), and the next eval's time. LF
-    and LB hold the entries put back (due at once at a start in this call)."""
+@_helper(f8, i8, I1, I1, i8, F2, I2, *TH, I2, F1, I2, I2, F1)
+def _at(t, call, S, SZ, z, JF, JI, KF, KA, KB, HI, LF, LB, JG, grid):
+    """``yields.eval_index``'s ``at`` on the index KF, KA, KB of size ``SZ[z]``: the hits,
+    (job, eval) in HI's first rows (as many as it returns; a count past HI's rows sets
+    ``S_OVER``), and the next eval's time. LF and LB hold the entries put back (due at
+    once at a start in this call)."""
     nh = nl = 0
-    while S[S_CK] and KF[0] <= t:
+    while SZ[z] and KF[0] <= t:
         # The top, advanced in place (heapreplace) or popped: entries this query passes
         # leave in some order, which the hits' sort by rank and the minimum left ignore.
         tk, i, code = KF[0], KA[0], KB[0]
         if JI[i, SEG_ORDER] != code & _LOW or JF[i, END_T] != JF[i, END_T]:
-            _, _, _, S[S_CK] = _tpop(KF, KA, KB, S[S_CK])
+            _, _, _, SZ[z] = _tpop(KF, KA, KB, SZ[z])
             continue  # the run ended or was preempted
         s, oh, p0, d = JF[i, SEG_S], JF[i, SEG_OH], JF[i, SEG_P0], JF[i, SEG_D]
         j0, c0, k = JI[i, SEG_J0], JI[i, SEG_CALL], code >> 32
         if tk == t and _round(s, oh, p0, d, j0, c0, grid, k) > call:
             LF[nl], LB[nl, 0], LB[nl, 1] = tk, i, code
             nl += 1
-            _, _, _, S[S_CK] = _tpop(KF, KA, KB, S[S_CK])
+            _, _, _, SZ[z] = _tpop(KF, KA, KB, SZ[z])
             continue
         b, end, more = s + oh, JG[i, J_END], True
         tk = b + (grid[k] - p0) * d
@@ -224,31 +226,41 @@ def _at(t, call, S, SF, JF, JI, KF, KA, KB, HI, LF, LB, JG, grid):
             tk = b + (grid[k] - p0) * d
         if more:
             KF[0], KB[0] = tk, (k << 32) | (code & _LOW)
-            _tsiftup(KF, KA, KB, S[S_CK], 0)
+            _tsiftup(KF, KA, KB, SZ[z], 0)
         else:
-            _, _, _, S[S_CK] = _tpop(KF, KA, KB, S[S_CK])
+            _, _, _, SZ[z] = _tpop(KF, KA, KB, SZ[z])
     for r in range(nl):
-        S[S_CK] = _tpush(KF, KA, KB, S[S_CK], LF[r], LB[r, 0], LB[r, 1])
-    while S[S_CK]:
+        SZ[z] = _tpush(KF, KA, KB, SZ[z], LF[r], LB[r, 0], LB[r, 1])
+    while SZ[z]:
         i = KA[0]
         if JI[i, SEG_ORDER] == KB[0] & _LOW and JF[i, END_T] == JF[i, END_T]:
             return min(nh, HI.shape[0]), KF[0]
-        _, _, _, S[S_CK] = _tpop(KF, KA, KB, S[S_CK])
+        _, _, _, SZ[z] = _tpop(KF, KA, KB, SZ[z])
     return min(nh, HI.shape[0]), INF
+
+
+@_step
+def _fills(free, depth, S, QF, QA, QB, BK, BS, BJ, JG):
+    """``yields.fill_would_act``'s ``fills``: whether a fill on ``free`` GPUs would start
+    one of the first ``depth`` waiting jobs (the queue not empty)."""
+    if free <= 0:
+        return False
+    n_ahead = (_bisect_left(BK, BS, BJ, S[S_B], QF[0], QA[0], QB[0], 0) if S[S_Q]
+               else S[S_B])
+    if S[S_Q] and n_ahead < depth:
+        return True
+    for k in range(min(n_ahead, depth)):
+        if JG[BJ[_row(S[S_B], k)], J_GPUS] <= free:
+            return True
+    return False
 
 
 @_helper(i8, i8, f8, *ST, *WH, F1, I1, I1, F1, I1, I1, I1, I2)
 def _unsettled(free, depth, margin, S, SF, JF, JI, WF, WI, QF, QA, QB, BK, BS, BJ, stack, JG):
     """``yields.unsettled_test``'s ``unsettled``: whether the next call after only
     checkpoints would act on the state this call left (the queue not empty)."""
-    if free > 0:
-        n_ahead = (_bisect_left(BK, BS, BJ, S[S_B], QF[0], QA[0], QB[0], 0) if S[S_Q]
-                   else S[S_B])
-        if S[S_Q] and n_ahead < depth:
-            return True
-        for k in range(min(n_ahead, depth)):
-            if JG[BJ[_row(S[S_B], k)], J_GPUS] <= free:
-                return True
+    if _fills(free, depth, S, QF, QA, QB, BK, BS, BJ, JG):
+        return True
     head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
     short, limit = JG[h, J_GPUS] - free, head_key + margin
     if limit >= SF[F_EA_LIMIT] and S[S_EA_BOUND] < short:
@@ -308,11 +320,12 @@ def _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, JS, JG, grid
         JF[i, SEG_S], JF[i, SEG_OH], JF[i, SEG_P0], JF[i, SEG_D] = t, oh, p0, d
         JI[i, SEG_J0], JI[i, SEG_CALL], JI[i, SEG_ORDER] = j, call, order
         JF[i, NXT] = t + oh + (grid[j] - p0) * d if j < JG[i, J_END] else INF
-        if S[S_LV] == 1:
+        if S[S_LV] & 1:  # Tiresias, LossAware
             ran[S[S_RAN]] = i  # its crossing and its first eval, after the call (_ran)
             S[S_RAN] += 1
-        elif S[S_LV] == 2:
-            return  # nothing preempts: no victims' heap
+    if S[S_LV] >= 2:  # SJF-Est, LossAware: nothing preempts, no victims' heap
+        JI[i, LIVE] = S[S_SERIAL]
+        return
     JF[i, KEY] = key
     WF[n, W_NKEY], WF[n, W_TIME] = -key, t
     WI[n, W_BATCH], WI[n, W_FLAG], WI[n, W_ORD] = call, 1, order
@@ -550,7 +563,7 @@ def _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB
     limit = head_key + margin
     if S[S_W] == 0 or -WF[0, W_NKEY] <= limit:
         return free  # (no running key above the head's)
-    nh, _ = _at(t, call, S, SF, JF, JI, KF, KA, KB, HI, LF, LB, JG, grid)
+    nh, _ = _at(t, call, S, S, S_CK, JF, JI, KF, KA, KB, HI, LF, LB, JG, grid)
     nf = 0
     for r in range(nh):
         i = HI[r, 0]
@@ -593,6 +606,147 @@ def _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB
     return free
 
 
+# ---- LossAware (``sim.loss_drops``) ----------------------------------------------------
+# Running jobs' next evals in one index per GPU class (1, 2-3, 4-7, ...): the rows of
+# KF2, KA2, KB2, with their sizes in CKS.
+
+
+@_step
+def _loss_key(L, i, k):
+    """``loss_drops.key_of``'s ``key``: LossAware's key for job i as of its eval k, with
+    the same IEEE operations, in the same order, as on Python's floats."""
+    if k < 1:
+        return -INF
+    first = L[i, 0]
+    if not (first == first and abs(first) != INF) or first == 0.0:  # not isfinite, or 0
+        return -INF
+    drop = (L[i, k - 1] - L[i, k]) / abs(first)
+    return -drop if drop == drop and abs(drop) != INF else 0.0
+
+
+@_step
+def _cls(g):
+    """The GPU class of g GPUs (``loss_drops._classes``; 0 for g <= 1)."""
+    c = 0
+    while g > 1:
+        g >>= 1
+        c += 1
+    return c
+
+
+@_helper(f8, i8, i8, i8, i8, i8, i8, i8, I1, I1, F2, I2, F2, I2, I2, I2, F1, I2, F2, I2, I1,
+         I2, F1)
+def _loss_rows(t, call, cid, lo, hi, nf, after, r0, S, CKS, JF, JI, KF2, KA2, KB2, HI, LF,
+               LB, YF, YI, perm, JG, grid):
+    """``loss_drops``' ``hits`` of classes lo to hi - 1, each a row for ``_rank_less`` in
+    YF, YI from row nf (not a job moved in this call; only one ranked after row ``after``,
+    if that is not -1), sorted into ``perm`` from position r0; returns the rows' count."""
+    for c in range(lo, hi):
+        if CKS[c] == 0 or KF2[c, 0] > t:
+            continue
+        nh, _ = _at(t, call, S, CKS, c, JF, JI, KF2[c], KA2[c], KB2[c], HI, LF, LB, JG, grid)
+        for r in range(nh):
+            i = HI[r, 0]
+            if JI[i, MOVED] == cid:
+                continue
+            if nf == YF.shape[0] - 1:
+                S[S_OVER] = 1  # (more hits than rows: the Python loop runs)
+                return nf
+            YF[nf, W_S], YF[nf, W_OH], YF[nf, W_P0], YF[nf, W_D] = (
+                JF[i, SEG_S], JF[i, SEG_OH], JF[i, SEG_P0], JF[i, SEG_D])
+            YI[nf, W_ORD], YI[nf, W_JOB] = HI[r, 1], i
+            YI[nf, W_J0], YI[nf, W_CALL], YI[nf, W_ORDER] = (JI[i, SEG_J0], JI[i, SEG_CALL],
+                                                             JI[i, SEG_ORDER])
+            if after >= 0 and not _rank_less(YF, YI, after, nf, grid):
+                continue
+            x = nf
+            while x > r0 and _rank_less(YF, YI, nf, perm[x - 1], grid):
+                perm[x] = perm[x - 1]
+                x -= 1
+            perm[x] = nf
+            nf += 1
+    return nf
+
+
+@_helper(i8, f8, i8, i8, i8, f8, *ST, *WH, *TH, I1, F2, I2, I2, I2, F1, I2, F1, I1, I1, F1,
+         I1, I1, F2, I2, I1, I1, *IN, I1, i8, f8, F2)
+def _loss_yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB, CKS,
+                 KF2, KA2, KB2, HI, LF, LB, QF, QA, QB, BK, BS, BJ, YF, YI, perm, preempted,
+                 JS, JG, grid, thr, ran, n_gpus, overhead, L):
+    """``loss_drops.yielder``'s ``yields``: the jobs checkpointed in this call's batch, in
+    the checkpoint loop's order, each yielding to the waiting head if its key there is
+    worse by more than ``margin`` and the head fits in the free GPUs and its own; the
+    smaller classes' checkpoints read only after a first yield."""
+    head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
+    lo, n_cls = _cls(JG[h, J_GPUS] - free), CKS.shape[0]
+    nf = _loss_rows(t, call, cid, lo, n_cls, 0, -1, 0, S, CKS, JF, JI, KF2, KA2, KB2, HI, LF,
+                    LB, YF, YI, perm, JG, grid)
+    r = 0
+    while r < nf:
+        y = perm[r]
+        r += 1
+        if S[S_Q] == 0 and S[S_B] == 0:
+            break
+        i = YI[y, W_JOB]
+        if JI[i, LIVE] == 0 or JI[i, MOVED] == cid:
+            continue
+        head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
+        if JG[h, J_GPUS] > free + JG[i, J_GPUS]:
+            continue
+        key = _loss_key(L, i, YI[y, W_ORD])
+        if not key > head_key + margin:
+            continue
+        if JF[i, NXT] <= t:
+            # Its settlement reads its last eval (the spare last row, not kept).
+            _refresh(i, t, S, SF, JF, JI, JS, JG, grid, thr, YF, YI, YF.shape[0] - 1)
+        JI[i, MOVED] = JI[i, GONE] = cid
+        preempted[S[S_PRE]] = i
+        S[S_PRE] += 1
+        JI[i, LIVE] = 0
+        _enqueue(key, i, S, QF, QA, QB, BK, BS, BJ, JG)
+        free = _fill(free + JG[i, J_GPUS], t, call, cid, depth, S, SF, JF, JI, WF, WI, EF,
+                     EA, EB, QF, QA, QB, BK, BS, BJ, JS, JG, grid, ran, n_gpus, overhead)
+        if lo:  # the smaller jobs' checkpoints ranked after this one
+            nf = _loss_rows(t, call, cid, 0, lo, nf, y, r, S, CKS, JF, JI, KF2, KA2, KB2, HI,
+                            LF, LB, YF, YI, perm, JG, grid)
+            lo = 0
+    return free
+
+
+@_helper(i8, f8, i8, i8, I1, I1, F2, I2, F2, I2, I2, I2, F1, I2, F1, I1, I1, F1, I1, I1, I2,
+         F1)
+def _loss_next(free, t, call, depth, S, CKS, JF, JI, KF2, KA2, KB2, HI, LF, LB, QF, QA, QB,
+               BK, BS, BJ, JG, grid):
+    """``loss_drops.next_call``'s ``next_at``: the next eval of any running job when a fill
+    would act, else of a job of at least the GPUs the head lacks (or a time before it)."""
+    exact = _fills(free, depth, S, QF, QA, QB, BK, BS, BJ, JG)
+    lo = 0
+    if not exact:
+        head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
+        lo = _cls(JG[h, J_GPUS] - free)
+    nxt = INF
+    for c in range(lo, CKS.shape[0]):
+        if exact or (CKS[c] and KF2[c, 0] <= t):
+            tc = _at(t, call, S, CKS, c, JF, JI, KF2[c], KA2[c], KB2[c], HI, LF, LB, JG,
+                     grid)[1]
+        else:
+            tc = KF2[c, 0] if CKS[c] else INF
+        if tc < nxt:
+            nxt = tc
+    return nxt
+
+
+@_step
+def _ran_loss(S, JF, JI, CKS, KF2, KA2, KB2, JG, grid, ran, n_gpus):
+    """LossAware's ``on_run`` for the runs a call started, after it (as ``_ran``): each
+    run's first eval in its class's index."""
+    for r in range(S[S_RAN]):
+        i = ran[r]
+        c = _cls(JG[i, J_GPUS])
+        _track(i, CKS, c, JF, JI, KF2[c], KA2[c], KB2[c], JG, grid, n_gpus)
+    S[S_RAN] = 0
+
+
 @_helper(f8, *ST, *WH, F2, I2, *TH, *IN, i8)
 def _take_crossings(t, S, SF, JF, JI, WF, WI, FRF, FRI, CF, CA, CB, JS, JG,
                     grid, thr, n_gpus):
@@ -623,7 +777,7 @@ def _ran(S, SF, JF, JI, CF, CA, CB, KF, KA, KB, JG, grid, thr, ran, n_gpus):
     for r in range(S[S_RAN]):
         i = ran[r]
         _cross_next(i, JI[i, SEG_J0], S, SF, JF, JI, CF, CA, CB, JG, grid, thr, n_gpus)
-        _track(i, S, SF, JF, JI, KF, KA, KB, JG, grid, n_gpus)
+        _track(i, S, S_CK, JF, JI, KF, KA, KB, JG, grid, n_gpus)
     S[S_RAN] = 0
 
 
@@ -736,9 +890,9 @@ def _call(alone, free, t, call, cid, M, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, C
     start): returns the free GPUs and the time of the call an unsettled state asks for
     (INF: none). The loop's other arrays come in tuples: an inlined step takes at most 30
     arguments (past that Python passes them as ``*args``)."""
-    depth, margin, levels, n_gpus, overhead, preempts = M
+    depth, margin, levels, n_gpus, overhead, preempts, loss = M
     QF, QA, QB, BK, BS, BJ = Q
-    KF, KA, KB, HI, LF, LB, YF, YI, perm = Y
+    KF, KA, KB, HI, LF, LB, YF, YI, perm, CKS, KF2, KA2, KB2, L = Y
     victims, preempted, ran = V
     if alone >= 0:
         free -= JG[alone, J_GPUS]
@@ -752,6 +906,11 @@ def _call(alone, free, t, call, cid, M, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, C
             free = _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA,
                            EB, KF, KA, KB, QF, QA, QB, BK, BS, BJ, YF, YI, HI, LF, LB,
                            perm, preempted, JS, JG, grid, thr, ran, n_gpus, overhead)
+        elif loss:
+            free = _loss_yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF,
+                                EA, EB, CKS, KF2, KA2, KB2, HI, LF, LB, QF, QA, QB, BK, BS,
+                                BJ, YF, YI, perm, preempted, JS, JG, grid, thr, ran, n_gpus,
+                                overhead, L)
     if preempts and (S[S_Q] or S[S_B]):
         head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
         # The search's first test, without the call: no running key above the head's.
@@ -763,10 +922,15 @@ def _call(alone, free, t, call, cid, M, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, C
     _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, JG, grid, n_gpus)
     if levels:
         _ran(S, SF, JF, JI, CF, CA, CB, KF, KA, KB, JG, grid, thr, ran, n_gpus)
+    elif loss:
+        _ran_loss(S, JF, JI, CKS, KF2, KA2, KB2, JG, grid, ran, n_gpus)
+        if S[S_Q] or S[S_B]:
+            return free, _loss_next(free, t, call, depth, S, CKS, JF, JI, KF2, KA2, KB2, HI,
+                                    LF, LB, QF, QA, QB, BK, BS, BJ, JG, grid)
     if (levels and (S[S_Q] or S[S_B])
             and _unsettled(free, depth, margin, S, SF, JF, JI, WF, WI, QF, QA, QB, BK, BS,
                            BJ, stack, JG)):
-        return free, _at(t, call, S, SF, JF, JI, KF, KA, KB, HI, LF, LB, JG, grid)[1]
+        return free, _at(t, call, S, S, S_CK, JF, JI, KF, KA, KB, HI, LF, LB, JG, grid)[1]
     return free, INF
 
 
@@ -791,16 +955,14 @@ def _grown_worst(WF, WI, PPF, PPI, FRF, FRI, stack, size):
 
 @njit(cache=True)
 def run_kernel(arrival, dur, gpus, est, akey, thr, rule, end_eval, grid, n_gpus, depth,
-               margin, overhead, record_timeline):
-    """``planned.run``'s loop, by key rule ``rule`` (0: SRTF-Est's remaining time; 1:
-    Tiresias' levels, thresholds ``thr``; 2: SJF-Est's fixed key, no preemption; ``akey``:
-    arriving jobs' keys): start_s, finish_s, gpu_s, n_preemptions, the
-    timeline, the jobs left waiting on an idle cluster (-1: none; -2: the twin gave up, more
-    evals at one instant than its rows hold), and the owners (``_o``) of the views it works
-    on (``_borrow``), to outlive them. Arrays are made here (made by a helper, the loop ran
-    4% slower)."""
-    n, levels = arrival.shape[0], rule == 1
-    arrival, thr, grid = _borrow(arrival), _borrow(thr), _borrow(grid)
+               margin, overhead, record_timeline, table):
+    """``planned.run``'s loop by key rule ``rule`` (0: SRTF-Est's remaining time; 1: Tiresias'
+    levels, thresholds ``thr``; 2: SJF-Est's fixed key; 3: LossAware's, from the loss
+    ``table``; ``akey``: arriving jobs' keys): start_s, finish_s, gpu_s, n_preemptions, the
+    timeline, the jobs left waiting on an idle cluster (-1: none; -2: the twin gave up, too
+    many evals at one instant) and the arrays' owners (made here: by a helper, 4% slower)."""
+    n, levels, n_cls = arrival.shape[0], rule == 1, _cls(gpus.max()) + 1 if rule == 3 else 1
+    arrival, thr, grid, L = _borrow(arrival), _borrow(thr), _borrow(grid), _borrow(table)
     JS_o, JG_o = np.empty((n, 3)), np.empty((n, 2), np.int64)
     JS, JG = _borrow(JS_o), _borrow(JG_o)
     _pack(JS, JG, dur, est, akey, gpus, end_eval)
@@ -819,8 +981,8 @@ def run_kernel(arrival, dur, gpus, est, akey, thr, rule, end_eval, grid, n_gpus,
     WF_o, WI_o = np.empty((cw, 6)), np.empty((cw, 8), np.int64)
     PPF_o, PPI_o = np.empty((cw, 6)), np.empty((cw, 8), np.int64)
     FRF_o, FRI_o, stack_o = np.empty((cw, 6)), np.empty((cw, 8), np.int64), np.empty(cw, np.int64)
-    # Tiresias: the crossings, the evals' index (each compacted past 64 + 4 n_gpus), a call's
-    # hits (at most the runs in the index, unless evals of one run fall at one float time).
+    # Tiresias: crossings, evals' index (compacted past 64 + 4 n_gpus), a call's hits (at
+    # most the runs in it, unless evals of a run fall at one time); LossAware: an index per class.
     CF_o, CA_o, CB_o = np.empty(cw), np.empty(cw, np.int64), np.zeros(cw, np.int64)
     KF_o, KA_o, KB_o = np.empty(cw), np.empty(cw, np.int64), np.zeros(cw, np.int64)
     HI_o, LF_o, LB_o = np.empty((cw, 2), np.int64), np.empty(cw), np.empty((cw, 2), np.int64)
@@ -828,12 +990,14 @@ def run_kernel(arrival, dur, gpus, est, akey, thr, rule, end_eval, grid, n_gpus,
     KF, KA, KB = _borrow(KF_o), _borrow(KA_o), _borrow(KB_o)
     HI, LF, LB = _borrow(HI_o), _borrow(LF_o), _borrow(LB_o)
     YF, YI, perm = _borrow(YF_o), _borrow(YI_o), _borrow(perm_o)
+    K2F_o, K2I_o, CKS_o = np.empty((n_cls, cw)), np.zeros((2, n_cls, cw), np.int64), np.zeros(n_cls, np.int64)
+    KF2, KA2, KB2, CKS = _borrow(K2F_o), _borrow(K2I_o[0]), _borrow(K2I_o[1]), _borrow(CKS_o)
     EF, EA, EB = _borrow(EF_o), _borrow(EA_o), _borrow(EB_o)
     WF, WI, PPF, PPI = _borrow(WF_o), _borrow(WI_o), _borrow(PPF_o), _borrow(PPI_o)
     FRF, FRI, stack = _borrow(FRF_o), _borrow(FRI_o), _borrow(stack_o)
     CF, CA, CB = _borrow(CF_o), _borrow(CA_o), _borrow(CB_o)
-    M, Q = (depth, margin, levels, n_gpus, overhead, rule != 2), (QF, QA, QB, BK, BS, BJ)
-    Y, V = (KF, KA, KB, HI, LF, LB, YF, YI, perm), (victims, preempted, ran)
+    M, Q = (depth, margin, levels, n_gpus, overhead, rule < 2, rule == 3), (QF, QA, QB, BK, BS, BJ)
+    Y, V = (KF, KA, KB, HI, LF, LB, YF, YI, perm, CKS, KF2, KA2, KB2, L), (victims, preempted, ran)
     tl_t, tl_used, tl_n = np.zeros(1024), np.zeros(1024, np.int64), 1
     free, ai, left, t_call, call, cid, t_any = n_gpus, 0, -1, NAN, 0, 0, INF
     while True:
@@ -867,6 +1031,6 @@ def run_kernel(arrival, dur, gpus, est, akey, thr, rule, end_eval, grid, n_gpus,
             break
     owners = (JS_o, JG_o, JF_o, JI_o, S_o, SF_o, QF_o, QA_o, QB_o, BK_o, BS_o, BJ_o, vp_o,
               EF_o, EA_o, EB_o, WF_o, WI_o, PPF_o, PPI_o, FRF_o, FRI_o, stack_o, CF_o, CA_o,
-              CB_o, KF_o, KA_o, KB_o, HI_o, LF_o, LB_o, YF_o, YI_o, perm_o)
+              CB_o, KF_o, KA_o, KB_o, HI_o, LF_o, LB_o, YF_o, YI_o, perm_o, K2F_o, K2I_o, CKS_o)
     return (JF_o[:, START].copy(), JF_o[:, FINISH].copy(), JF_o[:, GPU_S].copy(),
             JI_o[:, N_PRE].copy(), tl_t[:tl_n].copy(), tl_used[:tl_n].copy(), left, owners)
