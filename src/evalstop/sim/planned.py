@@ -70,38 +70,43 @@ _HOOKS = ("bind", "submit", "schedule", "on_eval", "on_end", "key", "twin_key", 
           "_preempt_for_head", "_enough_above", "_yield_at_checkpoints")
 
 
+# The bases this loop restates, each with the flags it restates it with: whether the
+# waiting head preempts running jobs, whether a running job yields at its checkpoint, and
+# whether the scheduler is asked after an instant's evals. The key rule is the base's own
+# (``PriorityScheduler.twin_key``).
+_BASES = {SRTFEst: (True, False, False), SJFEst: (False, False, False),
+          Tiresias: (True, True, True), LossAware: (False, True, True)}
+
+
+def _plain(scheduler):
+    """``scheduler``'s base when this loop restates it: exactly one of ``_BASES`` (alone or
+    under the plain overlay), with its flags, no restated method patched; else None."""
+    if not ENABLED:
+        return None
+    for cls, flags in _BASES.items():
+        base = plain_base(scheduler, cls, _HOOKS)
+        if base is not None:
+            have = (bool(base.preempt_on_arrival), bool(base.preempt_at_checkpoint),
+                    bool(scheduler.reschedule_on_eval))
+            return base if have == flags else None
+    return None
+
+
 def fits(scheduler) -> bool:
     """Whether ``scheduler`` is a plain SRTF-Est (alone or under the plain overlay): the
     loop here is that scheduler's, so a subclass or a patched method keeps the general
     loop."""
-    if not ENABLED:
-        return False
-    base = plain_base(scheduler, SRTFEst, _HOOKS)
-    return (base is not None and base.preempt_on_arrival and not base.preempt_at_checkpoint
-            and not scheduler.reschedule_on_eval)
+    return type(_plain(scheduler)) is SRTFEst
 
 
 def rule(scheduler, workload):
-    """The key rule this loop runs ``scheduler`` by, or None (the checkpoint loop runs):
-    ``"remaining"`` for a plain SRTF-Est (``fits``), ``"levels"`` for a plain Tiresias
-    whose arrivals its keys can order, which yields at checkpoints (``sim.yields``), and
-    ``"fixed"`` for a plain SJF-Est, which never preempts, and ``"loss"`` for a plain
-    LossAware, which yields at checkpoints only (``sim.loss_drops``)."""
-    if fits(scheduler):
-        return "remaining"
-    base = plain_base(scheduler, SJFEst, _HOOKS) if ENABLED else None
-    if base is not None and not (base.preempt_on_arrival or base.preempt_at_checkpoint
-                                 or scheduler.reschedule_on_eval):
-        return "fixed"
-    base = plain_base(scheduler, Tiresias, _HOOKS) if ENABLED else None
-    if (base is not None and base.preempt_on_arrival and base.preempt_at_checkpoint
-            and scheduler.reschedule_on_eval and base.twin_key(workload) is not None):
-        return "levels"
-    base = plain_base(scheduler, LossAware, _HOOKS) if ENABLED else None
-    if (base is not None and not base.preempt_on_arrival and base.preempt_at_checkpoint
-            and scheduler.reschedule_on_eval):
-        return "loss"
-    return None
+    """The key rule this loop runs ``scheduler`` by (``twin_key``'s): ``"remaining"``
+    (SRTF-Est), ``"levels"`` (Tiresias, whose arrivals its keys can order), ``"fixed"``
+    (SJF-Est) or ``"loss"`` (LossAware, ``sim.loss_drops``); None: the checkpoint loop
+    runs."""
+    base = _plain(scheduler)
+    key = None if base is None else base.twin_key(workload)
+    return None if key is None else key[0]
 
 
 def _round(seg, j):
