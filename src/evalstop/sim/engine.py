@@ -78,9 +78,10 @@ def simulate(
     gc.disable()
     try:
         plan = plan_for(workload, scheduler) if plan_stops else None
-        if plan is not None and planned.rule(scheduler, workload) is not None:
+        key_rule = None if plan is None else planned.rule(scheduler, workload)
+        if key_rule is not None:
             return planned.run(workload, n_gpus, scheduler, restart_overhead_s,
-                               record_timeline, plan, wall0)
+                               record_timeline, plan, wall0, key_rule)
         if plan is not None and not scheduler.needs_checkpoints:
             return run_ends(workload, n_gpus, scheduler, plan, record_timeline, wall0)
         return _run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan,

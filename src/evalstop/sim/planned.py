@@ -153,10 +153,13 @@ class _Rank:
         return False
 
 
-def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, wall0):
-    """``engine._run`` for a scheduler that has a ``rule``, with its stop ``plan``."""
+def run(workload, n_gpus, scheduler, restart_overhead_s, record_timeline, plan, wall0,
+        key_rule=None):
+    """``engine._run`` for a scheduler that has a ``rule`` (``key_rule``, when the caller
+    has it), with its stop ``plan``."""
     base = getattr(scheduler, "base", scheduler)
-    depth, margin, key_rule = base.depth, base.margin, rule(scheduler, workload)
+    depth, margin = base.depth, base.margin
+    key_rule = key_rule or rule(scheduler, workload)
     thresholds = base.thresholds if key_rule == "levels" else None
     twin = jit.twin(TWINS[key_rule], workload.n_jobs)
     if twin is not None:
@@ -285,11 +288,9 @@ def _starter(jobs, on_run):
         nxt[i] = t + oh + (grid[j] - p0) * d if j < end_eval[i] else inf
         if not remaining:
             on_run(i, j)
-        elif not preempts:
-            return  # SJF-Est: nothing reads its entry
         e = live[i] = (-key, t, call, 1, order, i)
         if not preempts:
-            return  # LossAware: a yield reads the key at the eval, not the entry
+            return  # SJF-Est, LossAware: no victims' heap
         push(worst, e)
         if key > ea[0]:
             ea[1] += gpus[i]
@@ -311,7 +312,6 @@ def _refresher(jobs):
                                                   jobs.grid, jobs.nxt, jobs.prog, jobs.est)
     lvl, th, gpu_s, gpus, arrival = jobs.lvl, jobs.th, jobs.gpu_s, jobs.gpus, jobs.arrival
     inf, levels = math.inf, jobs.th is not None
-    loss_key = loss_drops.key_of(jobs) if jobs.rule == "loss" else None
 
     def refresh(i, t):
         seg = segs[i]
@@ -327,9 +327,7 @@ def _refresher(jobs):
         if levels:
             level = lvl[i] = bisect_right(th, gpu_s[i] + gpus[i] * (tk - s))
             key = level * _LEVEL_SPAN + arrival[i]
-        elif loss_key is not None:
-            key = loss_key(i, k)
-        else:
+        else:  # (LossAware's entry is not read: a yield keys the job at its eval)
             key = est[i] * (1.0 - g)
         return (-key, tk, _round(seg, k), 0, _Rank(seg, k), i)
 

@@ -1,6 +1,7 @@
-"""The numba twin of ``planned.run``: the same loop, compiled, for its three key rules
+"""The numba twin of ``planned.run``: the same loop, compiled, for its four key rules
 (SRTF-Est's remaining time; Tiresias' levels, with its crossings, the index of running
-jobs' evals, its yields at checkpoints and its unsettled calls; SJF-Est's fixed key).
+jobs' evals, its yields at checkpoints and its unsettled calls; SJF-Est's fixed key;
+LossAware's loss drop, with an index of running jobs' evals per GPU class).
 
 ``planned.run`` spends its time in Python's heap operations (SRTF-Est on 1x Philly: 137k
 starts, 237k pops, 370k pushes). Here the same loop runs over numpy arrays: every heap is
@@ -15,7 +16,8 @@ and in the order, of the Python loop, so times, keys and GPU-seconds are the sam
 ``tests/test_sim_srtf_loop.py`` and ``tests/test_sim_planned_levels.py`` compare the twin
 with the Python loop and with the checkpoint loop.
 
-A change to the steps in ``planned``, ``levels`` or ``yields`` must be made here too. Only
+A change to the steps in ``planned``, ``levels``, ``yields`` or ``loss_drops`` must be
+made here too. Only
 ``run_kernel`` is called from outside; it returns the arrays ``run`` builds its result
 from, and a count of jobs left waiting on an idle cluster (-1: none) for ``run`` to raise
 on. Its buffers are sized by the bounds of one scheduling call, which hold because every
@@ -94,7 +96,7 @@ J_GPUS, J_END = range(2)
 
 # Scalars shared by the helpers (numba functions cannot assign their caller's locals);
 # S_CR, S_CK: the sizes of the crossings' and the evals' heaps; S_LV: the key rule (0:
-# SRTF-Est's remaining time, 1: Tiresias' levels, 2: SJF-Est's fixed key).
+# SRTF-Est's remaining time, 1: Tiresias' levels, 2: SJF-Est's fixed key, 3: LossAware's).
 S_EV, S_W, S_Q, S_B, S_ORDER, S_WSEQ, S_EA_BOUND, S_SERIAL, S_PRE, S_CR, S_CK, S_LV = range(12)
 S_OVER = 12  # 1: more evals fell at one instant than the hits' rows hold (see run_kernel)
 S_RAN = 13  # the runs started in this call (Tiresias; see _ran)
@@ -551,6 +553,26 @@ def _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, 
     return free
 
 
+@_step
+def _rank_row(y, i, k, JF, JI, YF, YI):
+    """Row y of (YF, YI): eval k of job i's run, as ``_rank_less`` reads it."""
+    YF[y, W_S], YF[y, W_OH], YF[y, W_P0], YF[y, W_D] = (
+        JF[i, SEG_S], JF[i, SEG_OH], JF[i, SEG_P0], JF[i, SEG_D])
+    YI[y, W_ORD], YI[y, W_JOB] = k, i
+    YI[y, W_J0], YI[y, W_CALL], YI[y, W_ORDER] = JI[i, SEG_J0], JI[i, SEG_CALL], JI[i, SEG_ORDER]
+
+
+@_step
+def _rank_insert(y, r0, YF, YI, perm, grid):
+    """Row y sorted into ``perm``'s positions r0 to y by insertion, after its equals
+    (Python's sort is stable)."""
+    x = y
+    while x > r0 and _rank_less(YF, YI, y, perm[x - 1], grid):
+        perm[x] = perm[x - 1]
+        x -= 1
+    perm[x] = y
+
+
 @_helper(i8, f8, i8, i8, i8, f8, *ST, *WH, *TH, *TH, F1, I1, I1, F1, I1, I1, F2, I2, I2, F1,
          I2, I1, I1, *IN, I1, i8, f8)
 def _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB, KF, KA, KB,
@@ -569,18 +591,8 @@ def _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB
         i = HI[r, 0]
         if JI[i, MOVED] == cid or not JF[i, KEY] > limit:
             continue
-        # A row for ``_rank_less`` (the rank of eval k of the job's run), sorted in by
-        # insertion, after its equals: Python's sort is stable.
-        YF[nf, W_S], YF[nf, W_OH], YF[nf, W_P0], YF[nf, W_D] = (
-            JF[i, SEG_S], JF[i, SEG_OH], JF[i, SEG_P0], JF[i, SEG_D])
-        YI[nf, W_ORD], YI[nf, W_JOB] = HI[r, 1], i
-        YI[nf, W_J0], YI[nf, W_CALL], YI[nf, W_ORDER] = (JI[i, SEG_J0], JI[i, SEG_CALL],
-                                                         JI[i, SEG_ORDER])
-        x = nf
-        while x > 0 and _rank_less(YF, YI, nf, perm[x - 1], grid):
-            perm[x] = perm[x - 1]
-            x -= 1
-        perm[x] = nf
+        _rank_row(nf, i, HI[r, 1], JF, JI, YF, YI)
+        _rank_insert(nf, 0, YF, YI, perm, grid)
         nf += 1
     for r in range(nf):
         if S[S_Q] == 0 and S[S_B] == 0:
@@ -652,18 +664,10 @@ def _loss_rows(t, call, cid, lo, hi, nf, after, r0, S, CKS, JF, JI, KF2, KA2, KB
             if nf == YF.shape[0] - 1:
                 S[S_OVER] = 1  # (more hits than rows: the Python loop runs)
                 return nf
-            YF[nf, W_S], YF[nf, W_OH], YF[nf, W_P0], YF[nf, W_D] = (
-                JF[i, SEG_S], JF[i, SEG_OH], JF[i, SEG_P0], JF[i, SEG_D])
-            YI[nf, W_ORD], YI[nf, W_JOB] = HI[r, 1], i
-            YI[nf, W_J0], YI[nf, W_CALL], YI[nf, W_ORDER] = (JI[i, SEG_J0], JI[i, SEG_CALL],
-                                                             JI[i, SEG_ORDER])
+            _rank_row(nf, i, HI[r, 1], JF, JI, YF, YI)
             if after >= 0 and not _rank_less(YF, YI, after, nf, grid):
                 continue
-            x = nf
-            while x > r0 and _rank_less(YF, YI, nf, perm[x - 1], grid):
-                perm[x] = perm[x - 1]
-                x -= 1
-            perm[x] = nf
+            _rank_insert(nf, r0, YF, YI, perm, grid)
             nf += 1
     return nf
 
