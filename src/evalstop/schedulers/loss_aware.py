@@ -15,6 +15,16 @@ import math
 from evalstop.schedulers.priority import PriorityScheduler
 
 
+def drop_key(first, previous, latest):
+    """LossAware's key from a job's first, previous and latest losses: minus the last drop,
+    normalised by the first loss (the best key, -inf, when the first is not finite or
+    zero). The simulator's planned loop and its compiled twin call this function too."""
+    if not math.isfinite(first) or first == 0:
+        return -math.inf
+    drop = (previous - latest) / abs(first)
+    return -drop if math.isfinite(drop) else 0.0
+
+
 class LossAware(PriorityScheduler):
     name = "loss-aware"
     preempt_at_checkpoint = True
@@ -24,12 +34,10 @@ class LossAware(PriorityScheduler):
 
     def key(self, job, now):
         losses = job.losses
-        if len(losses) < 2 or not math.isfinite(losses[0]) or losses[0] == 0:
+        if len(losses) < 2:
             return -math.inf
-        drop = (losses[-2] - losses[-1]) / abs(losses[0])
-        return -drop if math.isfinite(drop) else 0.0
+        return drop_key(losses[0], losses[-2], losses[-1])
 
     def twin_key(self, workload):
-        # The planned loop computes ``key`` above from the loss rows, operation by
-        # operation (``sim.loss_drops.key_of``, ``sim.planned_jit._loss_key``).
+        # The planned loop (and its twin) keys jobs with ``drop_key`` on the loss rows.
         return "loss", None

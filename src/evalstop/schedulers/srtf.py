@@ -11,6 +11,12 @@ from __future__ import annotations
 from evalstop.schedulers.priority import PriorityScheduler
 
 
+def remaining_s(est_duration_s, progress):
+    """SRTF-Est's key: the estimated time left at ``progress``. The simulator's planned
+    loop and its compiled twin call this function too, so the rule is written here once."""
+    return est_duration_s * (1.0 - progress)
+
+
 class SRTFEst(PriorityScheduler):
     name = "srtf-est"
     preempt_on_arrival = True
@@ -24,8 +30,8 @@ class SRTFEst(PriorityScheduler):
             self.margin = float(restart_overhead_s)
 
     def key(self, job, now):
-        return job.est_duration_s * (1.0 - job.progress)
+        return remaining_s(job.est_duration_s, job.progress)
 
     def twin_key(self, workload):
-        # The planned loop (and its twin) computes ``key`` above from the same two floats.
+        # The planned loop (and its twin) keys jobs with ``remaining_s``.
         return "remaining", None

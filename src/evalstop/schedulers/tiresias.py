@@ -10,8 +10,6 @@ promotion and its placement (consolidation) logic.
 
 from __future__ import annotations
 
-from bisect import bisect_right
-
 import numpy as np
 
 from evalstop.schedulers.priority import PriorityScheduler
@@ -20,6 +18,24 @@ from evalstop.schedulers.priority import PriorityScheduler
 # the span (2**32 s, 136 years), and arrivals a microsecond apart stay distinct floats in
 # every level (a span of 1e15 rounded level-1 keys to 1/8 s and reordered close arrivals).
 _LEVEL_SPAN = 2.0**32
+
+
+def queue_level(thresholds, attained_gpu_s):
+    """The queue of a job that has attained ``attained_gpu_s``: how many of the increasing
+    ``thresholds`` are at or below it (``bisect_right``, written as a loop so that the
+    simulator's compiled twin runs this function too: there are only a few queues)."""
+    level = 0
+    for threshold in thresholds:
+        if threshold > attained_gpu_s:
+            break
+        level += 1
+    return level
+
+
+def queue_key(level, arrival_s):
+    """Tiresias' key: the queue level dominates; arrival time orders within a level. The
+    simulator's planned loop and its twin call this and ``queue_level`` too."""
+    return level * _LEVEL_SPAN + arrival_s
 
 
 class Tiresias(PriorityScheduler):
@@ -34,15 +50,13 @@ class Tiresias(PriorityScheduler):
         self.thresholds = tuple(float(t) for t in thresholds_gpu_s)
 
     def key(self, job, now):
-        level = bisect_right(self.thresholds, job.attained_gpu_s)
         if not 0.0 <= job.arrival_s < _LEVEL_SPAN:
             raise ValueError(f"tiresias: arrival_s must be in [0, 2**32) s, got {job.arrival_s}")
-        # Queue level dominates; arrival time orders within a level.
-        return level * _LEVEL_SPAN + job.arrival_s
+        return queue_key(queue_level(self.thresholds, job.attained_gpu_s), job.arrival_s)
 
     def twin_key(self, workload):
-        # The planned loop computes ``key`` above (bisect_right, then the same two float
-        # operations); an arrival out of range is left to the Python loop to refuse.
+        # The planned loop (and its twin) keys jobs with ``queue_level`` and ``queue_key``;
+        # an arrival out of range is left to the checkpoint loop to refuse.
         arrival = workload.arrival_s
         if arrival.size and not (arrival.min() >= 0.0 and arrival.max() < _LEVEL_SPAN):
             return None

@@ -8,8 +8,8 @@ the last call left a fill a repeat would make, as for Tiresias, ``yields.unsettl
 Running jobs' next evals are indexed by GPU class (``yields.eval_index``, one per power of
 two), so the loop's next call is the next eval of a job big enough to let the head in: on
 1x Philly under load the head is mostly a big job that one-GPU jobs cannot make room for.
-The key at an eval is made from the workload's loss row with ``LossAware.key``'s float
-operations, in its order.
+The key at an eval is ``loss_aware.drop_key`` of the workload's loss row, as
+``LossAware.key`` makes it.
 """
 
 from __future__ import annotations
@@ -17,20 +17,17 @@ from __future__ import annotations
 import math
 import operator
 
+from evalstop.schedulers.loss_aware import drop_key
 from evalstop.sim import yields
 
 
 def key_of(jobs):
     """``key(i, k)``: LossAware's key for job i as of its eval k (its losses up to k)."""
-    loss, m, isfinite, inf = jobs.loss, jobs.m, math.isfinite, math.inf
+    loss, m, inf = jobs.loss, jobs.m, math.inf
 
     def key(i, k):
         c = i * m
-        first = loss[c]
-        if k < 1 or not isfinite(first) or first == 0:
-            return -inf
-        drop = (loss[c + k - 1] - loss[c + k]) / abs(first)
-        return -drop if isfinite(drop) else 0.0
+        return -inf if k < 1 else drop_key(loss[c], loss[c + k - 1], loss[c + k])
 
     return key
 

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_left, insort
 
 import numpy as np
 
@@ -52,8 +52,8 @@ from evalstop import jit
 from evalstop.schedulers.loss_aware import LossAware
 from evalstop.schedulers.overlay import plain_base
 from evalstop.schedulers.sjf import SJFEst
-from evalstop.schedulers.srtf import SRTFEst
-from evalstop.schedulers.tiresias import _LEVEL_SPAN, Tiresias
+from evalstop.schedulers.srtf import SRTFEst, remaining_s
+from evalstop.schedulers.tiresias import Tiresias, queue_key, queue_level
 from evalstop.sim import levels, loss_drops, yields
 from evalstop.sim.result import planned_result
 
@@ -230,16 +230,24 @@ class _Jobs:
         # and its next level crossing (a time in ``cross_t`` and the heap
         # ``cross``; nan: none). ``akey``: the key of an arriving job.
         self.th = None if thresholds is None else tuple(thresholds)
-        self.akey = self.est if thresholds is None else [0 * _LEVEL_SPAN + a
-                                                         for a in self.arrival]
+        self.akey = _arrival_keys(workload, rule).tolist()
         self.lvl, self.cross, self.cross_t = [0] * n, [], [nan] * n
-        # LossAware: the loss table, read at ``i * m + k`` (``engine._Jobs`` says why), and
-        # the key of a job with no losses yet.
+        # LossAware: the loss table, read at ``i * m + k`` (``engine._Jobs`` says why).
         self.m, self.loss = workload.n_evals, None
         if rule == "loss":
             from evalstop.sim.engine import _flat  # (engine imports this module)
 
-            self.loss, self.akey = _flat(workload.loss, (n, self.m)), [-inf] * n
+            self.loss = _flat(workload.loss, (n, self.m))
+
+
+def _arrival_keys(workload, rule):
+    """Each job's key when it arrives: its estimate (SRTF-Est, SJF-Est), queue 0 by its
+    arrival (Tiresias), or LossAware's for a job without losses."""
+    if rule == "levels":
+        return queue_key(0, np.asarray(workload.arrival_s, dtype=np.float64))
+    if rule == "loss":
+        return np.full(workload.n_jobs, -math.inf)
+    return np.asarray(workload.est_duration_s, dtype=np.float64)
 
 
 def _starter(jobs, on_run):
@@ -273,7 +281,7 @@ def _starter(jobs, on_run):
             return
         if n_pre[i]:
             if remaining:
-                key = est[i] * (1.0 - prog[i])  # the wait key predates the progress made
+                key = remaining_s(est[i], prog[i])  # the wait key predates the progress made
             oh = restart_overhead_s
         else:
             oh = 0.0
@@ -325,10 +333,10 @@ def _refresher(jobs):
         g = prog[i] = grid[k]
         tk = b + (g - p0) * d
         if levels:
-            level = lvl[i] = bisect_right(th, gpu_s[i] + gpus[i] * (tk - s))
-            key = level * _LEVEL_SPAN + arrival[i]
+            level = lvl[i] = queue_level(th, gpu_s[i] + gpus[i] * (tk - s))
+            key = queue_key(level, arrival[i])
         else:  # (LossAware's entry is not read: a yield keys the job at its eval)
-            key = est[i] * (1.0 - g)
+            key = remaining_s(est[i], g)
         return (-key, tk, _round(seg, k), 0, _Rank(seg, k), i)
 
     return refresh
@@ -709,14 +717,12 @@ def _run_twin(twin, workload, n_gpus, scheduler, depth, margin, restart_overhead
     depth = math.ceil(min(depth, 2**62))
     arrival = np.ascontiguousarray(workload.arrival_s, dtype=np.float64)
     est = np.ascontiguousarray(workload.est_duration_s, dtype=np.float64)
-    # An arriving job's key: its estimate, its arrival (queue level 0), or LossAware's for
-    # a job without losses.
-    akey, thr = (est, np.empty(0)) if thresholds is None else (
-        arrival, np.array(thresholds, dtype=np.float64))
+    # (Tiresias' arrival keys are the arrivals, read by the twin's ``queue_key`` as such.)
+    akey = np.ascontiguousarray(_arrival_keys(workload, key_rule))
+    thr = np.empty(0) if thresholds is None else np.array(thresholds, dtype=np.float64)
     table = np.zeros((1, 1))
     if key_rule == "loss":
-        akey, table = np.full(len(arrival), -np.inf), np.ascontiguousarray(workload.loss,
-                                                                           dtype=np.float64)
+        table = np.ascontiguousarray(workload.loss, dtype=np.float64)
     # Fixed dtypes: one compiled signature, loaded from numba's cache.
     start_s, finish_s, gpu_s, n_pre, tl_t, tl_used, n_waiting, _ = twin.run_kernel(
         arrival, np.ascontiguousarray(workload.duration_s, dtype=np.float64),

@@ -31,7 +31,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from evalstop.schedulers.tiresias import _LEVEL_SPAN
+from evalstop.schedulers.loss_aware import drop_key
+from evalstop.schedulers.srtf import remaining_s
+from evalstop.schedulers.tiresias import queue_key, queue_level
 from evalstop.sim.numba_arrays import (
     F1,
     F2,
@@ -81,6 +83,9 @@ from evalstop.sim.numba_victims import (
 
 INF = np.inf
 NAN = np.nan
+# The bases' keys: their own functions, compiled into the loop.
+_remaining_s, _queue_level, _queue_key, _drop_key = (
+    _step(f) for f in (remaining_s, queue_level, queue_key, drop_key))
 
 # Per-job floats (JF columns) and ints (JI columns). A running job has one segment (a run
 # from a start to its end or preemption): SEG_* describe it.
@@ -307,7 +312,7 @@ def _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, JS, JG, grid
     else:
         if JI[i, N_PRE]:
             if S[S_LV] == 0:
-                key = JS[i, J_EST] * (1.0 - JF[i, PROG])  # the wait key predates the progress made
+                key = _remaining_s(JS[i, J_EST], JF[i, PROG])  # the wait key predates the progress
             oh = overhead
         else:
             oh = 0.0
@@ -368,14 +373,12 @@ def _refresh(i, t, S, SF, JF, JI, JS, JG, grid, thr, DF, DI, y):
     JF[i, PROG] = g
     tk = b + (g - p0) * d
     if S[S_LV] == 1:
-        # bisect_right(thr, attained GPU-seconds); JS is the arrival (0 * span + a).
-        x, level = JF[i, GPU_S] + JG[i, J_GPUS] * (tk - s), 0
-        while level < thr.shape[0] and thr[level] <= x:
-            level += 1
+        # (J_AKEY holds the arrival: an arriving job's key is ``queue_key(0, arrival)``.)
+        level = _queue_level(thr, JF[i, GPU_S] + JG[i, J_GPUS] * (tk - s))
         JI[i, LVL] = level
-        key = level * _LEVEL_SPAN + JS[i, J_AKEY]
+        key = _queue_key(level, JS[i, J_AKEY])
     else:
-        key = JS[i, J_EST] * (1.0 - g)
+        key = _remaining_s(JS[i, J_EST], g)
     JF[i, KEY] = key
     S[S_SERIAL] += 1
     DF[y, W_NKEY], DF[y, W_TIME] = -key, tk
@@ -625,15 +628,8 @@ def _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB
 
 @_step
 def _loss_key(L, i, k):
-    """``loss_drops.key_of``'s ``key``: LossAware's key for job i as of its eval k, with
-    the same IEEE operations, in the same order, as on Python's floats."""
-    if k < 1:
-        return -INF
-    first = L[i, 0]
-    if not (first == first and abs(first) != INF) or first == 0.0:  # not isfinite, or 0
-        return -INF
-    drop = (L[i, k - 1] - L[i, k]) / abs(first)
-    return -drop if drop == drop and abs(drop) != INF else 0.0
+    """``loss_drops.key_of``'s ``key``: LossAware's key for job i as of its eval k."""
+    return -INF if k < 1 else _drop_key(L[i, 0], L[i, k - 1], L[i, k])
 
 
 @_step
