@@ -5,10 +5,11 @@ arrival times on k x 512 GPUs) it prints jobs/s and the time relative to a bare
 strict-FIFO heap event loop carried here (arrivals in order, one finish event per job, a
 deque for the queue: the least a FIFO simulation can do in Python), for FIFO alone,
 FIFO+evalstop:k=2, FIFO+default, and SRTF-Est, Tiresias, LossAware and SJF-Est with
-evalstop:k=2 and with the default, then the time per job at each size
-relative to 1x, and the peak memory per job. With the ``fast`` extra (numba) installed,
-the planned loop of SRTF-Est, Tiresias and SJF-Est, the checkpoint loop of LossAware,
-and the default rule's stop planning run compiled (``evalstop.jit``; ``EVALSTOP_JIT=0`` runs the Python
+evalstop:k=2 and with the default, then the time per job at each size relative to 1x,
+the preemptions per job at each size (the schedule's own work, which the time per job
+follows), and the peak memory per job. With the ``fast`` extra (numba) installed, the
+planned loop of SRTF-Est, Tiresias, LossAware and SJF-Est and the default rule's stop
+planning run compiled (``evalstop.jit``; ``EVALSTOP_JIT=0`` runs the Python
 versions): each line also prints its first call, which in a fresh process includes numba's
 import and the load of the cached compiled code; the lines marked "(Python)" run with the
 twins off (``EVALSTOP_JIT=0`` for that call). SJF-Est's lines come after SRTF-Est's and
@@ -185,7 +186,7 @@ def main():
           f"{'wall' if args.wall else 'CPU'} time of the whole simulate() call; compiled "
           f"twins {twins_state()}; FIFO+default is {make_detector(args.default).spec}")
     base_table = load_philly()
-    per_job = {}
+    per_job, preempts = {}, {}
     rows = []
     for k in sizes:
         table = repeated(base_table, k)
@@ -226,7 +227,9 @@ def main():
             print(f"{label(*c):<33} {secs:7.2f} s  {n / secs:>9,.0f} jobs/s  "
                   f"{secs / t_bare:5.2f}x bare  ({secs / ref:.2f}x {ref_name}; target "
                   f"{TARGETS[c]})  stopped {int(res.stopped.sum()):,}, "
-                  f"{res.n_eval_events:,} evals; first call {first[c]:.2f} s")
+                  f"{res.n_eval_events:,} evals, {int(res.n_preemptions.sum()):,} "
+                  f"preemptions; first call {first[c]:.2f} s")
+            preempts[k, c] = float(res.n_preemptions.sum()) / n
             if not twin:
                 other = best[sched, det, True][1]
                 for f in ("start_s", "finish_s", "stopped", "gpu_s", "n_preemptions"):
@@ -246,7 +249,8 @@ def main():
         rows.append({"size": k, "config": "bare", "cpu_s": round(t_bare, 4), "x_bare": 1.0,
                      "load": load})
         rows += [{"size": k, "config": label(*c), "cpu_s": round(times[c], 4),
-                  "x_bare": round(times[c] / t_bare, 3), "load": load} for c in configs]
+                  "x_bare": round(times[c] / t_bare, 3), "load": load,
+                  "preemptions_per_job": round(preempts[k, c], 4)} for c in configs]
         print(f"peak RSS {peak_rss_bytes() / 2**20:,.0f} MiB = "
               f"{peak_rss_bytes() / n / 1024:.2f} KiB per job (workload tables "
               f"{(w.eval_obs.nbytes * 4) / n / 1024:.2f} KiB per job)")
@@ -262,6 +266,13 @@ def main():
         for r in rows:
             if r["config"] == name.replace("bare loop", "bare"):
                 r["per_job_vs_first"] = round(per_job[r["size"]][c] / per_job[k0][c], 3)
+    # A yield or preemption restarts a run, and each run costs the loops an event: where
+    # the schedule itself preempts more per job at a larger size, so does any loop.
+    print("\n## preemptions per job (the simulated schedule's own work per job)")
+    print(f"{'':<33} " + "  ".join(f"{k:>5}x" for k in sizes))
+    for c in configs:
+        if c[2] and any(preempts[k, c] for k in sizes):
+            print(f"{label(*c):<33} " + "  ".join(f"{preempts[k, c]:6.3f}" for k in sizes))
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"repeat": args.repeat, "clock": "wall" if args.wall else "cpu",
