@@ -47,7 +47,10 @@ class JobView:
 
     @property
     def est_remaining_s(self) -> float:
-        return self.est_duration_s * (1.0 - self.progress)
+        """SRTF-Est's key: the estimated time left as of the last checkpoint."""
+        from evalstop.schedulers.srtf import remaining_s  # (the schedulers import this module)
+
+        return remaining_s(self.est_duration_s, self.progress)
 
     def __repr__(self) -> str:
         return f"<JobView {self.job_id} {self.type} gpus={self.gpus} progress={self.progress:.2f}>"
