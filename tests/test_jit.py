@@ -122,6 +122,29 @@ def test_cold_means_no_fresh_index_beside_the_module(tmp_path, monkeypatch):
     sys.modules.pop("coldpkg", None)
 
 
+def test_an_edited_dependency_drops_the_twins_cache(tmp_path):
+    from types import ModuleType
+
+    (tmp_path / "__pycache__").mkdir()
+    twin, dep_file = tmp_path / "twin.py", tmp_path / "dep.py"
+    index = [tmp_path / "__pycache__" / f"twin.f-{n}.py311.nbi" for n in (1, 2)]
+    other = tmp_path / "__pycache__" / "dep.g-1.py311.nbi"
+    for p in (twin, dep_file, *index, other):
+        p.write_text("")
+    dep = ModuleType("dep")
+    dep.__file__ = str(dep_file)
+    os.utime(dep_file, (100, 100))
+    for p in (*index, other):
+        os.utime(p, (200, 200))
+    jit.forget_stale(str(twin), dep)
+    assert all(p.exists() for p in (*index, other))  # written after the edit: kept
+    os.utime(dep_file, (300, 300))
+    os.utime(index[1], (400, 400))
+    jit.forget_stale(str(twin), dep)
+    assert not index[0].exists() and index[1].exists() and other.exists()
+    jit.forget_stale(str(tmp_path / "missing" / "twin.py"), dep)  # no cache: nothing to do
+
+
 def test_without_numba_there_is_no_twin(monkeypatch):
     monkeypatch.delenv("EVALSTOP_JIT", raising=False)
     monkeypatch.setattr(jit, "_installed", lambda: False)

@@ -54,6 +54,7 @@ def seen(request, monkeypatch):
             out = at(t, call)
             count["checkpointed at a call"] += len(out[0])
             return out
+        at_.heap = at.heap
         return track, at_
 
     yields_index = yields.eval_index

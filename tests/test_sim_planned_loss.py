@@ -19,7 +19,7 @@ import pytest
 from tie_traces import planned_loop_runs, same_as_checkpoint_loop, tie_cases
 
 from evalstop.schedulers import LossAware, build
-from evalstop.sim import loss_drops, planned
+from evalstop.sim import planned, yields
 from evalstop.sim.view import JobView
 from evalstop.workload import load_philly, trace_workload
 
@@ -34,7 +34,7 @@ def seen(request, monkeypatch):
         return count
     loop = planned._loop
     monkeypatch.setattr(planned, "_loop", lambda *a: count.update(["run"]) or loop(*a))
-    indexes = loss_drops.indexes
+    indexes = yields.class_indexes
 
     def counted(jobs, round_of):
         track, hits, next_time, cls = indexes(jobs, round_of)
@@ -48,7 +48,7 @@ def seen(request, monkeypatch):
             return next_time(t, call, min_gpus, exact)
         return track, hits_, next_time_, cls
 
-    monkeypatch.setattr(loss_drops, "indexes", counted)
+    monkeypatch.setattr(yields, "class_indexes", counted)
     return count
 
 

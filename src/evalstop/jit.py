@@ -163,6 +163,23 @@ def _module(name: str) -> str:
     return name.partition(":")[0]
 
 
+def forget_stale(module_file: str, *deps: ModuleType) -> None:
+    """Drop numba's cache index beside ``module_file`` when a module its compiled code is
+    built from (``deps``: functions it inlines or calls) changed after that cache was
+    written: numba checks only the cached function's own file, so an edited dependency
+    would leave the old compiled code in use (an editable install after a pull). A twin
+    module calls this before its first compiled function is defined; numba then compiles
+    afresh and writes a new index."""
+    src = Path(module_file)
+    try:
+        newest = max(Path(d.__file__).stat().st_mtime for d in deps)
+        for index in (src.parent / "__pycache__").glob(f"{src.stem}.*.nbi"):
+            if index.stat().st_mtime < newest:
+                index.unlink()
+    except OSError:
+        return  # (a read-only install keeps its cache elsewhere, and is not edited)
+
+
 def _cold(module: str) -> bool:
     """Whether no compiled code newer than the module's source is cached beside it (numba
     names its index files ``__pycache__/STEM.FUNCTION-LINE.pyXY.nbi``). False when unsure:

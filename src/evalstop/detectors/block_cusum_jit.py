@@ -22,7 +22,11 @@ import math
 import numpy as np
 from numba import njit
 
+from evalstop import jit
+from evalstop.detectors import cusum_drop_jit
 from evalstop.detectors.cusum_drop_jit import _smoothed, _sort_into, best_upto, diff_scale
+
+jit.forget_stale(__file__, cusum_drop_jit)
 
 OWN, STATED, BINOMIAL = 0, 1, 2  # as ``cusum_drop_jit``
 

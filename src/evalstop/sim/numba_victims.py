@@ -4,7 +4,11 @@ value and compared field by field, with ``_Rank``'s tie rule (``planned._chain``
 
 from __future__ import annotations
 
+from evalstop import jit
+from evalstop.sim import numba_arrays
 from evalstop.sim.numba_arrays import F1, F2, I2, _helper, f8, i8
+
+jit.forget_stale(__file__, numba_arrays)
 
 # A running job's entry in the victims' heap, ``worst``: Python's tuple
 # (-key, time, call/batch, flag, order/_Rank, job). Floats (WF columns): the negated key,

@@ -552,16 +552,17 @@ def _steps(jobs, depth, margin):
     LossAware ``yields`` and ``next_call`` (None for the others)."""
     refresh, on_run = _refresher(jobs), None
     if jobs.rule == "loss":
-        index = loss_drops.indexes(jobs, _round)
+        index = yields.class_indexes(jobs, _round)
         start = _starter(jobs, lambda i, j: index[0](i))
         fill, enqueue = _filler(jobs, depth, start), _queuer(jobs)
         return (start, fill, None, None,
-                loss_drops.yielder(jobs, margin, fill, refresh, enqueue, _Rank, index,
-                                   loss_drops.key_of(jobs)),
+                yields.yielder(jobs, margin, fill, refresh, enqueue, _Rank, index,
+                               loss_drops.key_of(jobs), False),
                 loss_drops.next_call(jobs, depth, index))
     if jobs.th is not None:
         cross_next = levels.crosser(jobs)
-        track, at = yields.eval_index(jobs, _round)
+        index = yields.class_indexes(jobs, _round)
+        track, next_time, live = index[0], index[2], jobs.live
 
         def on_run(i, j):
             cross_next(i, j)
@@ -574,9 +575,11 @@ def _steps(jobs, depth, margin):
     if jobs.th is None:
         return (*steps, None, None, None)
     unsettled, inf = yields.unsettled_test(jobs, depth, margin), math.inf
+    # A running job's key is its live entry's, set at its start or a level crossing.
     return (*steps, levels.taker(jobs, refresh, cross_next),
-            yields.yielder(jobs, margin, fill, refresh, enqueue, _Rank, at),
-            lambda free, t, call: at(t, call)[1] if unsettled(free) else inf)
+            yields.yielder(jobs, margin, fill, refresh, enqueue, _Rank, index,
+                           lambda i, k: -live[i][0], True),
+            lambda free, t, call: next_time(t, call, 1, True) if unsettled(free) else inf)
 
 
 def _arriver(jobs):

@@ -1,7 +1,7 @@
 """The numba twin of ``planned.run``: the same loop, compiled, for its four key rules
-(SRTF-Est's remaining time; Tiresias' levels, with its crossings, the index of running
-jobs' evals, its yields at checkpoints and its unsettled calls; SJF-Est's fixed key;
-LossAware's loss drop, with an index of running jobs' evals per GPU class).
+(SRTF-Est's remaining time; Tiresias' levels, with its crossings and its unsettled calls;
+SJF-Est's fixed key; LossAware's loss drop). Tiresias and LossAware share the yields at
+checkpoints and the index of running jobs' evals per GPU class.
 
 ``planned.run`` spends its time in Python's heap operations (SRTF-Est on 1x Philly: 137k
 starts, 237k pops, 370k pushes). Here the same loop runs over numpy arrays: every heap is
@@ -31,9 +31,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from evalstop import jit
+from evalstop.schedulers import loss_aware, srtf, tiresias
 from evalstop.schedulers.loss_aware import drop_key
 from evalstop.schedulers.srtf import remaining_s
 from evalstop.schedulers.tiresias import queue_key, queue_level
+from evalstop.sim import numba_arrays, numba_victims
 from evalstop.sim.numba_arrays import (
     F1,
     F2,
@@ -81,6 +84,7 @@ from evalstop.sim.numba_victims import (
     _wsiftup,
 )
 
+jit.forget_stale(__file__, numba_arrays, numba_victims, srtf, tiresias, loss_aware)
 INF = np.inf
 NAN = np.nan
 # The bases' keys: their own functions, compiled into the loop.
@@ -100,9 +104,9 @@ J_DUR, J_EST, J_AKEY = range(3)
 J_GPUS, J_END = range(2)
 
 # Scalars shared by the helpers (numba functions cannot assign their caller's locals);
-# S_CR, S_CK: the sizes of the crossings' and the evals' heaps; S_LV: the key rule (0:
+# S_CR: the size of the crossings' heap (slot 10 is unused); S_LV: the key rule (0:
 # SRTF-Est's remaining time, 1: Tiresias' levels, 2: SJF-Est's fixed key, 3: LossAware's).
-S_EV, S_W, S_Q, S_B, S_ORDER, S_WSEQ, S_EA_BOUND, S_SERIAL, S_PRE, S_CR, S_CK, S_LV = range(12)
+S_EV, S_W, S_Q, S_B, S_ORDER, S_WSEQ, S_EA_BOUND, S_SERIAL, S_PRE, S_CR, _, S_LV = range(12)
 S_OVER = 12  # 1: more evals fell at one instant than the hits' rows hold (see run_kernel)
 S_RAN = 13  # the runs started in this call (Tiresias; see _ran)
 F_EA_LIMIT = 0
@@ -576,54 +580,9 @@ def _rank_insert(y, r0, YF, YI, perm, grid):
     perm[x] = y
 
 
-@_helper(i8, f8, i8, i8, i8, f8, *ST, *WH, *TH, *TH, F1, I1, I1, F1, I1, I1, F2, I2, I2, F1,
-         I2, I1, I1, *IN, I1, i8, f8)
-def _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB, KF, KA, KB,
-            QF, QA, QB, BK, BS, BJ, YF, YI, HI, LF, LB, perm, preempted, JS, JG, grid, thr,
-            ran, n_gpus, overhead):
-    """``yields.yielder``'s ``yields``: the jobs whose evals the checkpoint loop processed
-    in this call's batch, each in that order yielding to the waiting head if it ranks
-    behind it by more than ``margin`` and the head fits in the free GPUs and its own."""
-    head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
-    limit = head_key + margin
-    if S[S_W] == 0 or -WF[0, W_NKEY] <= limit:
-        return free  # (no running key above the head's)
-    nh, _ = _at(t, call, S, S, S_CK, JF, JI, KF, KA, KB, HI, LF, LB, JG, grid)
-    nf = 0
-    for r in range(nh):
-        i = HI[r, 0]
-        if JI[i, MOVED] == cid or not JF[i, KEY] > limit:
-            continue
-        _rank_row(nf, i, HI[r, 1], JF, JI, YF, YI)
-        _rank_insert(nf, 0, YF, YI, perm, grid)
-        nf += 1
-    for r in range(nf):
-        if S[S_Q] == 0 and S[S_B] == 0:
-            break
-        i = YI[perm[r], W_JOB]
-        if JI[i, LIVE] == 0 or JI[i, MOVED] == cid:
-            continue
-        head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
-        key = JF[i, KEY]
-        if JG[h, J_GPUS] <= free + JG[i, J_GPUS] and key > head_key + margin:
-            if JF[i, NXT] <= t:
-                # Its settlement reads its last eval (the row is not kept).
-                _refresh(i, t, S, SF, JF, JI, JS, JG, grid, thr, YF,
-                         YI, YF.shape[0] - 1)
-            JI[i, MOVED] = JI[i, GONE] = cid
-            preempted[S[S_PRE]] = i
-            S[S_PRE] += 1
-            JI[i, LIVE] = 0
-            _enqueue(key, i, S, QF, QA, QB, BK, BS, BJ, JG)
-            free = _fill(free + JG[i, J_GPUS], t, call, cid, depth, S, SF, JF, JI, WF, WI,
-                         EF, EA, EB, QF, QA, QB, BK, BS, BJ, JS, JG, grid, ran, n_gpus,
-                         overhead)
-    return free
-
-
-# ---- LossAware (``sim.loss_drops``) ----------------------------------------------------
+# ---- Yields at checkpoints (Tiresias, LossAware: ``yields.yielder``) -------------------
 # Running jobs' next evals in one index per GPU class (1, 2-3, 4-7, ...): the rows of
-# KF2, KA2, KB2, with their sizes in CKS.
+# KF2, KA2, KB2, with their sizes in CKS (``yields.class_indexes``).
 
 
 @_step
@@ -670,14 +629,18 @@ def _loss_rows(t, call, cid, lo, hi, nf, after, r0, S, CKS, JF, JI, KF2, KA2, KB
 
 @_helper(i8, f8, i8, i8, i8, f8, *ST, *WH, *TH, I1, F2, I2, I2, I2, F1, I2, F1, I1, I1, F1,
          I1, I1, F2, I2, I1, I1, *IN, I1, i8, f8, F2)
-def _loss_yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB, CKS,
-                 KF2, KA2, KB2, HI, LF, LB, QF, QA, QB, BK, BS, BJ, YF, YI, perm, preempted,
-                 JS, JG, grid, thr, ran, n_gpus, overhead, L):
-    """``loss_drops.yielder``'s ``yields``: the jobs checkpointed in this call's batch, in
-    the checkpoint loop's order, each yielding to the waiting head if its key there is
-    worse by more than ``margin`` and the head fits in the free GPUs and its own; the
-    smaller classes' checkpoints read only after a first yield."""
+def _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB, CKS,
+            KF2, KA2, KB2, HI, LF, LB, QF, QA, QB, BK, BS, BJ, YF, YI, perm, preempted,
+            JS, JG, grid, thr, ran, n_gpus, overhead, L):
+    """``yields.yielder``'s ``yields``: the jobs checkpointed in this call's batch, in the
+    checkpoint loop's order, each yielding to the waiting head if its key there (its live
+    key for Tiresias, its loss drop for LossAware) is worse by more than ``margin`` and the
+    head fits in the free GPUs and its own; the smaller classes' checkpoints read only
+    after a first yield."""
     head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
+    levels = S[S_LV] == 1
+    if levels and (S[S_W] == 0 or -WF[0, W_NKEY] <= head_key + margin):
+        return free  # (no running key above the head's)
     lo, n_cls = _cls(JG[h, J_GPUS] - free), CKS.shape[0]
     nf = _loss_rows(t, call, cid, lo, n_cls, 0, -1, 0, S, CKS, JF, JI, KF2, KA2, KB2, HI, LF,
                     LB, YF, YI, perm, JG, grid)
@@ -693,7 +656,7 @@ def _loss_yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, E
         head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
         if JG[h, J_GPUS] > free + JG[i, J_GPUS]:
             continue
-        key = _loss_key(L, i, YI[y, W_ORD])
+        key = JF[i, KEY] if levels else _loss_key(L, i, YI[y, W_ORD])
         if not key > head_key + margin:
             continue
         if JF[i, NXT] <= t:
@@ -713,17 +676,9 @@ def _loss_yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, E
     return free
 
 
-@_helper(i8, f8, i8, i8, I1, I1, F2, I2, F2, I2, I2, I2, F1, I2, F1, I1, I1, F1, I1, I1, I2,
-         F1)
-def _loss_next(free, t, call, depth, S, CKS, JF, JI, KF2, KA2, KB2, HI, LF, LB, QF, QA, QB,
-               BK, BS, BJ, JG, grid):
-    """``loss_drops.next_call``'s ``next_at``: the next eval of any running job when a fill
-    would act, else of a job of at least the GPUs the head lacks (or a time before it)."""
-    exact = _fills(free, depth, S, QF, QA, QB, BK, BS, BJ, JG)
-    lo = 0
-    if not exact:
-        head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
-        lo = _cls(JG[h, J_GPUS] - free)
+@_helper(f8, i8, i8, i8, I1, I1, F2, I2, F2, I2, I2, I2, F1, I2, I2, F1)
+def _next_eval(t, call, lo, exact, S, CKS, JF, JI, KF2, KA2, KB2, HI, LF, LB, JG, grid):
+    """``yields.class_indexes``' ``next_time`` from class lo."""
     nxt = INF
     for c in range(lo, CKS.shape[0]):
         if exact or (CKS[c] and KF2[c, 0] <= t):
@@ -736,15 +691,19 @@ def _loss_next(free, t, call, depth, S, CKS, JF, JI, KF2, KA2, KB2, HI, LF, LB, 
     return nxt
 
 
-@_step
-def _ran_loss(S, JF, JI, CKS, KF2, KA2, KB2, JG, grid, ran, n_gpus):
-    """LossAware's ``on_run`` for the runs a call started, after it (as ``_ran``): each
-    run's first eval in its class's index."""
-    for r in range(S[S_RAN]):
-        i = ran[r]
-        c = _cls(JG[i, J_GPUS])
-        _track(i, CKS, c, JF, JI, KF2[c], KA2[c], KB2[c], JG, grid, n_gpus)
-    S[S_RAN] = 0
+@_helper(i8, f8, i8, i8, I1, I1, F2, I2, F2, I2, I2, I2, F1, I2, F1, I1, I1, F1, I1, I1, I2,
+         F1)
+def _loss_next(free, t, call, depth, S, CKS, JF, JI, KF2, KA2, KB2, HI, LF, LB, QF, QA, QB,
+               BK, BS, BJ, JG, grid):
+    """``loss_drops.next_call``'s ``next_at``: the next eval of any running job when a fill
+    would act, else of a job of at least the GPUs the head lacks (or a time before it)."""
+    exact = _fills(free, depth, S, QF, QA, QB, BK, BS, BJ, JG)
+    lo = 0
+    if not exact:
+        head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
+        lo = _cls(JG[h, J_GPUS] - free)
+    return _next_eval(t, call, lo, int(exact), S, CKS, JF, JI, KF2, KA2, KB2, HI, LF, LB, JG,
+                      grid)
 
 
 @_helper(f8, *ST, *WH, F2, I2, *TH, *IN, i8)
@@ -769,15 +728,18 @@ def _take_crossings(t, S, SF, JF, JI, WF, WI, FRF, FRI, CF, CA, CB, JS, JG,
 
 
 @_step
-def _ran(S, SF, JF, JI, CF, CA, CB, KF, KA, KB, JG, grid, thr, ran, n_gpus):
-    """Tiresias' steps for the runs a call started (``planned``'s ``on_run``), made after
-    it: each run's next level crossing, and its first eval in the evals' index. Nothing in
-    the call reads either for a run it started (an eval due at once comes after the call);
-    made in ``_start``, they cost every start, SRTF-Est's too, the arrays of both heaps."""
+def _ran(S, SF, JF, JI, CF, CA, CB, CKS, KF2, KA2, KB2, JG, grid, thr, ran, n_gpus):
+    """Tiresias' and LossAware's steps for the runs a call started (``planned``'s
+    ``on_run``), made after it: each run's first eval in its class's index, and for
+    Tiresias its next level crossing. Nothing in the call reads either for a run it
+    started (an eval due at once comes after the call); made in ``_start``, they cost
+    every start, SRTF-Est's too, the arrays of both heaps."""
     for r in range(S[S_RAN]):
         i = ran[r]
-        _cross_next(i, JI[i, SEG_J0], S, SF, JF, JI, CF, CA, CB, JG, grid, thr, n_gpus)
-        _track(i, S, S_CK, JF, JI, KF, KA, KB, JG, grid, n_gpus)
+        if S[S_LV] == 1:
+            _cross_next(i, JI[i, SEG_J0], S, SF, JF, JI, CF, CA, CB, JG, grid, thr, n_gpus)
+        c = _cls(JG[i, J_GPUS])
+        _track(i, CKS, c, JF, JI, KF2[c], KA2[c], KB2[c], JG, grid, n_gpus)
     S[S_RAN] = 0
 
 
@@ -892,7 +854,7 @@ def _call(alone, free, t, call, cid, M, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, C
     arguments (past that Python passes them as ``*args``)."""
     depth, margin, levels, n_gpus, overhead, preempts, loss = M
     QF, QA, QB, BK, BS, BJ = Q
-    KF, KA, KB, HI, LF, LB, YF, YI, perm, CKS, KF2, KA2, KB2, L = Y
+    HI, LF, LB, YF, YI, perm, CKS, KF2, KA2, KB2, L = Y
     victims, preempted, ran = V
     if alone >= 0:
         free -= JG[alone, J_GPUS]
@@ -901,16 +863,10 @@ def _call(alone, free, t, call, cid, M, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, C
     elif free > 0 and (S[S_Q] or S[S_B]):
         free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF,
                      QA, QB, BK, BS, BJ, JS, JG, grid, ran, n_gpus, overhead)
-    if S[S_Q] or S[S_B]:
-        if levels:
-            free = _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA,
-                           EB, KF, KA, KB, QF, QA, QB, BK, BS, BJ, YF, YI, HI, LF, LB,
-                           perm, preempted, JS, JG, grid, thr, ran, n_gpus, overhead)
-        elif loss:
-            free = _loss_yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF,
-                                EA, EB, CKS, KF2, KA2, KB2, HI, LF, LB, QF, QA, QB, BK, BS,
-                                BJ, YF, YI, perm, preempted, JS, JG, grid, thr, ran, n_gpus,
-                                overhead, L)
+    if (levels or loss) and (S[S_Q] or S[S_B]):
+        free = _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB,
+                       CKS, KF2, KA2, KB2, HI, LF, LB, QF, QA, QB, BK, BS, BJ, YF, YI, perm,
+                       preempted, JS, JG, grid, thr, ran, n_gpus, overhead, L)
     if preempts and (S[S_Q] or S[S_B]):
         head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
         # The search's first test, without the call: no running key above the head's.
@@ -920,17 +876,16 @@ def _call(alone, free, t, call, cid, M, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, C
                                      PPI, FRF, FRI, stack, victims, preempted, JS, JG,
                                      grid, thr, ran, n_gpus, overhead)
     _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, JG, grid, n_gpus)
-    if levels:
-        _ran(S, SF, JF, JI, CF, CA, CB, KF, KA, KB, JG, grid, thr, ran, n_gpus)
-    elif loss:
-        _ran_loss(S, JF, JI, CKS, KF2, KA2, KB2, JG, grid, ran, n_gpus)
-        if S[S_Q] or S[S_B]:
-            return free, _loss_next(free, t, call, depth, S, CKS, JF, JI, KF2, KA2, KB2, HI,
-                                    LF, LB, QF, QA, QB, BK, BS, BJ, JG, grid)
+    if levels or loss:
+        _ran(S, SF, JF, JI, CF, CA, CB, CKS, KF2, KA2, KB2, JG, grid, thr, ran, n_gpus)
+    if loss and (S[S_Q] or S[S_B]):
+        return free, _loss_next(free, t, call, depth, S, CKS, JF, JI, KF2, KA2, KB2, HI, LF,
+                                LB, QF, QA, QB, BK, BS, BJ, JG, grid)
     if (levels and (S[S_Q] or S[S_B])
             and _unsettled(free, depth, margin, S, SF, JF, JI, WF, WI, QF, QA, QB, BK, BS,
                            BJ, stack, JG)):
-        return free, _at(t, call, S, S, S_CK, JF, JI, KF, KA, KB, HI, LF, LB, JG, grid)[1]
+        return free, _next_eval(t, call, 0, 1, S, CKS, JF, JI, KF2, KA2, KB2, HI, LF, LB, JG,
+                                grid)
     return free, INF
 
 
@@ -961,7 +916,7 @@ def run_kernel(arrival, dur, gpus, est, akey, thr, rule, end_eval, grid, n_gpus,
     ``table``; ``akey``: arriving jobs' keys): start_s, finish_s, gpu_s, n_preemptions, the
     timeline, the jobs left waiting on an idle cluster (-1: none; -2: the twin gave up, too
     many evals at one instant) and the arrays' owners (made here: by a helper, 4% slower)."""
-    n, levels, n_cls = arrival.shape[0], rule == 1, _cls(gpus.max()) + 1 if rule == 3 else 1
+    n, levels, n_cls = arrival.shape[0], rule == 1, _cls(gpus.max()) + 1 if rule & 1 else 1
     arrival, thr, grid, L = _borrow(arrival), _borrow(thr), _borrow(grid), _borrow(table)
     JS_o, JG_o = np.empty((n, 3)), np.empty((n, 2), np.int64)
     JS, JG = _borrow(JS_o), _borrow(JG_o)
@@ -984,10 +939,8 @@ def run_kernel(arrival, dur, gpus, est, akey, thr, rule, end_eval, grid, n_gpus,
     # Tiresias: crossings, evals' index (compacted past 64 + 4 n_gpus), a call's hits (at
     # most the runs in it, unless evals of a run fall at one time); LossAware: an index per class.
     CF_o, CA_o, CB_o = np.empty(cw), np.empty(cw, np.int64), np.zeros(cw, np.int64)
-    KF_o, KA_o, KB_o = np.empty(cw), np.empty(cw, np.int64), np.zeros(cw, np.int64)
     HI_o, LF_o, LB_o = np.empty((cw, 2), np.int64), np.empty(cw), np.empty((cw, 2), np.int64)
     YF_o, YI_o, perm_o = np.empty((cw + 1, 6)), np.empty((cw + 1, 8), np.int64), np.empty(cw, np.int64)
-    KF, KA, KB = _borrow(KF_o), _borrow(KA_o), _borrow(KB_o)
     HI, LF, LB = _borrow(HI_o), _borrow(LF_o), _borrow(LB_o)
     YF, YI, perm = _borrow(YF_o), _borrow(YI_o), _borrow(perm_o)
     K2F_o, K2I_o, CKS_o = np.empty((n_cls, cw)), np.zeros((2, n_cls, cw), np.int64), np.zeros(n_cls, np.int64)
@@ -997,7 +950,7 @@ def run_kernel(arrival, dur, gpus, est, akey, thr, rule, end_eval, grid, n_gpus,
     FRF, FRI, stack = _borrow(FRF_o), _borrow(FRI_o), _borrow(stack_o)
     CF, CA, CB = _borrow(CF_o), _borrow(CA_o), _borrow(CB_o)
     M, Q = (depth, margin, levels, n_gpus, overhead, rule < 2, rule == 3), (QF, QA, QB, BK, BS, BJ)
-    Y, V = (KF, KA, KB, HI, LF, LB, YF, YI, perm, CKS, KF2, KA2, KB2, L), (victims, preempted, ran)
+    Y, V = (HI, LF, LB, YF, YI, perm, CKS, KF2, KA2, KB2, L), (victims, preempted, ran)
     tl_t, tl_used, tl_n = np.zeros(1024), np.zeros(1024, np.int64), 1
     free, ai, left, t_call, call, cid, t_any = n_gpus, 0, -1, NAN, 0, 0, INF
     while True:
@@ -1031,6 +984,6 @@ def run_kernel(arrival, dur, gpus, est, akey, thr, rule, end_eval, grid, n_gpus,
             break
     owners = (JS_o, JG_o, JF_o, JI_o, S_o, SF_o, QF_o, QA_o, QB_o, BK_o, BS_o, BJ_o, vp_o,
               EF_o, EA_o, EB_o, WF_o, WI_o, PPF_o, PPI_o, FRF_o, FRI_o, stack_o, CF_o, CA_o,
-              CB_o, KF_o, KA_o, KB_o, HI_o, LF_o, LB_o, YF_o, YI_o, perm_o, K2F_o, K2I_o, CKS_o)
+              CB_o, HI_o, LF_o, LB_o, YF_o, YI_o, perm_o, K2F_o, K2I_o, CKS_o)
     return (JF_o[:, START].copy(), JF_o[:, FINISH].copy(), JF_o[:, GPU_S].copy(),
             JI_o[:, N_PRE].copy(), tl_t[:tl_n].copy(), tl_used[:tl_n].copy(), left, owners)

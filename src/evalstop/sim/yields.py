@@ -1,5 +1,6 @@
-"""Yields at checkpoints in the planned loop (``sim.planned``), for a base that makes
-them (Tiresias): the checkpoint loop's calls that can act, without an event per eval.
+"""Yields at checkpoints in the planned loop (``sim.planned``), for the bases that make
+them (Tiresias, LossAware): the checkpoint loop's calls that can act, without an event
+per eval.
 
 ``PriorityScheduler`` hears every checkpoint and is asked after each instant's, but a call
 after only checkpoints acts only when the state the last call left is unsettled (see
@@ -9,13 +10,21 @@ started in that call, which it could not take; or a job that would yield). Keys 
 at level crossings, which are events. So after each call the loop asks ``unsettled``; only
 then does it need the next checkpoint of any running job (``next_checkpoint``), where the
 checkpoint loop's next call acts. Every call tests the jobs checkpointed at its instant
-for a yield (``yields``), in the order the checkpoint loop processed their evals.
+for a yield (``yielder``), in the order the checkpoint loop processed their evals.
+
+A job yields only if the waiting head fits in the free GPUs and its own, and between two
+calls neither changes; so running jobs' next evals are kept in one index per GPU class
+(``class_indexes``: 1, 2-3, 4-7, ...), and a call reads the checkpoints of the classes
+that could let the head in first, the smaller ones only after a yield. Both bases use the
+same index and the same yield step; only the key at a checkpoint differs (Tiresias' is
+the job's live key, LossAware's is made from its loss row, ``sim.loss_drops``).
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+import operator
 from bisect import bisect_left
 
 
@@ -105,35 +114,98 @@ def yielding(jobs, fill, refresh, enqueue):
     return yield_
 
 
-def yielder(jobs, margin, fill, refresh, enqueue, rank, at):
-    """``yields(free, t, call, cid, preempted, wseq)``: ``_yield_at_checkpoints`` for the
-    jobs whose evals the checkpoint loop processed in this call's batch (``at``): each, in
-    that order, yields to the waiting head if it ranks behind it by more than ``margin``
-    and the head fits in the free GPUs and its own; a fill follows each yield. Returns the
-    free GPUs and the wait queue's counter."""
-    wait, wait_big, worst, live, moved, segs, gpus = (
-        jobs.wait, jobs.wait_big, jobs.worst, jobs.live, jobs.moved, jobs.segs, jobs.gpus)
-    yield_ = yielding(jobs, fill, refresh, enqueue)
+def _classes(n):
+    """The GPU class (1, 2-3, 4-7, ...) of a job of g GPUs, or of a need of g GPUs, for g
+    up to n, at index g (classes[0] = 0: any)."""
+    return [max(g, 1).bit_length() - 1 for g in range(n + 1)]
 
-    def yields(free, t, call, cid, preempted, wseq):
-        limit = head(jobs)[0] + margin
-        if not worst or -worst[0][0] <= limit:
+
+def class_indexes(jobs, round_of):
+    """``eval_index`` per GPU class: ``track(i)``; ``hits(t, call, lo, hi)``, the
+    checkpoints in the batch before call ``call`` at t of classes lo to hi - 1; and
+    ``next_time(t, call, min_gpus, exact)``, the next eval of a job of at least
+    ``min_gpus`` GPUs (inf: none), or, unless ``exact``, a time no later (a class whose
+    first entry comes after t is not asked: that entry may be a run's that has ended); and
+    the class of each number of GPUs (``_classes``)."""
+    cls = _classes(max(jobs.gpus))
+    n_classes = cls[-1] + 1
+    tracks, ats = zip(*(eval_index(jobs, round_of) for _ in range(n_classes)))
+    heaps, gpus, inf = [a.heap for a in ats], jobs.gpus, math.inf
+
+    def track(i):
+        tracks[cls[gpus[i]]](i)
+
+    def hits(t, call, lo, hi):
+        out = []
+        for c in range(lo, hi):
+            ck = heaps[c]
+            if ck and ck[0][0] <= t:
+                found = ats[c](t, call)[0]
+                if found:
+                    out += found
+        return out
+
+    def next_time(t, call, min_gpus, exact):
+        nxt = inf
+        for c in range(cls[min_gpus] if min_gpus > 0 else 0, n_classes):
+            ck = heaps[c]
+            if exact or (ck and ck[0][0] <= t):
+                t_c = ats[c](t, call)[1]
+            else:
+                t_c = ck[0][0] if ck else inf
+            if t_c < nxt:
+                nxt = t_c
+        return nxt
+
+    return track, hits, next_time, cls
+
+
+def yielder(jobs, margin, fill, refresh, enqueue, rank, index, key, bounded):
+    """``yields(free, t, call, cid, preempted, wseq)``: ``_yield_at_checkpoints`` for the
+    jobs checkpointed in this call's batch (``index``, a ``class_indexes``), in the
+    checkpoint loop's order: each yields to the waiting head if its key there
+    (``key(i, k)``) is worse by more than ``margin`` and the head fits in the free GPUs
+    and its own; a fill follows each yield. Until the first yield only a job of the GPUs
+    the head lacks can yield, so the smaller jobs' checkpoints are read only after it
+    (those ranked before it could not have yielded). ``bounded``: the victims' heap's top
+    bounds every running key (Tiresias), so below the head nothing is read."""
+    wait, wait_big, live, moved, segs, gpus, worst = (
+        jobs.wait, jobs.wait_big, jobs.live, jobs.moved, jobs.segs, jobs.gpus, jobs.worst)
+    yield_ = yielding(jobs, fill, refresh, enqueue)
+    _, hits, _, cls = index
+    by_rank, n_classes = operator.itemgetter(0), cls[-1] + 1
+
+    def ranked(found, cid):
+        out = [(rank(segs[i], k), i, k) for i, k in found if moved[i] != cid]
+        if len(out) > 1:
+            out.sort(key=by_rank)
+        return out
+
+    def yields_(free, t, call, cid, preempted, wseq):
+        head_key, _, h = head(jobs)
+        if bounded and (not worst or -worst[0][0] <= head_key + margin):
             return free, wseq  # (no running key above the head's)
-        found = [(rank(segs[i], k), i) for i, k in at(t, call)[0]
-                 if moved[i] != cid and -live[i][0] > limit]
-        found.sort(key=lambda r: r[0])
-        for _, i in found:
+        need = gpus[h] - free
+        lo = cls[need] if need > 0 else 0
+        found, r = ranked(hits(t, call, lo, n_classes), cid), 0
+        while r < len(found):
+            at_rank, i, k = found[r]
+            r += 1
             if not (wait or wait_big):
                 break
             if live[i] is None or moved[i] == cid:
                 continue
             head_key, _, h = head(jobs)
-            key = -live[i][0]
-            if gpus[h] <= free + gpus[i] and key > head_key + margin:
-                free, wseq = yield_(i, key, free, t, call, cid, preempted, wseq)
+            if gpus[h] <= free + gpus[i]:
+                ki = key(i, k)
+                if ki > head_key + margin:
+                    free, wseq = yield_(i, ki, free, t, call, cid, preempted, wseq)
+                    if lo:  # the smaller jobs' checkpoints ranked after this one
+                        more = [e for e in ranked(hits(t, call, 0, lo), cid) if at_rank < e[0]]
+                        found, r, lo = sorted(found[r:] + more, key=by_rank), 0, 0
         return free, wseq
 
-    return yields
+    return yields_
 
 
 def fill_would_act(jobs, depth):
