@@ -92,13 +92,6 @@ def _plain(scheduler):
     return None
 
 
-def fits(scheduler) -> bool:
-    """Whether ``scheduler`` is a plain SRTF-Est (alone or under the plain overlay): the
-    loop here is that scheduler's, so a subclass or a patched method keeps the general
-    loop."""
-    return type(_plain(scheduler)) is SRTFEst
-
-
 def rule(scheduler, workload):
     """The key rule this loop runs ``scheduler`` by (``twin_key``'s): ``"remaining"``
     (SRTF-Est), ``"levels"`` (Tiresias, whose arrivals its keys can order), ``"fixed"``
