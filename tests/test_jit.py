@@ -122,8 +122,10 @@ def test_cold_means_no_fresh_index_beside_the_module(tmp_path, monkeypatch):
     sys.modules.pop("coldpkg", None)
 
 
-def test_an_edited_dependency_drops_the_twins_cache(tmp_path):
+def test_an_edited_dependency_drops_the_twins_cache(tmp_path, monkeypatch, capsys):
     from types import ModuleType
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
 
     (tmp_path / "__pycache__").mkdir()
     twin, dep_file = tmp_path / "twin.py", tmp_path / "dep.py"
@@ -138,10 +140,12 @@ def test_an_edited_dependency_drops_the_twins_cache(tmp_path):
         os.utime(p, (200, 200))
     jit.forget_stale(str(twin), dep)
     assert all(p.exists() for p in (*index, other))  # written after the edit: kept
+    assert capsys.readouterr().err == ""
     os.utime(dep_file, (300, 300))
     os.utime(index[1], (400, 400))
     jit.forget_stale(str(twin), dep)
     assert not index[0].exists() and index[1].exists() and other.exists()
+    assert capsys.readouterr().err.count("compiling twin again") == 1  # said, on a terminal
     jit.forget_stale(str(tmp_path / "missing" / "twin.py"), dep)  # no cache: nothing to do
 
 

@@ -170,14 +170,18 @@ def forget_stale(module_file: str, *deps: ModuleType) -> None:
     would leave the old compiled code in use (an editable install after a pull). A twin
     module calls this before its first compiled function is defined; numba then compiles
     afresh and writes a new index."""
-    src = Path(module_file)
+    src, dropped = Path(module_file), False
     try:
         newest = max(Path(d.__file__).stat().st_mtime for d in deps)
         for index in (src.parent / "__pycache__").glob(f"{src.stem}.*.nbi"):
             if index.stat().st_mtime < newest:
                 index.unlink()
+                dropped = True
     except OSError:
         return  # (a read-only install keeps its cache elsewhere, and is not edited)
+    if dropped and sys.stderr.isatty():
+        print(f"evalstop: compiling {src.stem} again with numba (a module it uses changed; "
+              "10-20 s)", file=sys.stderr, flush=True)
 
 
 def _cold(module: str) -> bool:
