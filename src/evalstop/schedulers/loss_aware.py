@@ -19,7 +19,7 @@ def drop_key(first, previous, latest):
     """LossAware's key from a job's first, previous and latest losses: minus the last drop,
     normalised by the first loss (the best key, -inf, when the first is not finite or
     zero). The simulator's planned loop and its compiled twin call this function too."""
-    # ``abs(x) < inf``: x is finite (compiled, one comparison, where isfinite was a call).
+    # ``abs(x) < inf``: x is finite (NaN compares false).
     if not abs(first) < math.inf or first == 0:
         return -math.inf
     drop = (previous - latest) / abs(first)

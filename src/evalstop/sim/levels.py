@@ -2,10 +2,11 @@
 when its attained GPU-seconds cross a queue threshold, so each run of a job gets one more
 event, at the first eval where they do (a level crossing), found when the run starts.
 
-A key is ``level * _LEVEL_SPAN + arrival_s``, the level counting the thresholds at or
-below the GPU-seconds attained as of the job's last checkpoint; attained GPU-seconds there
-are the checkpoint loop's float: the job's GPU-seconds before this run, plus its GPUs times
-the time from the run's start to that eval's event time.
+A key is ``tiresias.queue_key`` of the job's level (``tiresias.queue_level``: the
+thresholds at or below the GPU-seconds attained as of its last checkpoint) and its
+arrival; attained GPU-seconds there are the checkpoint loop's float: the job's GPU-seconds
+before this run, plus its GPUs times the time from the run's start to that eval's event
+time.
 """
 
 from __future__ import annotations

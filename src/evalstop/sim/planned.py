@@ -550,7 +550,7 @@ def _steps(jobs, depth, margin):
         fill, enqueue = _filler(jobs, depth, start), _queuer(jobs)
         return (start, fill, None, None,
                 yields.yielder(jobs, margin, fill, refresh, enqueue, _Rank, index,
-                               loss_drops.key_of(jobs), False),
+                               loss_drops.key_of(jobs)),
                 loss_drops.next_call(jobs, depth, index))
     if jobs.th is not None:
         cross_next = levels.crosser(jobs)
@@ -571,7 +571,7 @@ def _steps(jobs, depth, margin):
     # A running job's key is its live entry's, set at its start or a level crossing.
     return (*steps, levels.taker(jobs, refresh, cross_next),
             yields.yielder(jobs, margin, fill, refresh, enqueue, _Rank, index,
-                           lambda i, k: -live[i][0], True),
+                           lambda i, k: -live[i][0]),
             lambda free, t, call: next_time(t, call, 1, True) if unsettled(free) else inf)
 
 

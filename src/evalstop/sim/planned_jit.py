@@ -104,11 +104,11 @@ J_DUR, J_EST, J_AKEY = range(3)
 J_GPUS, J_END = range(2)
 
 # Scalars shared by the helpers (numba functions cannot assign their caller's locals);
-# S_CR: the size of the crossings' heap (slot 10 is unused); S_LV: the key rule (0:
+# S_CR: the size of the crossings' heap; S_LV: the key rule (0:
 # SRTF-Est's remaining time, 1: Tiresias' levels, 2: SJF-Est's fixed key, 3: LossAware's).
-S_EV, S_W, S_Q, S_B, S_ORDER, S_WSEQ, S_EA_BOUND, S_SERIAL, S_PRE, S_CR, _, S_LV = range(12)
-S_OVER = 12  # 1: more evals fell at one instant than the hits' rows hold (see run_kernel)
-S_RAN = 13  # the runs started in this call (Tiresias; see _ran)
+S_EV, S_W, S_Q, S_B, S_ORDER, S_WSEQ, S_EA_BOUND, S_SERIAL, S_PRE, S_CR, S_LV = range(11)
+S_OVER = 11  # 1: more evals fell at one instant than the hits' rows hold (see run_kernel)
+S_RAN = 12  # the runs started in this call (Tiresias, LossAware; see _ran)
 F_EA_LIMIT = 0
 
 # ---- the loop -------------------------------------------------------------------------
@@ -603,9 +603,9 @@ def _cls(g):
 
 @_helper(f8, i8, i8, i8, i8, i8, i8, i8, I1, I1, F2, I2, F2, I2, I2, I2, F1, I2, F2, I2, I1,
          I2, F1)
-def _loss_rows(t, call, cid, lo, hi, nf, after, r0, S, CKS, JF, JI, KF2, KA2, KB2, HI, LF,
-               LB, YF, YI, perm, JG, grid):
-    """``loss_drops``' ``hits`` of classes lo to hi - 1, each a row for ``_rank_less`` in
+def _hit_rows(t, call, cid, lo, hi, nf, after, r0, S, CKS, JF, JI, KF2, KA2, KB2, HI, LF,
+              LB, YF, YI, perm, JG, grid):
+    """``yields.class_indexes``' ``hits`` of classes lo to hi - 1, each a row for ``_rank_less`` in
     YF, YI from row nf (not a job moved in this call; only one ranked after row ``after``,
     if that is not -1), sorted into ``perm`` from position r0; returns the rows' count."""
     for c in range(lo, hi):
@@ -642,8 +642,8 @@ def _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB
     if levels and (S[S_W] == 0 or -WF[0, W_NKEY] <= head_key + margin):
         return free  # (no running key above the head's)
     lo, n_cls = _cls(JG[h, J_GPUS] - free), CKS.shape[0]
-    nf = _loss_rows(t, call, cid, lo, n_cls, 0, -1, 0, S, CKS, JF, JI, KF2, KA2, KB2, HI, LF,
-                    LB, YF, YI, perm, JG, grid)
+    nf = _hit_rows(t, call, cid, lo, n_cls, 0, -1, 0, S, CKS, JF, JI, KF2, KA2, KB2, HI, LF,
+                   LB, YF, YI, perm, JG, grid)
     r = 0
     while r < nf:
         y = perm[r]
@@ -670,8 +670,8 @@ def _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB
         free = _fill(free + JG[i, J_GPUS], t, call, cid, depth, S, SF, JF, JI, WF, WI, EF,
                      EA, EB, QF, QA, QB, BK, BS, BJ, JS, JG, grid, ran, n_gpus, overhead)
         if lo:  # the smaller jobs' checkpoints ranked after this one
-            nf = _loss_rows(t, call, cid, 0, lo, nf, y, r, S, CKS, JF, JI, KF2, KA2, KB2, HI,
-                            LF, LB, YF, YI, perm, JG, grid)
+            nf = _hit_rows(t, call, cid, 0, lo, nf, y, r, S, CKS, JF, JI, KF2, KA2, KB2, HI,
+                           LF, LB, YF, YI, perm, JG, grid)
             lo = 0
     return free
 
@@ -922,7 +922,7 @@ def run_kernel(arrival, dur, gpus, est, akey, thr, rule, end_eval, grid, n_gpus,
     JS, JG = _borrow(JS_o), _borrow(JG_o)
     _pack(JS, JG, dur, est, akey, gpus, end_eval)
     JF_o, JI_o = np.zeros((n, 12)), np.zeros((n, 9), np.int64)
-    S_o, SF_o = np.zeros(14, np.int64), np.full(1, INF)  # (SF: ea_limit)
+    S_o, SF_o = np.zeros(13, np.int64), np.full(1, INF)  # (SF: ea_limit)
     JF, JI, S, SF = _borrow(JF_o), _borrow(JI_o), _borrow(S_o), _borrow(SF_o)
     _clear(JF, JI, S, rule)
     QF_o, QA_o, QB_o = np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)

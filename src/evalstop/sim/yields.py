@@ -160,15 +160,16 @@ def class_indexes(jobs, round_of):
     return track, hits, next_time, cls
 
 
-def yielder(jobs, margin, fill, refresh, enqueue, rank, index, key, bounded):
+def yielder(jobs, margin, fill, refresh, enqueue, rank, index, key):
     """``yields(free, t, call, cid, preempted, wseq)``: ``_yield_at_checkpoints`` for the
     jobs checkpointed in this call's batch (``index``, a ``class_indexes``), in the
     checkpoint loop's order: each yields to the waiting head if its key there
     (``key(i, k)``) is worse by more than ``margin`` and the head fits in the free GPUs
     and its own; a fill follows each yield. Until the first yield only a job of the GPUs
     the head lacks can yield, so the smaller jobs' checkpoints are read only after it
-    (those ranked before it could not have yielded). ``bounded``: the victims' heap's top
-    bounds every running key (Tiresias), so below the head nothing is read."""
+    (those ranked before it could not have yielded). Where there is a victims' heap (a
+    base that preempts: Tiresias), its top bounds every running key, so below the head
+    nothing is read."""
     wait, wait_big, live, moved, segs, gpus, worst = (
         jobs.wait, jobs.wait_big, jobs.live, jobs.moved, jobs.segs, jobs.gpus, jobs.worst)
     yield_ = yielding(jobs, fill, refresh, enqueue)
@@ -183,7 +184,7 @@ def yielder(jobs, margin, fill, refresh, enqueue, rank, index, key, bounded):
 
     def yields_(free, t, call, cid, preempted, wseq):
         head_key, _, h = head(jobs)
-        if bounded and (not worst or -worst[0][0] <= head_key + margin):
+        if jobs.preempts and (not worst or -worst[0][0] <= head_key + margin):
             return free, wseq  # (no running key above the head's)
         need = gpus[h] - free
         lo = cls[need] if need > 0 else 0
