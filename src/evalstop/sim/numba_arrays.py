@@ -15,11 +15,15 @@ F1, I1, F2, I2 = types.float64[::1], types.int64[::1], types.float64[:, ::1], ty
 f8, i8 = types.float64, types.int64
 
 
-def _helper(*argtypes):
+def _helper(*argtypes, nrt=False):
     """A compiled helper, called from compiled code only (no Python or C entry points),
     with its argument types given: left to infer them, numba also compiled a copy for
-    each constant argument (``pos=0``...), which nearly doubled the first compilation."""
-    return njit(argtypes, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+    each constant argument (``pos=0``...), which nearly doubled the first compilation.
+    Without numba's reference counting (``nrt``) unless it makes arrays: the arrays it
+    is passed are borrowed (``_borrow``), yet every use counted them, a call each, which
+    was a quarter of SRTF-Est's loop."""
+    return njit(argtypes, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True,
+                _nrt=nrt)
 
 
 def _step(fn):

@@ -23,13 +23,17 @@ from, and a count of jobs left waiting on an idle cluster (-1: none) for ``run``
 on. Its buffers are sized by the bounds of one scheduling call, which hold because every
 job needs at least one GPU (``Workload.validate``), and grown between calls.
 
+Only ``run_kernel`` makes arrays. The loop itself (``_loop``) and every helper run on
+borrowed views without numba's reference counts (``numba_arrays._helper``), and hand back
+to ``run_kernel`` when an array must grow.
+
 Compiling all this takes tens of CPU-seconds, once: the result is cached (``cache=True``)
 and later processes load it (numba's import included, about a second).
 """
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 
 from evalstop import jit
 from evalstop.schedulers import loss_aware, srtf, tiresias
@@ -889,23 +893,72 @@ def _call(alone, free, t, call, cid, M, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, C
     return free, INF
 
 
-@_step
-def _marked(tl_t, tl_used, tl_n, t, used):
-    """The GPU timeline with ``used`` GPUs from t on, grown when full."""
-    if tl_n == tl_t.shape[0]:
-        tl_t, tl_used = _grow(tl_t, tl_n + 1), _grow(tl_used, tl_n + 1)
-    return tl_t, tl_used, _mark(_borrow(tl_t), _borrow(tl_used), tl_n, t, used)
-
-
-@_helper(F1, I1, I1, i8)
+@_helper(F1, I1, I1, i8, nrt=True)
 def _grown_heap(F, A, B, size):
     return _grow(F, size), _grow(A, size), _grow(B, size)
 
 
-@_helper(F2, I2, F2, I2, F2, I2, I1, i8)
+@_helper(F2, I2, F2, I2, F2, I2, I1, i8, nrt=True)
 def _grown_worst(WF, WI, PPF, PPI, FRF, FRI, stack, size):
     return (_grow(WF, size), _grow(WI, size), _grow(PPF, size), _grow(PPI, size),
             _grow(FRF, size), _grow(FRI, size), _grow(stack, size))
+
+
+@_step
+def _short(S, EF, WF, CF, tl_t, tl_n, n_gpus):
+    """Which arrays lack room for what one instant can push (its crossings, then one
+    call): 1 the ends, 2 the victims' heap, 4 the crossings, 8 the timeline (0: none)."""
+    return ((S[S_EV] + 2 * n_gpus + 2 > EF.shape[0] - 1)
+            | (S[S_W] + 4 * n_gpus + 2 > WF.shape[0] - 1) << 1
+            | (S[S_CR] + 4 * n_gpus + 2 > CF.shape[0] - 1) << 2 | (tl_n == tl_t.shape[0]) << 3)
+
+
+# The loop's own scalars, kept in arrays (P ints, PF floats) between its passes.
+P_FREE, P_AI, P_LEFT, P_CALL, P_CID, P_TL = range(6)
+PF_T_CALL, PF_T_ANY = range(2)
+_b = types.boolean
+
+
+@_helper(I1, F1, F1, F1, F1, F2, F2, I2, F2, I2, I1, F1, F1, I1, I1, F1, I1, I1, I1, I1, I1,
+         *TH, *WH, F2, I2, F2, I2, I1, *TH, I2, F1, I2, F2, I2, I1, F2, I2, I2, I1, F1, I1, i8,
+         f8, _b, i8, f8, _b, _b, _b)
+def _loop(P, PF, arrival, thr, grid, L, JS, JG, JF, JI, S, SF, QF, QA, QB, BK, BS, BJ,
+          victims, preempted, ran, EF, EA, EB, WF, WI, PPF, PPI, FRF, FRI, stack, CF, CA, CB,
+          HI, LF, LB, YF, YI, perm, KF2, KA2, KB2, CKS, tl_t, tl_used, depth, margin,
+          levels, n_gpus, overhead, preempts, loss, record_timeline):
+    """``run_kernel``'s loop, from the state in P and PF, until it ends (returns False;
+    ``P_LEFT`` set if jobs were left waiting) or an array must grow before the next
+    instant (True: ``run_kernel`` grows it and calls again). Apart so that it runs without
+    reference counts (``_helper``), which only the growing needs."""
+    M, Q = (depth, margin, levels, n_gpus, overhead, preempts, loss), (QF, QA, QB, BK, BS, BJ)
+    Y, V = (HI, LF, LB, YF, YI, perm, CKS, KF2, KA2, KB2, L), (victims, preempted, ran)
+    free, ai, call, cid, tl_n = P[P_FREE], P[P_AI], P[P_CALL], P[P_CID], P[P_TL]
+    t_call, t_any = PF[PF_T_CALL], PF[PF_T_ANY]
+    n, grow = arrival.shape[0], False
+    while True:
+        t = _next_t(S, EF, CF, arrival, ai, t_any)
+        if t == INF:
+            break
+        if _short(S, EF, WF, CF, tl_t, tl_n, n_gpus):
+            grow = True
+            break
+        free, ai, alone, changed = _events(t, t_any, free, ai, arrival, S, SF, JF, JI, WF, WI,
+                                           FRF, FRI, EF, EA, EB, CF, CA, CB, QF, QA, QB, BK,
+                                           BS, BJ, JS, JG, grid, thr, n_gpus)
+        if not changed:
+            continue
+        call, t_call, cid = (call + 1 if t == t_call else 0), t, cid + 1
+        free, t_any = _call(alone, free, t, call, cid, M, S, SF, JF, JI, WF, WI, EF, EA, EB, CF,
+                            CA, CB, Q, Y, V, PPF, PPI, FRF, FRI, stack, JS, JG, grid, thr)
+        if record_timeline and n_gpus - free != tl_used[tl_n - 1]:
+            tl_n = _mark(tl_t, tl_used, tl_n, t, n_gpus - free)
+        if S[S_OVER] or (free == n_gpus and ai >= n and (S[S_Q] or S[S_B])):
+            # (-2: the arrays are not to be read)
+            P[P_LEFT] = -2 if S[S_OVER] else S[S_Q] + S[S_B]
+            break
+    P[P_FREE], P[P_AI], P[P_CALL], P[P_CID], P[P_TL] = free, ai, call, cid, tl_n
+    PF[PF_T_CALL], PF[PF_T_ANY] = t_call, t_any
+    return grow
 
 
 @njit(cache=True)
@@ -949,41 +1002,33 @@ def run_kernel(arrival, dur, gpus, est, akey, thr, rule, end_eval, grid, n_gpus,
     WF, WI, PPF, PPI = _borrow(WF_o), _borrow(WI_o), _borrow(PPF_o), _borrow(PPI_o)
     FRF, FRI, stack = _borrow(FRF_o), _borrow(FRI_o), _borrow(stack_o)
     CF, CA, CB = _borrow(CF_o), _borrow(CA_o), _borrow(CB_o)
-    M, Q = (depth, margin, levels, n_gpus, overhead, rule < 2, rule == 3), (QF, QA, QB, BK, BS, BJ)
-    Y, V = (HI, LF, LB, YF, YI, perm, CKS, KF2, KA2, KB2, L), (victims, preempted, ran)
-    tl_t, tl_used, tl_n = np.zeros(1024), np.zeros(1024, np.int64), 1
-    free, ai, left, t_call, call, cid, t_any = n_gpus, 0, -1, NAN, 0, 0, INF
-    while True:
-        t = _next_t(S, EF, CF, arrival, ai, t_any)
-        if t == INF:
-            break
-        # Room for what this instant can push (its crossings, then one call).
-        if S[S_EV] + 2 * n_gpus + 2 > EF.shape[0] - 1:
+    tl_t, tl_used = np.zeros(1024), np.zeros(1024, np.int64)
+    P_o, PF_o = np.zeros(6, np.int64), np.array([NAN, INF])
+    P_o[P_FREE], P_o[P_LEFT], P_o[P_TL] = n_gpus, -1, 1
+    P, PF = _borrow(P_o), _borrow(PF_o)
+    while _loop(P, PF, arrival, thr, grid, L, JS, JG, JF, JI, S, SF, QF, QA, QB, BK, BS, BJ,
+                victims, preempted, ran, EF, EA, EB, WF, WI, PPF, PPI, FRF, FRI, stack, CF, CA,
+                CB, HI, LF, LB, YF, YI, perm, KF2, KA2, KB2, CKS, _borrow(tl_t),
+                _borrow(tl_used), depth, margin, levels, n_gpus, overhead, rule < 2,
+                rule == 3, record_timeline):
+        short = _short(S, EF, WF, CF, tl_t, P[P_TL], n_gpus)
+        if short & 1:
             EF_o, EA_o, EB_o = _grown_heap(EF_o, EA_o, EB_o, S[S_EV] + 4 * n_gpus + 2)
             EF, EA, EB = _borrow(EF_o), _borrow(EA_o), _borrow(EB_o)
-        if S[S_W] + 4 * n_gpus + 2 > WF.shape[0] - 1:
+        if short & 2:
             WF_o, WI_o, PPF_o, PPI_o, FRF_o, FRI_o, stack_o = _grown_worst(
                 WF_o, WI_o, PPF_o, PPI_o, FRF_o, FRI_o, stack_o, S[S_W] + 8 * n_gpus + 2)
             WF, WI, PPF, PPI = _borrow(WF_o), _borrow(WI_o), _borrow(PPF_o), _borrow(PPI_o)
             FRF, FRI, stack = _borrow(FRF_o), _borrow(FRI_o), _borrow(stack_o)
-        if S[S_CR] + 4 * n_gpus + 2 > CF.shape[0] - 1:
+        if short & 4:
             CF_o, CA_o, CB_o = _grown_heap(CF_o, CA_o, CB_o, S[S_CR] + 8 * n_gpus + 2)
             CF, CA, CB = _borrow(CF_o), _borrow(CA_o), _borrow(CB_o)
-        free, ai, alone, changed = _events(t, t_any, free, ai, arrival, S, SF, JF, JI, WF, WI,
-                                           FRF, FRI, EF, EA, EB, CF, CA, CB, QF, QA, QB, BK,
-                                           BS, BJ, JS, JG, grid, thr, n_gpus)
-        if not changed:
-            continue
-        call, t_call, cid = (call + 1 if t == t_call else 0), t, cid + 1
-        free, t_any = _call(alone, free, t, call, cid, M, S, SF, JF, JI, WF, WI, EF, EA, EB, CF,
-                            CA, CB, Q, Y, V, PPF, PPI, FRF, FRI, stack, JS, JG, grid, thr)
-        if record_timeline and n_gpus - free != tl_used[tl_n - 1]:
-            tl_t, tl_used, tl_n = _marked(tl_t, tl_used, tl_n, t, n_gpus - free)
-        if S[S_OVER] or (free == n_gpus and ai >= n and (S[S_Q] or S[S_B])):
-            left = -2 if S[S_OVER] else S[S_Q] + S[S_B]  # (-2: the arrays are not to be read)
-            break
+        if short & 8:
+            tl_t, tl_used = _grow(tl_t, P[P_TL] + 1), _grow(tl_used, P[P_TL] + 1)
+    tl_n = P[P_TL]
     owners = (JS_o, JG_o, JF_o, JI_o, S_o, SF_o, QF_o, QA_o, QB_o, BK_o, BS_o, BJ_o, vp_o,
               EF_o, EA_o, EB_o, WF_o, WI_o, PPF_o, PPI_o, FRF_o, FRI_o, stack_o, CF_o, CA_o,
-              CB_o, HI_o, LF_o, LB_o, YF_o, YI_o, perm_o, K2F_o, K2I_o, CKS_o)
+              CB_o, HI_o, LF_o, LB_o, YF_o, YI_o, perm_o, K2F_o, K2I_o, CKS_o, P_o, PF_o)
     return (JF_o[:, START].copy(), JF_o[:, FINISH].copy(), JF_o[:, GPU_S].copy(),
-            JI_o[:, N_PRE].copy(), tl_t[:tl_n].copy(), tl_used[:tl_n].copy(), left, owners)
+            JI_o[:, N_PRE].copy(), tl_t[:tl_n].copy(), tl_used[:tl_n].copy(), P[P_LEFT],
+            owners)
