@@ -815,10 +815,14 @@ def _clear(JF, JI, S, rule):
 
 @_step
 def _pack(JS, JG, dur, est, akey, gpus, end_eval):
-    """The per-job inputs into JS and JG."""
+    """The per-job inputs into JS and JG; returns the most GPUs a job asks for (numba's
+    ``gpus.max()`` took 17 ms on 82k jobs)."""
+    most = 0
     for i in range(JS.shape[0]):
         JS[i, J_DUR], JS[i, J_EST], JS[i, J_AKEY] = dur[i], est[i], akey[i]
         JG[i, J_GPUS], JG[i, J_END] = gpus[i], end_eval[i]
+        most = max(most, gpus[i])
+    return most
 
 
 @_step
@@ -969,11 +973,12 @@ def run_kernel(arrival, dur, gpus, est, akey, thr, rule, end_eval, grid, n_gpus,
     ``table``; ``akey``: arriving jobs' keys): start_s, finish_s, gpu_s, n_preemptions, the
     timeline, the jobs left waiting on an idle cluster (-1: none; -2: the twin gave up, too
     many evals at one instant) and the arrays' owners (made here: by a helper, 4% slower)."""
-    n, levels, n_cls = arrival.shape[0], rule == 1, _cls(gpus.max()) + 1 if rule & 1 else 1
+    n, levels = arrival.shape[0], rule == 1
     arrival, thr, grid, L = _borrow(arrival), _borrow(thr), _borrow(grid), _borrow(table)
     JS_o, JG_o = np.empty((n, 3)), np.empty((n, 2), np.int64)
     JS, JG = _borrow(JS_o), _borrow(JG_o)
-    _pack(JS, JG, dur, est, akey, gpus, end_eval)
+    most = _pack(JS, JG, dur, est, akey, gpus, end_eval)
+    n_cls = _cls(most) + 1 if rule & 1 else 1
     JF_o, JI_o = np.zeros((n, 12)), np.zeros((n, 9), np.int64)
     S_o, SF_o = np.zeros(13, np.int64), np.full(1, INF)  # (SF: ea_limit)
     JF, JI, S, SF = _borrow(JF_o), _borrow(JI_o), _borrow(S_o), _borrow(SF_o)
