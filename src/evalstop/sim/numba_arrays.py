@@ -19,9 +19,9 @@ def _helper(*argtypes, nrt=False):
     """A compiled helper, called from compiled code only (no Python or C entry points),
     with its argument types given: left to infer them, numba also compiled a copy for
     each constant argument (``pos=0``...), which nearly doubled the first compilation.
-    Without numba's reference counting (``nrt``) unless it makes arrays: the arrays it
-    is passed are borrowed (``_borrow``), yet every use counted them, a call each, which
-    was a quarter of SRTF-Est's loop."""
+    Without numba's reference counting unless it makes arrays (``nrt``): its caller keeps
+    the arrays alive, yet every use counted them, a call each, which was a quarter of
+    SRTF-Est's loop."""
     return njit(argtypes, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True,
                 _nrt=nrt)
 
