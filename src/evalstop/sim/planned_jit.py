@@ -695,12 +695,12 @@ def _next_eval(t, call, lo, exact, S, CKS, JF, JI, KF2, KA2, KB2, HI, LF, LB, JG
     return nxt
 
 
-@_helper(i8, f8, i8, i8, I1, I1, F2, I2, F2, I2, I2, I2, F1, I2, F1, I1, I1, F1, I1, I1, I2,
-         F1)
+@_step
 def _loss_next(free, t, call, depth, S, CKS, JF, JI, KF2, KA2, KB2, HI, LF, LB, QF, QA, QB,
                BK, BS, BJ, JG, grid):
     """``loss_drops.next_call``'s ``next_at``: the next eval of any running job when a fill
-    would act, else of a job of at least the GPUs the head lacks (or a time before it)."""
+    would act, else of a job of at least the GPUs the head lacks (or a time before it).
+    Inlined: as a call (its arrays passed) it was a tenth of LossAware's loop."""
     exact = _fills(free, depth, S, QF, QA, QB, BK, BS, BJ, JG)
     lo = 0
     if not exact:
