@@ -1,5 +1,5 @@
-"""Compiled arrays for the simulator's numba twin (``sim.planned_jit``): how their helpers are compiled, arrays passed without reference
-counts, a heap of (float, int, int) and a sorted list of the same, each ordered as Python
+"""Compiled arrays for the simulator's numba twin (``sim.planned_jit``): how its helpers
+are compiled (without reference counts), a heap of (float, int, int) and a sorted list of the same, each ordered as Python
 orders those tuples, with ``heapq``'s and ``bisect``'s algorithms step for step (so equal
 entries sit where Python's would), and arrays grown between calls.
 """
@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit, types
-from numba.core import cgutils
-from numba.extending import intrinsic
 
 F1, I1, F2, I2 = types.float64[::1], types.int64[::1], types.float64[:, ::1], types.int64[:, ::1]
 f8, i8 = types.float64, types.int64
@@ -33,24 +31,6 @@ def _step(fn):
     return njit(inline="always", cache=True, no_cpython_wrapper=True,
                 no_cfunc_wrapper=True)(fn)
 
-@intrinsic
-def _borrow(typingctx, arr):
-    """``arr`` without its reference count: numba increments and decrements the count of
-    every array passed to a compiled function, with atomic instructions, and with a dozen
-    arrays passed to the heap helpers at every push, pop and comparison that was 40% of
-    the loop. The view must not outlive ``arr`` (``run_kernel`` returns the owners)."""
-    def codegen(context, builder, sig, args):
-        src = cgutils.create_struct_proxy(sig.args[0])(context, builder, value=args[0])
-        out = cgutils.create_struct_proxy(sig.return_type)(context, builder)
-        for name in ("nitems", "itemsize", "data", "shape", "strides"):
-            setattr(out, name, getattr(src, name))
-        out.meminfo = cgutils.get_null_value(src.meminfo.type)
-        out.parent = cgutils.get_null_value(src.parent.type)
-        return out._getvalue()
-
-    if not isinstance(arr, types.Array):
-        return None
-    return arr(arr), codegen
 
 # ---- heaps of (float, int, int), compared as Python compares those tuples -------------
 # The events, (time, job, 0), and the one-GPU wait queue, (key, seq, job).

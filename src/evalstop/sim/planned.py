@@ -720,7 +720,7 @@ def _run_twin(twin, workload, n_gpus, scheduler, depth, margin, restart_overhead
     if key_rule == "loss":
         table = np.ascontiguousarray(workload.loss, dtype=np.float64)
     # Fixed dtypes: one compiled signature, loaded from numba's cache.
-    start_s, finish_s, gpu_s, n_pre, tl_t, tl_used, n_waiting, _ = twin.run_kernel(
+    start_s, finish_s, gpu_s, n_pre, tl_t, tl_used, n_waiting = twin.run_kernel(
         arrival, np.ascontiguousarray(workload.duration_s, dtype=np.float64),
         np.ascontiguousarray(workload.gpus, dtype=np.int64), est, akey, thr,
         _RULE_IDS[key_rule], np.ascontiguousarray(plan.end_eval, dtype=np.int64), grid,

@@ -23,9 +23,9 @@ from, and a count of jobs left waiting on an idle cluster (-1: none) for ``run``
 on. Its buffers are sized by the bounds of one scheduling call, which hold because every
 job needs at least one GPU (``Workload.validate``), and grown between calls.
 
-Only ``run_kernel`` makes arrays. The loop itself (``_loop``) and every helper run on
-borrowed views without numba's reference counts (``numba_arrays._helper``), and hand back
-to ``run_kernel`` when an array must grow.
+Only ``run_kernel`` makes arrays and counts references to them. The loop itself (``_loop``)
+and every helper run without numba's reference counts (``numba_arrays._helper``) while
+``run_kernel`` holds the arrays, and hand back to it when an array must grow.
 
 Compiling all this takes tens of CPU-seconds, once: the result is cached (``cache=True``)
 and later processes load it (numba's import included, about a second).
@@ -47,7 +47,6 @@ from evalstop.sim.numba_arrays import (
     I1,
     I2,
     _bisect_left,
-    _borrow,
     _delete,
     _grow,
     _helper,
@@ -971,69 +970,46 @@ def run_kernel(arrival, dur, gpus, est, akey, thr, rule, end_eval, grid, n_gpus,
     """``planned.run``'s loop by key rule ``rule`` (0: SRTF-Est's remaining time; 1: Tiresias'
     levels, thresholds ``thr``; 2: SJF-Est's fixed key; 3: LossAware's, from the loss
     ``table``; ``akey``: arriving jobs' keys): start_s, finish_s, gpu_s, n_preemptions, the
-    timeline, the jobs left waiting on an idle cluster (-1: none; -2: the twin gave up, too
-    many evals at one instant) and the arrays' owners (made here: by a helper, 4% slower)."""
-    n, levels = arrival.shape[0], rule == 1
-    arrival, thr, grid, L = _borrow(arrival), _borrow(thr), _borrow(grid), _borrow(table)
-    JS_o, JG_o = np.empty((n, 3)), np.empty((n, 2), np.int64)
-    JS, JG = _borrow(JS_o), _borrow(JG_o)
+    timeline and the jobs left waiting on an idle cluster (-1: none; -2: the twin gave up,
+    too many evals at one instant)."""
+    n = arrival.shape[0]
+    JS, JG = np.empty((n, 3)), np.empty((n, 2), np.int64)
     most = _pack(JS, JG, dur, est, akey, gpus, end_eval)
     n_cls = _cls(most) + 1 if rule & 1 else 1
-    JF_o, JI_o = np.zeros((n, 12)), np.zeros((n, 9), np.int64)
-    S_o, SF_o = np.zeros(13, np.int64), np.full(1, INF)  # (SF: ea_limit)
-    JF, JI, S, SF = _borrow(JF_o), _borrow(JI_o), _borrow(S_o), _borrow(SF_o)
+    JF, JI = np.zeros((n, 12)), np.zeros((n, 9), np.int64)
+    S, SF = np.zeros(13, np.int64), np.full(1, INF)  # (SF: ea_limit)
     _clear(JF, JI, S, rule)
-    QF_o, QA_o, QB_o = np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
-    BK_o, BS_o, BJ_o = np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
-    vp_o = np.empty((3, 2 * n_gpus + 2), np.int64)  # (a call starts at most 2 n_gpus runs)
-    QF, QA, QB = _borrow(QF_o), _borrow(QA_o), _borrow(QB_o)
-    BK, BS, BJ = _borrow(BK_o), _borrow(BS_o), _borrow(BJ_o)
-    victims, preempted, ran = _borrow(vp_o[0]), _borrow(vp_o[1]), _borrow(vp_o[2])
+    QF, QA, QB = np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
+    BK, BS, BJ = np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
+    vp = np.empty((3, 2 * n_gpus + 2), np.int64)  # (a call starts at most 2 n_gpus runs)
     ce, cw = 64 + 4 * n_gpus + 1, 128 + 8 * n_gpus + 1
-    EF_o, EA_o, EB_o = np.empty(ce), np.empty(ce, np.int64), np.zeros(ce, np.int64)
-    WF_o, WI_o = np.empty((cw, 6)), np.empty((cw, 8), np.int64)
-    PPF_o, PPI_o = np.empty((cw, 6)), np.empty((cw, 8), np.int64)
-    FRF_o, FRI_o, stack_o = np.empty((cw, 6)), np.empty((cw, 8), np.int64), np.empty(cw, np.int64)
+    EF, EA, EB = np.empty(ce), np.empty(ce, np.int64), np.zeros(ce, np.int64)
+    WF, WI = np.empty((cw, 6)), np.empty((cw, 8), np.int64)
+    PPF, PPI = np.empty((cw, 6)), np.empty((cw, 8), np.int64)
+    FRF, FRI, stack = np.empty((cw, 6)), np.empty((cw, 8), np.int64), np.empty(cw, np.int64)
     # Tiresias: crossings, evals' index (compacted past 64 + 4 n_gpus), a call's hits (at
     # most the runs in it, unless evals of a run fall at one time); LossAware: an index per class.
-    CF_o, CA_o, CB_o = np.empty(cw), np.empty(cw, np.int64), np.zeros(cw, np.int64)
-    HI_o, LF_o, LB_o = np.empty((cw, 2), np.int64), np.empty(cw), np.empty((cw, 2), np.int64)
-    YF_o, YI_o, perm_o = np.empty((cw + 1, 6)), np.empty((cw + 1, 8), np.int64), np.empty(cw, np.int64)
-    HI, LF, LB = _borrow(HI_o), _borrow(LF_o), _borrow(LB_o)
-    YF, YI, perm = _borrow(YF_o), _borrow(YI_o), _borrow(perm_o)
-    K2F_o, K2I_o, CKS_o = np.empty((n_cls, cw)), np.zeros((2, n_cls, cw), np.int64), np.zeros(n_cls, np.int64)
-    KF2, KA2, KB2, CKS = _borrow(K2F_o), _borrow(K2I_o[0]), _borrow(K2I_o[1]), _borrow(CKS_o)
-    EF, EA, EB = _borrow(EF_o), _borrow(EA_o), _borrow(EB_o)
-    WF, WI, PPF, PPI = _borrow(WF_o), _borrow(WI_o), _borrow(PPF_o), _borrow(PPI_o)
-    FRF, FRI, stack = _borrow(FRF_o), _borrow(FRI_o), _borrow(stack_o)
-    CF, CA, CB = _borrow(CF_o), _borrow(CA_o), _borrow(CB_o)
+    CF, CA, CB = np.empty(cw), np.empty(cw, np.int64), np.zeros(cw, np.int64)
+    HI, LF, LB = np.empty((cw, 2), np.int64), np.empty(cw), np.empty((cw, 2), np.int64)
+    YF, YI, perm = np.empty((cw + 1, 6)), np.empty((cw + 1, 8), np.int64), np.empty(cw, np.int64)
+    KF2, K2I, CKS = np.empty((n_cls, cw)), np.zeros((2, n_cls, cw), np.int64), np.zeros(n_cls, np.int64)
     tl_t, tl_used = np.zeros(1024), np.zeros(1024, np.int64)
-    P_o, PF_o = np.zeros(6, np.int64), np.array([NAN, INF])
-    P_o[P_FREE], P_o[P_LEFT], P_o[P_TL] = n_gpus, -1, 1
-    P, PF = _borrow(P_o), _borrow(PF_o)
-    while _loop(P, PF, arrival, thr, grid, L, JS, JG, JF, JI, S, SF, QF, QA, QB, BK, BS, BJ,
-                victims, preempted, ran, EF, EA, EB, WF, WI, PPF, PPI, FRF, FRI, stack, CF, CA,
-                CB, HI, LF, LB, YF, YI, perm, KF2, KA2, KB2, CKS, _borrow(tl_t),
-                _borrow(tl_used), depth, margin, levels, n_gpus, overhead, rule < 2,
-                rule == 3, record_timeline):
+    P, PF = np.zeros(6, np.int64), np.array([NAN, INF])
+    P[P_FREE], P[P_LEFT], P[P_TL] = n_gpus, -1, 1
+    while _loop(P, PF, arrival, thr, grid, table, JS, JG, JF, JI, S, SF, QF, QA, QB, BK, BS, BJ,
+                vp[0], vp[1], vp[2], EF, EA, EB, WF, WI, PPF, PPI, FRF, FRI, stack, CF, CA, CB,
+                HI, LF, LB, YF, YI, perm, KF2, K2I[0], K2I[1], CKS, tl_t, tl_used, depth,
+                margin, rule == 1, n_gpus, overhead, rule < 2, rule == 3, record_timeline):
         short = _short(S, EF, WF, CF, tl_t, P[P_TL], n_gpus)
         if short & 1:
-            EF_o, EA_o, EB_o = _grown_heap(EF_o, EA_o, EB_o, S[S_EV] + 4 * n_gpus + 2)
-            EF, EA, EB = _borrow(EF_o), _borrow(EA_o), _borrow(EB_o)
+            EF, EA, EB = _grown_heap(EF, EA, EB, S[S_EV] + 4 * n_gpus + 2)
         if short & 2:
-            WF_o, WI_o, PPF_o, PPI_o, FRF_o, FRI_o, stack_o = _grown_worst(
-                WF_o, WI_o, PPF_o, PPI_o, FRF_o, FRI_o, stack_o, S[S_W] + 8 * n_gpus + 2)
-            WF, WI, PPF, PPI = _borrow(WF_o), _borrow(WI_o), _borrow(PPF_o), _borrow(PPI_o)
-            FRF, FRI, stack = _borrow(FRF_o), _borrow(FRI_o), _borrow(stack_o)
+            WF, WI, PPF, PPI, FRF, FRI, stack = _grown_worst(WF, WI, PPF, PPI, FRF, FRI, stack,
+                                                             S[S_W] + 8 * n_gpus + 2)
         if short & 4:
-            CF_o, CA_o, CB_o = _grown_heap(CF_o, CA_o, CB_o, S[S_CR] + 8 * n_gpus + 2)
-            CF, CA, CB = _borrow(CF_o), _borrow(CA_o), _borrow(CB_o)
+            CF, CA, CB = _grown_heap(CF, CA, CB, S[S_CR] + 8 * n_gpus + 2)
         if short & 8:
             tl_t, tl_used = _grow(tl_t, P[P_TL] + 1), _grow(tl_used, P[P_TL] + 1)
     tl_n = P[P_TL]
-    owners = (JS_o, JG_o, JF_o, JI_o, S_o, SF_o, QF_o, QA_o, QB_o, BK_o, BS_o, BJ_o, vp_o,
-              EF_o, EA_o, EB_o, WF_o, WI_o, PPF_o, PPI_o, FRF_o, FRI_o, stack_o, CF_o, CA_o,
-              CB_o, HI_o, LF_o, LB_o, YF_o, YI_o, perm_o, K2F_o, K2I_o, CKS_o, P_o, PF_o)
-    return (JF_o[:, START].copy(), JF_o[:, FINISH].copy(), JF_o[:, GPU_S].copy(),
-            JI_o[:, N_PRE].copy(), tl_t[:tl_n].copy(), tl_used[:tl_n].copy(), P[P_LEFT],
-            owners)
+    return (JF[:, START].copy(), JF[:, FINISH].copy(), JF[:, GPU_S].copy(),
+            JI[:, N_PRE].copy(), tl_t[:tl_n].copy(), tl_used[:tl_n].copy(), P[P_LEFT])
