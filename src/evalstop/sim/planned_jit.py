@@ -203,7 +203,7 @@ def _track(i, SZ, z, JF, JI, KF, KA, KB, JG, grid, n_gpus):
         _theapify(KF, KA, KB, k)
 
 
-@_helper(f8, i8, I1, I1, i8, F2, I2, *TH, I2, F1, I2, I2, F1)
+@_step
 def _at(t, call, S, SZ, z, JF, JI, KF, KA, KB, HI, LF, LB, JG, grid):
     """``yields.eval_index``'s ``at`` on the index KF, KA, KB of size ``SZ[z]``: the hits,
     (job, eval) in HI's first rows (as many as it returns; a count past HI's rows sets
@@ -604,8 +604,7 @@ def _cls(g):
     return c
 
 
-@_helper(f8, i8, i8, i8, i8, i8, i8, i8, I1, I1, F2, I2, F2, I2, I2, I2, F1, I2, F2, I2, I1,
-         I2, F1)
+@_step
 def _hit_rows(t, call, cid, lo, hi, nf, after, r0, S, CKS, JF, JI, KF2, KA2, KB2, HI, LF,
               LB, YF, YI, perm, JG, grid):
     """``yields.class_indexes``' ``hits`` of classes lo to hi - 1, each a row for ``_rank_less`` in
