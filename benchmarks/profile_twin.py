@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -68,7 +69,7 @@ def _profile(perf: str, args) -> int:
     t0 = time.monotonic()
     while time.monotonic() - t0 < args.seconds:
         once()
-    rec.send_signal(2)  # SIGINT: perf writes its data and exits
+    rec.send_signal(signal.SIGINT)  # perf writes its data and exits
     rec.wait()
     report = subprocess.run([perf, "report", "-i", out, "--no-children", "--sort", "sym"],
                             capture_output=True, text=True)

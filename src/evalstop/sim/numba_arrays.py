@@ -1,7 +1,8 @@
 """Compiled arrays for the simulator's numba twin (``sim.planned_jit``): how its helpers
-are compiled (without reference counts), a heap of (float, int, int) and a sorted list of the same, each ordered as Python
-orders those tuples, with ``heapq``'s and ``bisect``'s algorithms step for step (so equal
-entries sit where Python's would), and arrays grown between calls.
+are compiled (without reference counts), a heap of (float, int, int) and a sorted list of
+the same, each ordered as Python orders those tuples, with ``heapq``'s and ``bisect``'s
+algorithms step for step (so equal entries sit where Python's would), and arrays grown
+between calls.
 """
 
 from __future__ import annotations
@@ -13,15 +14,15 @@ F1, I1, F2, I2 = types.float64[::1], types.int64[::1], types.float64[:, ::1], ty
 f8, i8 = types.float64, types.int64
 
 
-def _helper(*argtypes, nrt=False):
+def _helper(*argtypes):
     """A compiled helper, called from compiled code only (no Python or C entry points),
     with its argument types given: left to infer them, numba also compiled a copy for
     each constant argument (``pos=0``...), which nearly doubled the first compilation.
-    Without numba's reference counting unless it makes arrays (``nrt``): its caller keeps
+    It makes no arrays, so it runs without numba's reference counting: its caller keeps
     the arrays alive, yet every use counted them, a call each, which was a quarter of
     SRTF-Est's loop."""
     return njit(argtypes, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True,
-                _nrt=nrt)
+                _nrt=False)
 
 
 def _step(fn):

@@ -895,17 +895,6 @@ def _call(alone, free, t, call, cid, M, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, C
     return free, INF
 
 
-@_helper(F1, I1, I1, i8, nrt=True)
-def _grown_heap(F, A, B, size):
-    return _grow(F, size), _grow(A, size), _grow(B, size)
-
-
-@_helper(F2, I2, F2, I2, F2, I2, I1, i8, nrt=True)
-def _grown_worst(WF, WI, PPF, PPI, FRF, FRI, stack, size):
-    return (_grow(WF, size), _grow(WI, size), _grow(PPF, size), _grow(PPI, size),
-            _grow(FRF, size), _grow(FRI, size), _grow(stack, size))
-
-
 @_step
 def _short(S, EF, WF, CF, tl_t, tl_n, n_gpus):
     """Which arrays lack room for what one instant can push (its crossings, then one
@@ -928,21 +917,21 @@ def _loop(P, PF, arrival, thr, grid, L, JS, JG, JF, JI, S, SF, QF, QA, QB, BK, B
           victims, preempted, ran, EF, EA, EB, WF, WI, PPF, PPI, FRF, FRI, stack, CF, CA, CB,
           HI, LF, LB, YF, YI, perm, KF2, KA2, KB2, CKS, tl_t, tl_used, depth, margin,
           levels, n_gpus, overhead, preempts, loss, record_timeline):
-    """``run_kernel``'s loop, from the state in P and PF, until it ends (returns False;
-    ``P_LEFT`` set if jobs were left waiting) or an array must grow before the next
-    instant (True: ``run_kernel`` grows it and calls again). Apart so that it runs without
-    reference counts (``_helper``), which only the growing needs."""
+    """``run_kernel``'s loop, from the state in P and PF, until it ends (returns 0;
+    ``P_LEFT`` set if jobs were left waiting) or arrays must grow before the next instant
+    (returns ``_short``'s mask: ``run_kernel`` grows them and calls again). Apart so that it
+    runs without reference counts (``_helper``), which only the growing needs."""
     M, Q = (depth, margin, levels, n_gpus, overhead, preempts, loss), (QF, QA, QB, BK, BS, BJ)
     Y, V = (HI, LF, LB, YF, YI, perm, CKS, KF2, KA2, KB2, L), (victims, preempted, ran)
     free, ai, call, cid, tl_n = P[P_FREE], P[P_AI], P[P_CALL], P[P_CID], P[P_TL]
     t_call, t_any = PF[PF_T_CALL], PF[PF_T_ANY]
-    n, grow = arrival.shape[0], False
+    n, short = arrival.shape[0], 0
     while True:
         t = _next_t(S, EF, CF, arrival, ai, t_any)
         if t == INF:
             break
-        if _short(S, EF, WF, CF, tl_t, tl_n, n_gpus):
-            grow = True
+        short = _short(S, EF, WF, CF, tl_t, tl_n, n_gpus)
+        if short:
             break
         free, ai, alone, changed = _events(t, t_any, free, ai, arrival, S, SF, JF, JI, WF, WI,
                                            FRF, FRI, EF, EA, EB, CF, CA, CB, QF, QA, QB, BK,
@@ -960,7 +949,7 @@ def _loop(P, PF, arrival, thr, grid, L, JS, JG, JF, JI, S, SF, QF, QA, QB, BK, B
             break
     P[P_FREE], P[P_AI], P[P_CALL], P[P_CID], P[P_TL] = free, ai, call, cid, tl_n
     PF[PF_T_CALL], PF[PF_T_ANY] = t_call, t_any
-    return grow
+    return short
 
 
 @njit(cache=True)
@@ -995,20 +984,26 @@ def run_kernel(arrival, dur, gpus, est, akey, thr, rule, end_eval, grid, n_gpus,
     tl_t, tl_used = np.zeros(1024), np.zeros(1024, np.int64)
     P, PF = np.zeros(6, np.int64), np.array([NAN, INF])
     P[P_FREE], P[P_LEFT], P[P_TL] = n_gpus, -1, 1
-    while _loop(P, PF, arrival, thr, grid, table, JS, JG, JF, JI, S, SF, QF, QA, QB, BK, BS, BJ,
-                vp[0], vp[1], vp[2], EF, EA, EB, WF, WI, PPF, PPI, FRF, FRI, stack, CF, CA, CB,
-                HI, LF, LB, YF, YI, perm, KF2, K2I[0], K2I[1], CKS, tl_t, tl_used, depth,
-                margin, rule == 1, n_gpus, overhead, rule < 2, rule == 3, record_timeline):
-        short = _short(S, EF, WF, CF, tl_t, P[P_TL], n_gpus)
+    while True:
+        short = _loop(P, PF, arrival, thr, grid, table, JS, JG, JF, JI, S, SF, QF, QA, QB, BK,
+                      BS, BJ, vp[0], vp[1], vp[2], EF, EA, EB, WF, WI, PPF, PPI, FRF, FRI, stack,
+                      CF, CA, CB, HI, LF, LB, YF, YI, perm, KF2, K2I[0], K2I[1], CKS, tl_t,
+                      tl_used, depth, margin, rule == 1, n_gpus, overhead, rule < 2, rule == 3,
+                      record_timeline)
         if short & 1:
-            EF, EA, EB = _grown_heap(EF, EA, EB, S[S_EV] + 4 * n_gpus + 2)
+            size = S[S_EV] + 4 * n_gpus + 2
+            EF, EA, EB = _grow(EF, size), _grow(EA, size), _grow(EB, size)
         if short & 2:
-            WF, WI, PPF, PPI, FRF, FRI, stack = _grown_worst(WF, WI, PPF, PPI, FRF, FRI, stack,
-                                                             S[S_W] + 8 * n_gpus + 2)
+            size = S[S_W] + 8 * n_gpus + 2
+            WF, WI, PPF, PPI = _grow(WF, size), _grow(WI, size), _grow(PPF, size), _grow(PPI, size)
+            FRF, FRI, stack = _grow(FRF, size), _grow(FRI, size), _grow(stack, size)
         if short & 4:
-            CF, CA, CB = _grown_heap(CF, CA, CB, S[S_CR] + 8 * n_gpus + 2)
+            size = S[S_CR] + 8 * n_gpus + 2
+            CF, CA, CB = _grow(CF, size), _grow(CA, size), _grow(CB, size)
         if short & 8:
             tl_t, tl_used = _grow(tl_t, P[P_TL] + 1), _grow(tl_used, P[P_TL] + 1)
+        if not short:
+            break
     tl_n = P[P_TL]
     return (JF[:, START].copy(), JF[:, FINISH].copy(), JF[:, GPU_S].copy(),
             JI[:, N_PRE].copy(), tl_t[:tl_n].copy(), tl_used[:tl_n].copy(), P[P_LEFT])
