@@ -106,23 +106,41 @@ def census(workload, n_gpus: int, sched: str, rule: str | None,
     return count, res
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--configs", default=",".join(CONFIGS),
+def add_census_args(ap: argparse.ArgumentParser, configs) -> None:
+    """The options of this census and of ``index_census``."""
+    ap.add_argument("--configs", default=",".join(configs),
                     help="SCHEDULER+RULE, comma-separated (default: Tiresias and LossAware "
                          "with evalstop:k=2 and the default)")
     ap.add_argument("--limit", type=int, default=0, help="the first N jobs only (0: all)")
     ap.add_argument("--gpus", type=int, default=512)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", metavar="PATH", help="also write the counts here")
-    args = ap.parse_args()
-    os.environ["EVALSTOP_JIT"] = "0"  # the Python scheduler's own calls are watched
-    table = load_philly()
+
+
+def census_workload(ap: argparse.ArgumentParser, args):
+    """Philly (its first ``--limit`` jobs), the curves drawn from ``--seed``."""
     if args.limit < 0:
         ap.error(f"--limit must be >= 0, got {args.limit}")
+    table = load_philly()
     if args.limit:
         table = table.take(np.arange(min(args.limit, len(table))))
-    workload = trace_workload(table, np.random.default_rng(args.seed))
+    return trace_workload(table, np.random.default_rng(args.seed))
+
+
+def write_rows(args, workload, rows) -> None:
+    """The counts, to ``--json`` if given."""
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"n_jobs": workload.n_jobs, "gpus": args.gpus, "seed": args.seed,
+                       "rows": rows}, fh, indent=1)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_census_args(ap, CONFIGS)
+    args = ap.parse_args()
+    os.environ["EVALSTOP_JIT"] = "0"  # the Python scheduler's own calls are watched
+    workload = census_workload(ap, args)
     print(f"# Philly, {workload.n_jobs:,} jobs on {args.gpus} GPUs, seed {args.seed}; "
           "the Python checkpoint loop")
     print(f"{'configuration':28s}" + "".join(f"{f:>22s}" for f in FIELDS))
@@ -136,10 +154,7 @@ def main() -> None:
             f"{c[f]:>13,} ({c[f] / n:5.1%})" for f in FIELDS)
             + f"   ({time.process_time() - t0:.1f} CPU-s)")
         rows.append({"config": config, **{f.replace(" ", "_"): c[f] for f in FIELDS}})
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({"n_jobs": workload.n_jobs, "gpus": args.gpus, "seed": args.seed,
-                       "rows": rows}, fh, indent=1)
+    write_rows(args, workload, rows)
 
 
 if __name__ == "__main__":
