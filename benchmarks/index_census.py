@@ -9,8 +9,10 @@ past that job's evals up to then. This counts, in one run of the Python planned 
 * yield tests: scheduling calls that test the checkpoints at their instant for a yield;
 * queries: reads of one class's index (by a yield test, or for the next call's time);
 * passed: entries due at a query, each one heap operation (moved on in place, or popped);
+* stale: of those, entries of runs that had ended or been preempted (popped);
 * hits: the checkpoints the queries returned (evals at the call's own instant and batch);
-* mean size: the index's mean size at a query.
+* mean size, mean live: the index's mean size at a query, and how many of its entries
+  were of runs still going (the rest wait to be popped or compacted away).
 
 The compiled twin does the same queries on the same entries, so these counts are its work
 too: where the time per call goes is ``benchmarks/profile_twin.py``'s job.
@@ -37,7 +39,7 @@ from checkpoint_census import add_census_args, census_workload, write_rows  # no
 
 CONFIGS = ("tiresias+evalstop:k=2", "tiresias+default", "loss-aware+evalstop:k=2",
            "loss-aware+default")
-FIELDS = ("yield tests", "queries", "passed", "hits", "mean size")
+FIELDS = ("yield tests", "queries", "passed", "stale", "hits", "mean size", "mean live")
 
 
 def _counted_index(count: Counter):
@@ -46,12 +48,18 @@ def _counted_index(count: Counter):
 
     def counted(jobs, round_of):
         track, at = eval_index(jobs, round_of)
-        heap = at.heap
+        heap, segs, end_t = at.heap, jobs.segs, jobs.end_t
+
+        def live(e):  # as ``at`` tells a stale entry
+            return segs[e[1]] is e[3] and end_t[e[1]] == end_t[e[1]]
 
         def at_(t, call):
             count["queries"] += 1
             count["size"] += len(heap)
-            count["passed"] += sum(1 for e in heap if e[0] <= t)
+            count["live"] += sum(map(live, heap))
+            due = [e for e in heap if e[0] <= t]
+            count["passed"] += len(due)
+            count["stale"] += len(due) - sum(map(live, due))
             found = at(t, call)
             count["hits"] += len(found[0])
             return found
@@ -100,7 +108,8 @@ def census(workload, n_gpus: int, sched: str, rule: str | None,
             del os.environ["EVALSTOP_JIT"]
         else:
             os.environ["EVALSTOP_JIT"] = saved[2]
-    count["mean size"] = round(count.pop("size") / max(count["queries"], 1), 1)
+    for name, total in (("mean size", "size"), ("mean live", "live")):
+        count[name] = round(count.pop(total) / max(count["queries"], 1), 1)
     return count, res
 
 
@@ -111,7 +120,7 @@ def main() -> None:
     workload = census_workload(ap, args)
     print(f"# Philly, {workload.n_jobs:,} jobs on {args.gpus} GPUs, seed {args.seed}; "
           "the Python planned loop")
-    print(f"{'configuration':26s}" + "".join(f"{f:>13s}" for f in FIELDS)
+    print(f"{'configuration':26s}" + "".join(f"{f:>12s}" for f in FIELDS)
           + f"{'evals':>13s}{'passed/eval':>13s}")
     rows = []
     for config in args.configs.split(","):
@@ -119,7 +128,7 @@ def main() -> None:
         t0 = time.process_time()
         c, res = census(workload, args.gpus, sched, rule or None)
         evals = res.n_eval_events
-        print(f"{config:26s}" + "".join(f"{c[f]:>13,}" for f in FIELDS)
+        print(f"{config:26s}" + "".join(f"{c[f]:>12,}" for f in FIELDS)
               + f"{evals:>13,}{c['passed'] / max(evals, 1):>13.2f}"
               + f"   ({time.process_time() - t0:.1f} CPU-s)")
         rows.append({"config": config, **{f.replace(" ", "_"): c[f] for f in FIELDS},
