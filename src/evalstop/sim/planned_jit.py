@@ -4,15 +4,18 @@ SJF-Est's fixed key; LossAware's loss drop). Tiresias and LossAware share the yi
 checkpoints and the index of running jobs' evals per GPU class.
 
 ``planned.run`` spends its time in Python's heap operations (SRTF-Est on 1x Philly: 137k
-starts, 237k pops, 370k pushes). Here the same loop runs over numpy arrays: every heap is
-an array heap whose pushes, pops, replaces and heapifies are ``heapq``'s algorithms step
-for step (so each heap holds its entries in the same places, and the in-place reading of
-the victims' heap visits them in the same order), entries are stored by value and compared
-field by field as Python compares the tuples, and ``_Rank``'s tie rule is
-``_rank_less`` (the two ``_chain`` sequences compared element by element). One heap
-differs from Python's in layout, the evals' index, as nothing reads the order in which a
-query passes its entries (see ``_at``). No fastmath: every float is computed with the expression,
-and in the order, of the Python loop, so times, keys and GPU-seconds are the same floats.
+starts, 237k pops, 370k pushes). Here the same loop runs over numpy arrays. The victims'
+heap, the level crossings and the wait queue are array heaps whose pushes, pops, replaces
+and heapifies are ``heapq``'s algorithms step for step (so each holds its entries in the
+same places, and the in-place reading of the victims' heap visits them in the same order),
+entries stored by value and compared field by field as Python compares the tuples;
+``_Rank``'s tie rule is ``_rank_less`` (the two ``_chain`` sequences compared element by
+element). Two heaps differ from Python's, as nothing reads the order in which their
+entries of one time leave: the ends (every end at an instant is handled before the call,
+each on its own job) and the evals' index (see ``_at``). They are 4-ary heaps ordered by
+time alone (``numba_arrays._kpush``: a replaced top costs under half the binary heap's).
+No fastmath: every float is computed with the expression, and in the order, of the
+Python loop, so times, keys and GPU-seconds are the same floats.
 ``tests/test_sim_srtf_loop.py`` and ``tests/test_sim_planned_levels.py`` compare the twin
 with the Python loop and with the checkpoint loop.
 
@@ -51,6 +54,10 @@ from evalstop.sim.numba_arrays import (
     _grow,
     _helper,
     _insort,
+    _kheapify,
+    _kpop,
+    _kpush,
+    _ksift_leaf,
     _mark,
     _row,
     _step,
@@ -58,7 +65,6 @@ from evalstop.sim.numba_arrays import (
     _tless,
     _tpop,
     _tpush,
-    _tsiftup,
     f8,
     i8,
 )
@@ -127,14 +133,13 @@ _LOW = (1 << 32) - 1
 @_helper(F1, I1, I1, i8, F2, i8)
 def _drop_stale(F, A, B, n, JF, col):
     """The first n entries of a heap of (time, job, int) less those whose time is no longer
-    the job's ``col`` (an end or a crossing since cleared or moved), as a heap again; returns
-    their count."""
+    the job's ``col`` (an end or a crossing since cleared or moved), moved to the front;
+    returns their count (the caller makes them a heap again)."""
     k = 0
     for r in range(n):
         if JF[A[r], col] == F[r]:
             F[k], A[k], B[k] = F[r], A[r], B[r]
             k += 1
-    _theapify(F, A, B, k)
     return k
 
 
@@ -182,6 +187,7 @@ def _cross_next(i, lo, S, SF, JF, JI, CF, CA, CB, JG, grid, thr, n_gpus):
     S[S_CR] = _tpush(CF, CA, CB, S[S_CR], tc, i, 0)
     if S[S_CR] > 64 + 4 * n_gpus:
         S[S_CR] = _drop_stale(CF, CA, CB, S[S_CR], JF, CROSS_T)
+        _theapify(CF, CA, CB, S[S_CR])
 
 
 @_helper(i8, I1, i8, F2, I2, *TH, I2, F1, i8)
@@ -191,7 +197,7 @@ def _track(i, SZ, z, JF, JI, KF, KA, KB, JG, grid, n_gpus):
     j = JI[i, SEG_J0]
     if j < JG[i, J_END]:
         te = JF[i, SEG_S] + JF[i, SEG_OH] + (grid[j] - JF[i, SEG_P0]) * JF[i, SEG_D]
-        SZ[z] = _tpush(KF, KA, KB, SZ[z], te, i, (j << 32) | JI[i, SEG_ORDER])
+        SZ[z] = _kpush(KF, KA, KB, SZ[z], te, i, (j << 32) | JI[i, SEG_ORDER])
     if SZ[z] > 64 + 4 * n_gpus:
         k = 0
         for r in range(SZ[z]):
@@ -200,7 +206,7 @@ def _track(i, SZ, z, JF, JI, KF, KA, KB, JG, grid, n_gpus):
                 KF[k], KA[k], KB[k] = KF[r], KA[r], KB[r]
                 k += 1
         SZ[z] = k
-        _theapify(KF, KA, KB, k)
+        _kheapify(KF, KA, KB, k)
 
 
 @_step
@@ -215,14 +221,14 @@ def _at(t, call, S, SZ, z, JF, JI, KF, KA, KB, HI, LF, LB, JG, grid):
         # leave in some order, which the hits' sort by rank and the minimum left ignore.
         tk, i, code = KF[0], KA[0], KB[0]
         if JI[i, SEG_ORDER] != code & _LOW or JF[i, END_T] != JF[i, END_T]:
-            _, _, _, SZ[z] = _tpop(KF, KA, KB, SZ[z])
+            SZ[z] = _kpop(KF, KA, KB, SZ[z])
             continue  # the run ended or was preempted
         s, oh, p0, d = JF[i, SEG_S], JF[i, SEG_OH], JF[i, SEG_P0], JF[i, SEG_D]
         j0, c0, k = JI[i, SEG_J0], JI[i, SEG_CALL], code >> 32
         if tk == t and _round(s, oh, p0, d, j0, c0, grid, k) > call:
             LF[nl], LB[nl, 0], LB[nl, 1] = tk, i, code
             nl += 1
-            _, _, _, SZ[z] = _tpop(KF, KA, KB, SZ[z])
+            SZ[z] = _kpop(KF, KA, KB, SZ[z])
             continue
         b, end, more = s + oh, JG[i, J_END], True
         tk = b + (grid[k] - p0) * d
@@ -240,16 +246,16 @@ def _at(t, call, S, SZ, z, JF, JI, KF, KA, KB, HI, LF, LB, JG, grid):
             tk = b + (grid[k] - p0) * d
         if more:
             KF[0], KB[0] = tk, (k << 32) | (code & _LOW)
-            _tsiftup(KF, KA, KB, SZ[z], 0)
+            _ksift_leaf(KF, KA, KB, SZ[z], 0)
         else:
-            _, _, _, SZ[z] = _tpop(KF, KA, KB, SZ[z])
+            SZ[z] = _kpop(KF, KA, KB, SZ[z])
     for r in range(nl):
-        SZ[z] = _tpush(KF, KA, KB, SZ[z], LF[r], LB[r, 0], LB[r, 1])
+        SZ[z] = _kpush(KF, KA, KB, SZ[z], LF[r], LB[r, 0], LB[r, 1])
     while SZ[z]:
         i = KA[0]
         if JI[i, SEG_ORDER] == KB[0] & _LOW and JF[i, END_T] == JF[i, END_T]:
             return min(nh, HI.shape[0]), KF[0]
-        _, _, _, SZ[z] = _tpop(KF, KA, KB, SZ[z])
+        SZ[z] = _kpop(KF, KA, KB, SZ[z])
     return min(nh, HI.shape[0]), INF
 
 
@@ -329,7 +335,7 @@ def _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, JS, JG, grid
         d = JS[i, J_DUR]
         te = t + oh + (grid[JG[i, J_END]] - p0) * d
         JF[i, END_T] = te
-        S[S_EV] = _tpush(EF, EA, EB, S[S_EV], te, i, 0)
+        S[S_EV] = _kpush(EF, EA, EB, S[S_EV], te, i, 0)
         j = JI[i, DONE] + 1
         JF[i, SEG_S], JF[i, SEG_OH], JF[i, SEG_P0], JF[i, SEG_D] = t, oh, p0, d
         JI[i, SEG_J0], JI[i, SEG_CALL], JI[i, SEG_ORDER] = j, call, order
@@ -750,7 +756,8 @@ def _end_events(t, free, S, EF, EA, EB, JF, JI, JG):
     """The end events at t; returns the free GPUs and whether a job ended."""
     changed = False
     while S[S_EV] and EF[0] == t:
-        _, i, _, S[S_EV] = _tpop(EF, EA, EB, S[S_EV])
+        i = EA[0]
+        S[S_EV] = _kpop(EF, EA, EB, S[S_EV])
         if JF[i, END_T] != t:
             continue  # a preempted segment's end, or a copy of one already handled
         JF[i, END_T] = JF[i, CROSS_T] = NAN
@@ -800,6 +807,7 @@ def _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, JG, grid, n_gpus):
     if S[S_EV] > 64 + 2 * n_gpus:
         # Drop preempted segments' ends (they would stay until their time).
         S[S_EV] = _drop_stale(EF, EA, EB, S[S_EV], JF, END_T)
+        _kheapify(EF, EA, EB, S[S_EV])
 
 
 @_step
