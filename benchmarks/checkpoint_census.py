@@ -112,8 +112,9 @@ def add_census_args(ap: argparse.ArgumentParser, configs) -> None:
                     help="SCHEDULER+RULE, comma-separated (default: Tiresias and LossAware "
                          "with evalstop:k=2 and the default)")
     ap.add_argument("--limit", type=int, default=0, help="the first N jobs only (0: all)")
-    ap.add_argument("--gpus", type=int, default=512)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--gpus", type=int, default=512, help="GPUs in the cluster (default 512)")
+    ap.add_argument("--seed", type=int, default=0,
+                    help="seed of the workload's curves (default 0)")
     ap.add_argument("--json", metavar="PATH", help="also write the counts here")
 
 
