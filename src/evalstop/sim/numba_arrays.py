@@ -1,8 +1,9 @@
 """Compiled arrays for the simulator's numba twin (``sim.planned_jit``): how its helpers
 are compiled (without reference counts), a heap of (float, int, int) and a sorted list of
 the same, each ordered as Python orders those tuples, with ``heapq``'s and ``bisect``'s
-algorithms step for step (so equal entries sit where Python's would), and arrays grown
-between calls.
+algorithms step for step (so equal entries sit where Python's would); a 4-ary heap of the
+same ordered by its float alone, for entries whose order at one time nobody reads; and
+arrays grown between calls.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def _step(fn):
 
 
 # ---- heaps of (float, int, int), compared as Python compares those tuples -------------
-# The events, (time, job, 0), and the one-GPU wait queue, (key, seq, job).
+# The level crossings, (time, job, 0), and the one-GPU wait queue, (key, seq, job).
 
 
 @_step
@@ -102,11 +103,11 @@ def _theapify(F, A, B, n):
         _tsiftup(F, A, B, n, i)
 
 
-# ---- 4-ary heaps of (time, int, int) ordered by time alone: the evals' index ----------
-# Entries of one time may leave the index in any order (see ``planned_jit._at``), so its
-# heap compares times only, has four children per node, and moves a replaced top toward
-# the leaves only as far as it must: on a heap of 203 entries a replaced top took 22 ns,
-# against 52 ns for the binary heap of tuples above.
+# ---- 4-ary heaps of (time, int, int) ordered by time alone: ends, evals' index --------
+# Entries of one time may leave these in any order (see ``planned_jit._at`` and
+# ``_end_events``), so the heap compares times only, has four children per node, and
+# moves a replaced top toward the leaves only as far as it must: on a heap of 203 entries
+# a replaced top took 22 ns, against 52 ns for the binary heap of tuples above.
 
 
 @_step
