@@ -190,6 +190,13 @@ def _cross_next(i, lo, S, SF, JF, JI, CF, CA, CB, JG, grid, thr, n_gpus):
         _theapify(CF, CA, CB, S[S_CR])
 
 
+@_step
+def _runs(i, code, JF, JI):
+    """Whether an index entry of job i with ``code`` is of its run still going (not
+    ended, not preempted)."""
+    return JI[i, SEG_ORDER] == code & _LOW and JF[i, END_T] == JF[i, END_T]
+
+
 @_helper(i8, I1, i8, F2, I2, *TH, I2, F1, i8)
 def _track(i, SZ, z, JF, JI, KF, KA, KB, JG, grid, n_gpus):
     """``yields.eval_index``'s ``track``: job i's run starts (in the index KF, KA, KB, of
@@ -202,7 +209,7 @@ def _track(i, SZ, z, JF, JI, KF, KA, KB, JG, grid, n_gpus):
         k = 0
         for r in range(SZ[z]):
             x = KA[r]
-            if JI[x, SEG_ORDER] == KB[r] & _LOW and JF[x, END_T] == JF[x, END_T]:
+            if _runs(x, KB[r], JF, JI):
                 KF[k], KA[k], KB[k] = KF[r], KA[r], KB[r]
                 k += 1
         SZ[z] = k
@@ -220,7 +227,7 @@ def _at(t, call, S, SZ, z, JF, JI, KF, KA, KB, HI, LF, LB, JG, grid):
         # The top, advanced in place (heapreplace) or popped: entries this query passes
         # leave in some order, which the hits' sort by rank and the minimum left ignore.
         tk, i, code = KF[0], KA[0], KB[0]
-        if JI[i, SEG_ORDER] != code & _LOW or JF[i, END_T] != JF[i, END_T]:
+        if not _runs(i, code, JF, JI):
             SZ[z] = _kpop(KF, KA, KB, SZ[z])
             continue  # the run ended or was preempted
         s, oh, p0, d = JF[i, SEG_S], JF[i, SEG_OH], JF[i, SEG_P0], JF[i, SEG_D]
@@ -253,7 +260,7 @@ def _at(t, call, S, SZ, z, JF, JI, KF, KA, KB, HI, LF, LB, JG, grid):
         SZ[z] = _kpush(KF, KA, KB, SZ[z], LF[r], LB[r, 0], LB[r, 1])
     while SZ[z]:
         i = KA[0]
-        if JI[i, SEG_ORDER] == KB[0] & _LOW and JF[i, END_T] == JF[i, END_T]:
+        if _runs(i, KB[0], JF, JI):
             return min(nh, HI.shape[0]), KF[0]
         SZ[z] = _kpop(KF, KA, KB, SZ[z])
     return min(nh, HI.shape[0]), INF
