@@ -24,8 +24,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 
@@ -33,6 +35,9 @@ from evalstop.schedulers import build
 from evalstop.schedulers.priority import PriorityScheduler
 from evalstop.sim.engine import simulate
 from evalstop.workload import load_philly, trace_workload
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_sim import repeated  # noqa: E402  (a sibling script)
 
 CONFIGS = ("tiresias+evalstop:k=2", "tiresias+default", "loss-aware+evalstop:k=2",
            "loss-aware+default")
@@ -112,27 +117,36 @@ def add_census_args(ap: argparse.ArgumentParser, configs) -> None:
                     help="SCHEDULER+RULE, comma-separated (default: Tiresias and LossAware "
                          "with evalstop:k=2 and the default)")
     ap.add_argument("--limit", type=int, default=0, help="the first N jobs only (0: all)")
-    ap.add_argument("--gpus", type=int, default=512, help="GPUs in the cluster (default 512)")
+    ap.add_argument("--gpus", type=int, default=512,
+                    help="GPUs in the cluster at 1x (default 512)")
+    ap.add_argument("--scale", type=int, default=1,
+                    help="the trace K times over on K times the GPUs, as bench_sim's Kx "
+                         "(default 1)")
     ap.add_argument("--seed", type=int, default=0,
                     help="seed of the workload's curves (default 0)")
     ap.add_argument("--json", metavar="PATH", help="also write the counts here")
 
 
 def census_workload(ap: argparse.ArgumentParser, args):
-    """Philly (its first ``--limit`` jobs), the curves drawn from ``--seed``."""
+    """Philly (its first ``--limit`` jobs, ``--scale`` times over), the curves drawn from
+    ``--seed``; ``args.gpus`` becomes the whole cluster's."""
     if args.limit < 0:
         ap.error(f"--limit must be >= 0, got {args.limit}")
+    if args.scale < 1:
+        ap.error(f"--scale must be >= 1, got {args.scale}")
     table = load_philly()
     if args.limit:
         table = table.take(np.arange(min(args.limit, len(table))))
-    return trace_workload(table, np.random.default_rng(args.seed))
+    args.gpus *= args.scale
+    return trace_workload(repeated(table, args.scale), np.random.default_rng(args.seed))
 
 
 def write_rows(args, workload, rows) -> None:
     """The counts, to ``--json`` if given."""
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"n_jobs": workload.n_jobs, "gpus": args.gpus, "seed": args.seed,
+            json.dump({"n_jobs": workload.n_jobs, "gpus": args.gpus, "scale": args.scale,
+                       "seed": args.seed,
                        "rows": rows}, fh, indent=1)
 
 

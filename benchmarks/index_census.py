@@ -11,6 +11,7 @@ past that job's evals up to then. This counts, in one run of the Python planned 
 * passed: entries due at a query, each one heap operation (moved on in place, or popped);
 * stale: of those, entries of runs that had ended or been preempted (popped);
 * hits: the checkpoints the queries returned (evals at the call's own instant and batch);
+* most hits: the most one query returned (the twin ranks a query's hits by insertion);
 * mean size, mean live: the index's mean size at a query, and how many of its entries
   were of runs still going (the rest wait to be popped or compacted away).
 
@@ -18,7 +19,7 @@ The compiled twin does the same queries on the same entries, so these counts are
 too: where the time per call goes is ``benchmarks/profile_twin.py``'s job.
 
     python benchmarks/index_census.py [--configs tiresias+default,...] [--limit N]
-        [--gpus 512] [--json OUT]
+        [--gpus 512] [--scale K] [--json OUT]
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ from checkpoint_census import add_census_args, census_workload, write_rows  # no
 
 CONFIGS = ("tiresias+evalstop:k=2", "tiresias+default", "loss-aware+evalstop:k=2",
            "loss-aware+default")
-FIELDS = ("yield tests", "queries", "passed", "stale", "hits", "mean size", "mean live")
+FIELDS = ("yield tests", "queries", "passed", "stale", "hits", "most hits", "mean size",
+          "mean live")
 
 
 def _counted_index(count: Counter):
@@ -62,6 +64,7 @@ def _counted_index(count: Counter):
             count["stale"] += len(due) - sum(map(live, due))
             found = at(t, call)
             count["hits"] += len(found[0])
+            count["most hits"] = max(count["most hits"], len(found[0]))
             return found
 
         at_.heap = heap

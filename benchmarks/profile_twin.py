@@ -7,6 +7,7 @@ then runs one simulation over and over under ``perf record -p PID`` and prints p
 report by symbol. Steps inlined into a function (``_step``) count as that function.
 
     python benchmarks/profile_twin.py --scheduler tiresias --detector default --seconds 10
+    python benchmarks/profile_twin.py --scheduler loss-aware --scale 8   # 8x Philly, 8x GPUs
 
 Needs Linux ``perf`` (Debian: ``apt-get install linux-perf``) and the ``fast`` extra. The
 first part compiles the twin (10-30 CPU-s) into a temporary directory removed at the end.
@@ -28,11 +29,16 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scheduler", default="srtf-est")
     ap.add_argument("--detector", default="evalstop:k=2")
-    ap.add_argument("--gpus", type=int, default=512)
+    ap.add_argument("--gpus", type=int, default=512, help="GPUs at 1x (default 512)")
+    ap.add_argument("--scale", type=int, default=1,
+                    help="the trace K times over on K times the GPUs, as bench_sim's Kx "
+                         "(default 1)")
     ap.add_argument("--seconds", type=float, default=10.0, help="time sampled (default 10)")
     ap.add_argument("--top", type=int, default=25, help="symbols printed (default 25)")
     args = ap.parse_args()
     perf = shutil.which("perf")
+    if args.scale < 1:
+        ap.error("--scale must be at least 1")
     if perf is None:
         print("profile_twin: perf not found (Debian: apt-get install linux-perf)",
               file=sys.stderr)
@@ -48,15 +54,17 @@ def main() -> int:
 
 def _profile(perf: str, args) -> int:
     import numpy as np
+    from bench_sim import repeated  # (this script's folder is on sys.path)
 
     from evalstop.schedulers import build
     from evalstop.sim.engine import simulate
     from evalstop.workload import load_philly, trace_workload
 
-    work = trace_workload(load_philly(), np.random.default_rng(0))
+    work = trace_workload(repeated(load_philly(), args.scale), np.random.default_rng(0))
+    n_gpus = args.gpus * args.scale
 
     def once():
-        simulate(work, args.gpus, build(args.scheduler, args.detector), record_timeline=False)
+        simulate(work, n_gpus, build(args.scheduler, args.detector), record_timeline=False)
 
     print("compiling the twin into a fresh cache ...", file=sys.stderr, flush=True)
     once()

@@ -39,6 +39,8 @@ def test_the_census_changes_nothing_and_hangs_together(monkeypatch, sched, rule)
         assert count["stale"] <= count["passed"], (name, count)
         assert count["mean live"] <= count["mean size"], (name, count)
         assert count["hits"] <= res.n_eval_events, (name, count)
+        assert count["most hits"] <= count["hits"], (name, count)
+        assert (count["most hits"] > 0) == (count["hits"] > 0), (name, count)
         if name == "philly":
             assert count["yield tests"] > 0 and count["queries"] > 0, count
             assert count["mean live"] > 0
@@ -60,3 +62,22 @@ def test_a_run_without_an_eval_index_is_refused(sched):
 def test_unknown_names_are_one_line_errors(sched, rule):
     with pytest.raises(SystemExit, match="unknown"):
         ic.census(_philly(10), 64, sched, rule)
+
+
+def test_scale_repeats_the_trace_on_as_many_gpus_times():
+    ap = ic.argparse.ArgumentParser()
+    ic.add_census_args(ap, ic.CONFIGS)
+    args = ap.parse_args(["--limit", "40", "--scale", "3", "--gpus", "16"])
+    w = ic.census_workload(ap, args)
+    assert w.n_jobs == 120 and args.gpus == 48
+    once = _philly(40).arrival_s
+    assert np.array_equal(np.sort(w.arrival_s), np.repeat(np.sort(once), 3))
+
+
+def test_scale_below_one_is_a_one_line_error(capsys):
+    ap = ic.argparse.ArgumentParser(prog="index_census")
+    ic.add_census_args(ap, ic.CONFIGS)
+    args = ap.parse_args(["--scale", "0"])
+    with pytest.raises(SystemExit):
+        ic.census_workload(ap, args)
+    assert "--scale must be >= 1" in capsys.readouterr().err
