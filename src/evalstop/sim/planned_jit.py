@@ -282,6 +282,21 @@ def _fills(free, depth, S, QF, QA, QB, BK, BS, BJ, JG):
     return False
 
 
+@_step
+def _children(k, n_w, stack, top):
+    """The children of node k of a binary heap of ``n_w`` entries pushed on ``stack`` (of
+    ``top`` entries): the depth-first reads of the victims' heap in place, which skip a
+    subtree whose root's stored key is at most the limit; returns the new ``top``."""
+    k = 2 * k + 1
+    if k < n_w:
+        stack[top] = k
+        top += 1
+        if k + 1 < n_w:
+            stack[top] = k + 1
+            top += 1
+    return top
+
+
 @_helper(i8, i8, f8, *ST, *WH, F1, I1, I1, F1, I1, I1, I1, I2)
 def _unsettled(free, depth, margin, S, SF, JF, JI, WF, WI, QF, QA, QB, BK, BS, BJ, stack, JG):
     """``yields.unsettled_test``'s ``unsettled``: whether the next call after only
@@ -304,13 +319,7 @@ def _unsettled(free, depth, margin, S, SF, JF, JI, WF, WI, QF, QA, QB, BK, BS, B
             held += JG[WI[k, W_JOB], J_GPUS]
             if held >= short:
                 return True
-        k = 2 * k + 1
-        if k < n_w:
-            stack[top] = k
-            top += 1
-            if k + 1 < n_w:
-                stack[top] = k + 1
-                top += 1
+        top = _children(k, n_w, stack, top)
     SF[F_EA_LIMIT], S[S_EA_BOUND] = limit, held
     return False
 
@@ -488,13 +497,7 @@ def _enough_above(limit, short, t, cid, S, SF, JF, JI, WF, WI, FRF, FRI, stack, 
                     held += JG[i, J_GPUS]
             elif -WF[k, W_NKEY] > limit:
                 held += JG[i, J_GPUS]
-        k = 2 * k + 1
-        if k < n_w:
-            stack[top] = k
-            top += 1
-            if k + 1 < n_w:
-                stack[top] = k + 1
-                top += 1
+        top = _children(k, n_w, stack, top)
     for r in range(n_fresh):
         S[S_W] = _wpush_from(FRF, FRI, r, WF, WI, S[S_W], grid)
     if short > 0:
