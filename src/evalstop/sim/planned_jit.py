@@ -118,6 +118,7 @@ J_GPUS, J_END = range(2)
 S_EV, S_W, S_Q, S_B, S_ORDER, S_WSEQ, S_EA_BOUND, S_SERIAL, S_PRE, S_CR, S_LV = range(11)
 S_OVER = 11  # 1: more evals fell at one instant than the hits' rows hold (see run_kernel)
 S_RAN = 12  # the runs started in this call (Tiresias, LossAware; see _ran)
+S_B0 = 13  # the multi-GPU wait queue's first row (``numba_arrays._insort``)
 F_EA_LIMIT = 0
 
 # ---- the loop -------------------------------------------------------------------------
@@ -146,7 +147,7 @@ def _drop_stale(F, A, B, n, JF, col):
 @_step
 def _head(S, QF, QA, QB, BK, BS, BJ):
     """The waiting head's key and job (the queue not empty)."""
-    r = S[S_B] - 1
+    r = S[S_B0] + S[S_B] - 1
     if S[S_Q] and not (S[S_B] and _tless(BK[r], BS[r], BJ[r], QF[0], QA[0], QB[0])):
         return QF[0], QB[0]
     return BK[r], BJ[r]
@@ -159,7 +160,7 @@ def _enqueue(key, i, S, QF, QA, QB, BK, BS, BJ, JG):
     if JG[i, J_GPUS] == 1:
         S[S_Q] = _tpush(QF, QA, QB, S[S_Q], key, S[S_WSEQ], i)
     else:
-        S[S_B] = _insort(BK, BS, BJ, S[S_B], key, S[S_WSEQ], i)
+        S[S_B0], S[S_B] = _insort(BK, BS, BJ, S[S_B0], S[S_B], key, S[S_WSEQ], i)
 
 
 @_helper(i8, i8, *ST, *TH, I2, F1, F1, i8)
@@ -272,12 +273,12 @@ def _fills(free, depth, S, QF, QA, QB, BK, BS, BJ, JG):
     one of the first ``depth`` waiting jobs (the queue not empty)."""
     if free <= 0:
         return False
-    n_ahead = (_bisect_left(BK, BS, BJ, S[S_B], QF[0], QA[0], QB[0], 0) if S[S_Q]
+    n_ahead = (_bisect_left(BK, BS, BJ, S[S_B0], S[S_B], QF[0], QA[0], QB[0], 0) if S[S_Q]
                else S[S_B])
     if S[S_Q] and n_ahead < depth:
         return True
     for k in range(min(n_ahead, depth)):
-        if JG[BJ[_row(S[S_B], k)], J_GPUS] <= free:
+        if JG[BJ[_row(S[S_B0], S[S_B], k)], J_GPUS] <= free:
             return True
     return False
 
@@ -429,9 +430,9 @@ def _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF, QA, 
             # Only a one-GPU job fits: the multi-GPU jobs ahead of it are skipped at once.
             if S[S_Q] == 0:
                 break
-            r = _row(S[S_B], b)
+            r = _row(S[S_B0], S[S_B], b)
             if b < S[S_B] and _tless(BK[r], BS[r], BJ[r], QF[0], QA[0], QB[0]):
-                k = _bisect_left(BK, BS, BJ, S[S_B], QF[0], QA[0], QB[0], b)
+                k = _bisect_left(BK, BS, BJ, S[S_B0], S[S_B], QF[0], QA[0], QB[0], b)
                 looked += k - b
                 b = k
                 if looked >= depth:
@@ -440,7 +441,7 @@ def _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF, QA, 
             _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, JS, JG, grid,
                    ran, n_gpus, overhead)
             return 0
-        r = _row(S[S_B], b)
+        r = _row(S[S_B0], S[S_B], b)
         if S[S_Q] and not (b < S[S_B] and _tless(BK[r], BS[r], BJ[r], QF[0], QA[0], QB[0])):
             key, _, i, S[S_Q] = _tpop(QF, QA, QB, S[S_Q])
             free -= 1
@@ -454,7 +455,7 @@ def _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF, QA, 
         i = BJ[r]
         if JG[i, J_GPUS] <= free:
             key = BK[r]
-            S[S_B] = _delete(BK, BS, BJ, S[S_B], b)
+            S[S_B0], S[S_B] = _delete(BK, BS, BJ, S[S_B0], S[S_B], b)
             free -= JG[i, J_GPUS]
             _start(i, key, t, call, cid, S, SF, JF, JI, WF, WI, EF, EA, EB, JS, JG, grid,
                    ran, n_gpus, overhead)
@@ -562,7 +563,7 @@ def _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, 
         if need == 1:  # the head, before the victims join the queue
             _, _, _, S[S_Q] = _tpop(QF, QA, QB, S[S_Q])
         else:
-            S[S_B] = _delete(BK, BS, BJ, S[S_B], 0)
+            S[S_B0], S[S_B] = _delete(BK, BS, BJ, S[S_B0], S[S_B], 0)
         for v in range(n_vic):
             i = victims[v]
             JI[i, MOVED] = JI[i, GONE] = cid
@@ -983,10 +984,11 @@ def run_kernel(arrival, dur, gpus, est, akey, thr, rule, end_eval, grid, n_gpus,
     most = _pack(JS, JG, dur, est, akey, gpus, end_eval)
     n_cls = _cls(most) + 1 if rule & 1 else 1
     JF, JI = np.zeros((n, 12)), np.zeros((n, 9), np.int64)
-    S, SF = np.zeros(13, np.int64), np.full(1, INF)  # (SF: ea_limit)
+    S, SF = np.zeros(14, np.int64), np.full(1, INF)  # (SF: ea_limit)
     _clear(JF, JI, S, rule)
     QF, QA, QB = np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
-    BK, BS, BJ = np.empty(n + 1), np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
+    BK, BS, BJ = np.empty(2 * n + 2), np.empty(2 * n + 2, np.int64), np.empty(2 * n + 2, np.int64)
+    S[S_B0] = n + 1  # (room to grow either way)
     vp = np.empty((3, 2 * n_gpus + 2), np.int64)  # (a call starts at most 2 n_gpus runs)
     ce, cw = 64 + 4 * n_gpus + 1, 128 + 8 * n_gpus + 1
     EF, EA, EB = np.empty(ce), np.empty(ce, np.int64), np.zeros(ce, np.int64)
