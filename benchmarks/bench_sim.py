@@ -114,6 +114,18 @@ def repeated(table, k):
     return replace(out, job_id=ids)
 
 
+def add_scale_arg(ap) -> None:
+    """``--scale K`` for the scripts that run one of this benchmark's sizes (``repeated``)."""
+    ap.add_argument("--scale", type=int, default=1,
+                    help="the trace K times over on K times the GPUs, as bench_sim's Kx "
+                         "(default 1)")
+
+
+def check_scale(ap, args) -> None:
+    if args.scale < 1:
+        ap.error(f"--scale must be >= 1, got {args.scale}")
+
+
 def peak_rss_bytes():
     kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return kb * (1 if platform.system() == "Darwin" else 1024)

@@ -37,7 +37,7 @@ from evalstop.sim.engine import simulate
 from evalstop.workload import load_philly, trace_workload
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_sim import repeated  # noqa: E402  (a sibling script)
+from bench_sim import add_scale_arg, check_scale, repeated  # noqa: E402  (a sibling script)
 
 CONFIGS = ("tiresias+evalstop:k=2", "tiresias+default", "loss-aware+evalstop:k=2",
            "loss-aware+default")
@@ -119,9 +119,7 @@ def add_census_args(ap: argparse.ArgumentParser, configs) -> None:
     ap.add_argument("--limit", type=int, default=0, help="the first N jobs only (0: all)")
     ap.add_argument("--gpus", type=int, default=512,
                     help="GPUs in the cluster at 1x (default 512)")
-    ap.add_argument("--scale", type=int, default=1,
-                    help="the trace K times over on K times the GPUs, as bench_sim's Kx "
-                         "(default 1)")
+    add_scale_arg(ap)
     ap.add_argument("--seed", type=int, default=0,
                     help="seed of the workload's curves (default 0)")
     ap.add_argument("--json", metavar="PATH", help="also write the counts here")
@@ -132,8 +130,7 @@ def census_workload(ap: argparse.ArgumentParser, args):
     ``--seed``; ``args.gpus`` becomes the whole cluster's."""
     if args.limit < 0:
         ap.error(f"--limit must be >= 0, got {args.limit}")
-    if args.scale < 1:
-        ap.error(f"--scale must be >= 1, got {args.scale}")
+    check_scale(ap, args)
     table = load_philly()
     if args.limit:
         table = table.take(np.arange(min(args.limit, len(table))))

@@ -26,19 +26,20 @@ import time
 
 
 def main() -> int:
+    # (a sibling script, on sys.path as this one runs; it does not import numba, which
+    # must first see the fresh cache directory set below)
+    from bench_sim import add_scale_arg, check_scale
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scheduler", default="srtf-est")
     ap.add_argument("--detector", default="evalstop:k=2")
     ap.add_argument("--gpus", type=int, default=512, help="GPUs at 1x (default 512)")
-    ap.add_argument("--scale", type=int, default=1,
-                    help="the trace K times over on K times the GPUs, as bench_sim's Kx "
-                         "(default 1)")
+    add_scale_arg(ap)
     ap.add_argument("--seconds", type=float, default=10.0, help="time sampled (default 10)")
     ap.add_argument("--top", type=int, default=25, help="symbols printed (default 25)")
     args = ap.parse_args()
+    check_scale(ap, args)
     perf = shutil.which("perf")
-    if args.scale < 1:
-        ap.error("--scale must be at least 1")
     if perf is None:
         print("profile_twin: perf not found (Debian: apt-get install linux-perf)",
               file=sys.stderr)

@@ -25,5 +25,5 @@ def test_help_explains_scale():
 def test_scale_below_one_is_a_one_line_error():
     res = _run("--scale", "0")
     assert res.returncode == 2
-    assert "--scale must be at least 1" in res.stderr
+    assert "--scale must be >= 1, got 0" in res.stderr
     assert "Traceback" not in res.stderr
