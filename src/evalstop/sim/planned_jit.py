@@ -12,8 +12,9 @@ entries stored by value and compared field by field as Python compares the tuple
 ``_Rank``'s tie rule is ``_rank_less`` (the two ``_chain`` sequences compared element by
 element). Two heaps differ from Python's, as nothing reads the order in which their
 entries of one time leave: the ends (every end at an instant is handled before the call,
-each on its own job) and the evals' index (see ``_at``). They are 4-ary heaps ordered by
-time alone (``numba_arrays._kpush``: a replaced top costs under half the binary heap's).
+each on its own job), a 4-ary heap ordered by time alone (``numba_arrays._kpush``: a
+replaced top costs under half the binary heap's), and the evals' index, a timing wheel per
+GPU class (``numba_wheel``; see ``_at``).
 No fastmath: every float is computed with the expression, and in the order, of the
 Python loop, so times, keys and GPU-seconds are the same floats.
 ``tests/test_sim_srtf_loop.py`` and ``tests/test_sim_planned_levels.py`` compare the twin
@@ -43,7 +44,7 @@ from evalstop.schedulers import loss_aware, srtf, tiresias
 from evalstop.schedulers.loss_aware import drop_key
 from evalstop.schedulers.srtf import remaining_s
 from evalstop.schedulers.tiresias import queue_key, queue_level
-from evalstop.sim import numba_arrays, numba_victims
+from evalstop.sim import numba_arrays, numba_victims, numba_wheel
 from evalstop.sim.numba_arrays import (
     F1,
     F2,
@@ -57,7 +58,6 @@ from evalstop.sim.numba_arrays import (
     _kheapify,
     _kpop,
     _kpush,
-    _ksift_leaf,
     _mark,
     _row,
     _step,
@@ -92,8 +92,22 @@ from evalstop.sim.numba_victims import (
     _wsiftdown,
     _wsiftup,
 )
+from evalstop.sim.numba_wheel import (
+    C_CUR,
+    C_MIN,
+    C_N,
+    MASK,
+    NB,
+    _bucket,
+    _free,
+    _link,
+    _next_slot,
+    _put,
+    _relink,
+    _take,
+)
 
-jit.forget_stale(__file__, numba_arrays, numba_victims, srtf, tiresias, loss_aware)
+jit.forget_stale(__file__, numba_arrays, numba_victims, numba_wheel, srtf, tiresias, loss_aware)
 INF = np.inf
 NAN = np.nan
 # The bases' keys: their own functions, compiled into the loop.
@@ -123,8 +137,8 @@ F_EA_LIMIT = 0
 
 # ---- the loop -------------------------------------------------------------------------
 # Argument types of the loop's helpers, by group: the shared state (S, SF, JF, JI), the
-# victims' heap (WF, WI), a heap of (float, int, int) (the ends; the level crossings; the
-# evals' index), the inputs (JS, JG, grid, thr).
+# victims' heap (WF, WI), a heap of (float, int, int) (the ends; the level crossings), the
+# inputs (JS, JG, grid, thr).
 ST, WH, TH, IN = (I1, F1, F2, I2), (F2, I2), (F1, I1, I1), (F2, I2, F1, F1)
 # The evals' index keys each run's next eval by (time, job, eval << 32 | the run's start
 # order): the order tells a live run's entry from a stale one (``segs[i] is seg``).
@@ -198,73 +212,118 @@ def _runs(i, code, JF, JI):
     return JI[i, SEG_ORDER] == code & _LOW and JF[i, END_T] == JF[i, END_T]
 
 
-@_helper(i8, I1, i8, F2, I2, *TH, I2, F1, i8)
-def _track(i, SZ, z, JF, JI, KF, KA, KB, JG, grid, n_gpus):
-    """``yields.eval_index``'s ``track``: job i's run starts (in the index KF, KA, KB, of
-    size ``SZ[z]``)."""
+@_helper(i8, I1, F2, I2, F1, I1, I1, I1, I1, I2, F1, i8)
+def _track(i, CK, JF, JI, KF, KA, KB, KN, KH, JG, grid, n_gpus):
+    """``yields.eval_index``'s ``track``: job i's run starts (in one class's wheel, see
+    ``numba_wheel``)."""
     j = JI[i, SEG_J0]
     if j < JG[i, J_END]:
         te = JF[i, SEG_S] + JF[i, SEG_OH] + (grid[j] - JF[i, SEG_P0]) * JF[i, SEG_D]
-        SZ[z] = _kpush(KF, KA, KB, SZ[z], te, i, (j << 32) | JI[i, SEG_ORDER])
-    if SZ[z] > 64 + 4 * n_gpus:
-        k = 0
-        for r in range(SZ[z]):
-            x = KA[r]
-            if _runs(x, KB[r], JF, JI):
-                KF[k], KA[k], KB[k] = KF[r], KA[r], KB[r]
-                k += 1
-        SZ[z] = k
-        _kheapify(KF, KA, KB, k)
+        _put(CK, KF, KA, KB, KN, KH, te, i, (j << 32) | JI[i, SEG_ORDER])
+    if CK[C_N] > 64 + 4 * n_gpus:  # (the stale entries dropped, as ``track`` does)
+        for s in range(NB):
+            e = _take(KH, s)
+            while e >= 0:
+                nx = KN[e]
+                if _runs(KA[e], KB[e], JF, JI):
+                    _link(KF, KN, KH, e, s)
+                else:
+                    _free(CK, KN, e)
+                e = nx
 
 
 @_step
-def _at(t, call, S, SZ, z, JF, JI, KF, KA, KB, HI, LF, LB, JG, grid):
-    """``yields.eval_index``'s ``at`` on the index KF, KA, KB of size ``SZ[z]``: the hits,
-    (job, eval) in HI's first rows (as many as it returns; a count past HI's rows sets
-    ``S_OVER``), and the next eval's time. LF and LB hold the entries put back (due at
-    once at a start in this call)."""
-    nh = nl = 0
-    while SZ[z] and KF[0] <= t:
-        # The top, advanced in place (heapreplace) or popped: entries this query passes
-        # leave in some order, which the hits' sort by rank and the minimum left ignore.
-        tk, i, code = KF[0], KA[0], KB[0]
-        if not _runs(i, code, JF, JI):
-            SZ[z] = _kpop(KF, KA, KB, SZ[z])
-            continue  # the run ended or was preempted
-        s, oh, p0, d = JF[i, SEG_S], JF[i, SEG_OH], JF[i, SEG_P0], JF[i, SEG_D]
-        j0, c0, k = JI[i, SEG_J0], JI[i, SEG_CALL], code >> 32
-        if tk == t and _round(s, oh, p0, d, j0, c0, grid, k) > call:
-            LF[nl], LB[nl, 0], LB[nl, 1] = tk, i, code
-            nl += 1
-            SZ[z] = _kpop(KF, KA, KB, SZ[z])
-            continue
-        b, end, more = s + oh, JG[i, J_END], True
-        tk = b + (grid[k] - p0) * d
-        while tk <= t:
-            if tk == t and _round(s, oh, p0, d, j0, c0, grid, k) == call:
-                if nh < HI.shape[0]:
-                    HI[nh, 0], HI[nh, 1] = i, k
-                else:
-                    S[S_OVER] = 1
-                nh += 1
-            k += 1
-            if k == end:
-                more = False
-                break
-            tk = b + (grid[k] - p0) * d
-        if more:
-            KF[0], KB[0] = tk, (k << 32) | (code & _LOW)
-            _ksift_leaf(KF, KA, KB, SZ[z], 0)
-        else:
-            SZ[z] = _kpop(KF, KA, KB, SZ[z])
-    for r in range(nl):
-        SZ[z] = _kpush(KF, KA, KB, SZ[z], LF[r], LB[r, 0], LB[r, 1])
-    while SZ[z]:
-        i = KA[0]
-        if _runs(i, KB[0], JF, JI):
-            return min(nh, HI.shape[0]), KF[0]
-        SZ[z] = _kpop(KF, KA, KB, SZ[z])
-    return min(nh, HI.shape[0]), INF
+def _at(t, call, S, CK, JF, JI, KF, KA, KB, KN, KH, HI, JG, grid):
+    """``yields.eval_index``'s ``at`` on one class's wheel: the hits, (job, eval) in HI's
+    first rows (as many as it returns; a count past HI's rows sets ``S_OVER``), and the
+    next eval's time. Only the slots from the last query's bucket to t's are read; an entry
+    due at t at once at its start in this call is left for after it."""
+    nh = 0
+    bt = _bucket(t, KF)
+    span, s0 = min(bt - CK[C_CUR] + 1, NB), CK[C_CUR] & MASK
+    CK[C_CUR] = bt
+    off = 0
+    while off < span:
+        s = _next_slot(KH, (s0 + off) & MASK)
+        d = (s - s0) & MASK
+        if s < 0 or d < off or d >= span:
+            break
+        off = d + 1
+        if KF[KH[s]] > t:
+            continue  # (its earliest entry not due: none is)
+        e = _take(KH, s)
+        while e >= 0:
+            nx, tk, i, code = KN[e], KF[e], KA[e], KB[e]
+            e_ = e
+            e = nx
+            if tk > t:  # (left, stale or not, without reading its job)
+                _link(KF, KN, KH, e_, s)
+                continue
+            if not _runs(i, code, JF, JI):
+                _free(CK, KN, e_)  # the run ended or was preempted
+                continue
+            s_, oh, p0, dd = JF[i, SEG_S], JF[i, SEG_OH], JF[i, SEG_P0], JF[i, SEG_D]
+            j0, c0, k = JI[i, SEG_J0], JI[i, SEG_CALL], code >> 32
+            if tk == t and _round(s_, oh, p0, dd, j0, c0, grid, k) > call:
+                _link(KF, KN, KH, e_, s)  # (after this call)
+                continue
+            b, end, more = s_ + oh, JG[i, J_END], True
+            tk = b + (grid[k] - p0) * dd
+            while tk <= t:
+                if tk == t and _round(s_, oh, p0, dd, j0, c0, grid, k) == call:
+                    if nh < HI.shape[0]:
+                        HI[nh, 0], HI[nh, 1] = i, k
+                    else:
+                        S[S_OVER] = 1
+                    nh += 1
+                k += 1
+                if k == end:
+                    more = False
+                    break
+                tk = b + (grid[k] - p0) * dd
+            if more:
+                KF[e_], KB[e_] = tk, (k << 32) | (code & _LOW)
+                _link(KF, KN, KH, e_, _bucket(tk, KF) & MASK)
+            else:
+                _free(CK, KN, e_)
+    nxt = _first(bt, CK, JF, JI, KF, KA, KB, KN, KH)
+    KF[KF.shape[0] - 2] = nxt  # (every entry left is at t or later)
+    return min(nh, HI.shape[0]), nxt
+
+
+@_step
+def _first(bt, CK, JF, JI, KF, KA, KB, KN, KH):
+    """The earliest time of a live entry in one class's wheel whose entries are all of
+    bucket ``bt`` or later (INF: none), its row in ``C_MIN``. Only a slot's first, its
+    earliest entry, is read (and dropped if stale): the others' jobs are not."""
+    s0, off, CK[C_MIN] = bt & MASK, 0, -1
+    while off < NB:
+        s = _next_slot(KH, (s0 + off) & MASK)
+        d = (s - s0) & MASK
+        if s < 0:
+            return INF
+        if d < off:
+            break
+        m = KH[s]  # (the slot's earliest)
+        if _bucket(KF[m], KF) != bt + d:
+            off = d + 1  # (a later turn: every entry of the slot is)
+        elif _runs(KA[m], KB[m], JF, JI):
+            CK[C_MIN] = m
+            return KF[m]
+        else:  # (stale: dropped, the others put back so that the earliest is first)
+            _take(KH, s)
+            _relink(KF, KN, KH, KN[m], s)
+            _free(CK, KN, m)
+            if KH[s] < 0:
+                off = d + 1
+    best = INF
+    for s in range(NB):  # every live entry a turn or more ahead (rare)
+        e = KH[s]
+        while e >= 0:
+            if KF[e] < best and _runs(KA[e], KB[e], JF, JI):
+                best, CK[C_MIN] = KF[e], e
+            e = KN[e]
+    return best
 
 
 @_step
@@ -622,15 +681,16 @@ def _cls(g):
 
 
 @_step
-def _hit_rows(t, call, cid, lo, hi, nf, after, r0, S, CKS, JF, JI, KF2, KA2, KB2, HI, LF,
-              LB, YF, YI, perm, JG, grid):
+def _hit_rows(t, call, cid, lo, hi, nf, after, r0, S, CKS, JF, JI, KF2, KA2, KB2, HI, KN2,
+              KH, YF, YI, perm, JG, grid):
     """``yields.class_indexes``' ``hits`` of classes lo to hi - 1, each a row for ``_rank_less`` in
     YF, YI from row nf (not a job moved in this call; only one ranked after row ``after``,
     if that is not -1), sorted into ``perm`` from position r0; returns the rows' count."""
     for c in range(lo, hi):
-        if CKS[c] == 0 or KF2[c, 0] > t:
+        if CKS[c, C_N] == 0 or KF2[c, KF2.shape[1] - 2] > t:
             continue
-        nh, _ = _at(t, call, S, CKS, c, JF, JI, KF2[c], KA2[c], KB2[c], HI, LF, LB, JG, grid)
+        nh, _ = _at(t, call, S, CKS[c], JF, JI, KF2[c], KA2[c], KB2[c], KN2[c], KH[c], HI, JG,
+                    grid)
         for r in range(nh):
             i = HI[r, 0]
             if JI[i, MOVED] == cid:
@@ -646,10 +706,10 @@ def _hit_rows(t, call, cid, lo, hi, nf, after, r0, S, CKS, JF, JI, KF2, KA2, KB2
     return nf
 
 
-@_helper(i8, f8, i8, i8, i8, f8, *ST, *WH, *TH, I1, F2, I2, I2, I2, F1, I2, F1, I1, I1, F1,
+@_helper(i8, f8, i8, i8, i8, f8, *ST, *WH, *TH, I2, F2, I2, I2, I2, I2, I2, F1, I1, I1, F1,
          I1, I1, F2, I2, I1, I1, *IN, I1, i8, f8, F2)
 def _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB, CKS,
-            KF2, KA2, KB2, HI, LF, LB, QF, QA, QB, BK, BS, BJ, YF, YI, perm, preempted,
+            KF2, KA2, KB2, HI, KN2, KH, QF, QA, QB, BK, BS, BJ, YF, YI, perm, preempted,
             JS, JG, grid, thr, ran, n_gpus, overhead, L):
     """``yields.yielder``'s ``yields``: the jobs checkpointed in this call's batch, in the
     checkpoint loop's order, each yielding to the waiting head if its key there (its live
@@ -661,8 +721,8 @@ def _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB
     if levels and (S[S_W] == 0 or -WF[0, W_NKEY] <= head_key + margin):
         return free  # (no running key above the head's)
     lo, n_cls = _cls(JG[h, J_GPUS] - free), CKS.shape[0]
-    nf = _hit_rows(t, call, cid, lo, n_cls, 0, -1, 0, S, CKS, JF, JI, KF2, KA2, KB2, HI, LF,
-                   LB, YF, YI, perm, JG, grid)
+    nf = _hit_rows(t, call, cid, lo, n_cls, 0, -1, 0, S, CKS, JF, JI, KF2, KA2, KB2, HI, KN2,
+                   KH, YF, YI, perm, JG, grid)
     r = 0
     while r < nf:
         y = perm[r]
@@ -690,28 +750,33 @@ def _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB
                      EA, EB, QF, QA, QB, BK, BS, BJ, JS, JG, grid, ran, n_gpus, overhead)
         if lo:  # the smaller jobs' checkpoints ranked after this one
             nf = _hit_rows(t, call, cid, 0, lo, nf, y, r, S, CKS, JF, JI, KF2, KA2, KB2, HI,
-                           LF, LB, YF, YI, perm, JG, grid)
+                           KN2, KH, YF, YI, perm, JG, grid)
             lo = 0
     return free
 
 
-@_helper(f8, i8, i8, i8, I1, I1, F2, I2, F2, I2, I2, I2, F1, I2, I2, F1)
-def _next_eval(t, call, lo, exact, S, CKS, JF, JI, KF2, KA2, KB2, HI, LF, LB, JG, grid):
+@_helper(f8, i8, i8, i8, I1, I2, F2, I2, F2, I2, I2, I2, I2, I2, I2, F1)
+def _next_eval(t, call, lo, exact, S, CKS, JF, JI, KF2, KA2, KB2, HI, KN2, KH, JG, grid):
     """``yields.class_indexes``' ``next_time`` from class lo."""
     nxt = INF
     for c in range(lo, CKS.shape[0]):
-        if exact or (CKS[c] and KF2[c, 0] <= t):
-            tc = _at(t, call, S, CKS, c, JF, JI, KF2[c], KA2[c], KB2[c], HI, LF, LB, JG,
+        low, m = KF2[c, KF2.shape[1] - 2], CKS[c, C_MIN]  # (low: below every live entry)
+        if CKS[c, C_N] == 0:
+            tc = INF
+        elif low > t and m >= 0 and KF2[c, m] == low and _runs(KA2[c, m], KB2[c, m], JF, JI):
+            tc = low  # (the entry at the bound is live: the earliest, nothing due)
+        elif exact or low <= t:
+            tc = _at(t, call, S, CKS[c], JF, JI, KF2[c], KA2[c], KB2[c], KN2[c], KH[c], HI, JG,
                      grid)[1]
         else:
-            tc = KF2[c, 0] if CKS[c] else INF
+            tc = low
         if tc < nxt:
             nxt = tc
     return nxt
 
 
 @_step
-def _loss_next(free, t, call, depth, S, CKS, JF, JI, KF2, KA2, KB2, HI, LF, LB, QF, QA, QB,
+def _loss_next(free, t, call, depth, S, CKS, JF, JI, KF2, KA2, KB2, HI, KN2, KH, QF, QA, QB,
                BK, BS, BJ, JG, grid):
     """``loss_drops.next_call``'s ``next_at``: the next eval of any running job when a fill
     would act, else of a job of at least the GPUs the head lacks (or a time before it).
@@ -721,7 +786,7 @@ def _loss_next(free, t, call, depth, S, CKS, JF, JI, KF2, KA2, KB2, HI, LF, LB, 
     if not exact:
         head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
         lo = _cls(JG[h, J_GPUS] - free)
-    return _next_eval(t, call, lo, int(exact), S, CKS, JF, JI, KF2, KA2, KB2, HI, LF, LB, JG,
+    return _next_eval(t, call, lo, int(exact), S, CKS, JF, JI, KF2, KA2, KB2, HI, KN2, KH, JG,
                       grid)
 
 
@@ -747,7 +812,7 @@ def _take_crossings(t, S, SF, JF, JI, WF, WI, FRF, FRI, CF, CA, CB, JS, JG,
 
 
 @_step
-def _ran(S, SF, JF, JI, CF, CA, CB, CKS, KF2, KA2, KB2, JG, grid, thr, ran, n_gpus):
+def _ran(S, SF, JF, JI, CF, CA, CB, CKS, KF2, KA2, KB2, KN2, KH, JG, grid, thr, ran, n_gpus):
     """Tiresias' and LossAware's steps for the runs a call started (``planned``'s
     ``on_run``), made after it: each run's first eval in its class's index, and for
     Tiresias its next level crossing. Nothing in the call reads either for a run it
@@ -758,7 +823,7 @@ def _ran(S, SF, JF, JI, CF, CA, CB, CKS, KF2, KA2, KB2, JG, grid, thr, ran, n_gp
         if S[S_LV] == 1:
             _cross_next(i, JI[i, SEG_J0], S, SF, JF, JI, CF, CA, CB, JG, grid, thr, n_gpus)
         c = _cls(JG[i, J_GPUS])
-        _track(i, CKS, c, JF, JI, KF2[c], KA2[c], KB2[c], JG, grid, n_gpus)
+        _track(i, CKS[c], JF, JI, KF2[c], KA2[c], KB2[c], KN2[c], KH[c], JG, grid, n_gpus)
     S[S_RAN] = 0
 
 
@@ -879,7 +944,7 @@ def _call(alone, free, t, call, cid, M, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, C
     arguments (past that Python passes them as ``*args``)."""
     depth, margin, levels, n_gpus, overhead, preempts, loss = M
     QF, QA, QB, BK, BS, BJ = Q
-    HI, LF, LB, YF, YI, perm, CKS, KF2, KA2, KB2, L = Y
+    HI, KN2, KH, YF, YI, perm, CKS, KF2, KA2, KB2, L = Y
     victims, preempted, ran = V
     if alone >= 0:
         free -= JG[alone, J_GPUS]
@@ -890,7 +955,7 @@ def _call(alone, free, t, call, cid, M, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, C
                      QA, QB, BK, BS, BJ, JS, JG, grid, ran, n_gpus, overhead)
     if (levels or loss) and (S[S_Q] or S[S_B]):
         free = _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB,
-                       CKS, KF2, KA2, KB2, HI, LF, LB, QF, QA, QB, BK, BS, BJ, YF, YI, perm,
+                       CKS, KF2, KA2, KB2, HI, KN2, KH, QF, QA, QB, BK, BS, BJ, YF, YI, perm,
                        preempted, JS, JG, grid, thr, ran, n_gpus, overhead, L)
     if preempts and (S[S_Q] or S[S_B]):
         head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
@@ -902,14 +967,15 @@ def _call(alone, free, t, call, cid, M, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, C
                                      grid, thr, ran, n_gpus, overhead)
     _settle(t, cid, S, JF, JI, EF, EA, EB, preempted, JG, grid, n_gpus)
     if levels or loss:
-        _ran(S, SF, JF, JI, CF, CA, CB, CKS, KF2, KA2, KB2, JG, grid, thr, ran, n_gpus)
+        _ran(S, SF, JF, JI, CF, CA, CB, CKS, KF2, KA2, KB2, KN2, KH, JG, grid, thr, ran,
+             n_gpus)
     if loss and (S[S_Q] or S[S_B]):
-        return free, _loss_next(free, t, call, depth, S, CKS, JF, JI, KF2, KA2, KB2, HI, LF,
-                                LB, QF, QA, QB, BK, BS, BJ, JG, grid)
+        return free, _loss_next(free, t, call, depth, S, CKS, JF, JI, KF2, KA2, KB2, HI, KN2,
+                                KH, QF, QA, QB, BK, BS, BJ, JG, grid)
     if (levels and (S[S_Q] or S[S_B])
             and _unsettled(free, depth, margin, S, SF, JF, JI, WF, WI, QF, QA, QB, BK, BS,
                            BJ, stack, JG)):
-        return free, _next_eval(t, call, 0, 1, S, CKS, JF, JI, KF2, KA2, KB2, HI, LF, LB, JG,
+        return free, _next_eval(t, call, 0, 1, S, CKS, JF, JI, KF2, KA2, KB2, HI, KN2, KH, JG,
                                 grid)
     return free, INF
 
@@ -930,18 +996,18 @@ _b = types.boolean
 
 
 @_helper(I1, F1, F1, F1, F1, F2, F2, I2, F2, I2, I1, F1, F1, I1, I1, F1, I1, I1, I1, I1, I1,
-         *TH, *WH, F2, I2, F2, I2, I1, *TH, I2, F1, I2, F2, I2, I1, F2, I2, I2, I1, F1, I1, i8,
+         *TH, *WH, F2, I2, F2, I2, I1, *TH, I2, I2, I2, F2, I2, I1, F2, I2, I2, I2, F1, I1, i8,
          f8, _b, i8, f8, _b, _b, _b)
 def _loop(P, PF, arrival, thr, grid, L, JS, JG, JF, JI, S, SF, QF, QA, QB, BK, BS, BJ,
           victims, preempted, ran, EF, EA, EB, WF, WI, PPF, PPI, FRF, FRI, stack, CF, CA, CB,
-          HI, LF, LB, YF, YI, perm, KF2, KA2, KB2, CKS, tl_t, tl_used, depth, margin,
+          HI, KN2, KH, YF, YI, perm, KF2, KA2, KB2, CKS, tl_t, tl_used, depth, margin,
           levels, n_gpus, overhead, preempts, loss, record_timeline):
     """``run_kernel``'s loop, from the state in P and PF, until it ends (returns 0;
     ``P_LEFT`` set if jobs were left waiting) or arrays must grow before the next instant
     (returns ``_short``'s mask: ``run_kernel`` grows them and calls again). Apart so that it
     runs without reference counts (``_helper``), which only the growing needs."""
     M, Q = (depth, margin, levels, n_gpus, overhead, preempts, loss), (QF, QA, QB, BK, BS, BJ)
-    Y, V = (HI, LF, LB, YF, YI, perm, CKS, KF2, KA2, KB2, L), (victims, preempted, ran)
+    Y, V = (HI, KN2, KH, YF, YI, perm, CKS, KF2, KA2, KB2, L), (victims, preempted, ran)
     free, ai, call, cid, tl_n = P[P_FREE], P[P_AI], P[P_CALL], P[P_CID], P[P_TL]
     t_call, t_any = PF[PF_T_CALL], PF[PF_T_ANY]
     n, short = arrival.shape[0], 0
@@ -995,19 +1061,19 @@ def run_kernel(arrival, dur, gpus, est, akey, thr, rule, end_eval, grid, n_gpus,
     WF, WI = np.empty((cw, 6)), np.empty((cw, 8), np.int64)
     PPF, PPI = np.empty((cw, 6)), np.empty((cw, 8), np.int64)
     FRF, FRI, stack = np.empty((cw, 6)), np.empty((cw, 8), np.int64), np.empty(cw, np.int64)
-    # Tiresias: crossings, evals' index (compacted past 64 + 4 n_gpus), a call's hits (at
-    # most the runs in it, unless evals of a run fall at one time); LossAware: an index per class.
+    # Tiresias: crossings; both: a call's hits (at most the runs in it, unless evals of a
+    # run fall at one time), the evals' index per class (compacted past 64 + 4 n_gpus).
     CF, CA, CB = np.empty(cw), np.empty(cw, np.int64), np.zeros(cw, np.int64)
-    HI, LF, LB = np.empty((cw, 2), np.int64), np.empty(cw), np.empty((cw, 2), np.int64)
+    HI = np.empty((cw, 2), np.int64)
     YF, YI, perm = np.empty((cw + 1, 6)), np.empty((cw + 1, 8), np.int64), np.empty(cw, np.int64)
-    KF2, K2I, CKS = np.empty((n_cls, cw)), np.zeros((2, n_cls, cw), np.int64), np.zeros(n_cls, np.int64)
+    KF2, K2I, KH, CKS = numba_wheel.new(n_cls, cw, numba_wheel.width_for(arrival, dur))
     tl_t, tl_used = np.zeros(1024), np.zeros(1024, np.int64)
     P, PF = np.zeros(6, np.int64), np.array([NAN, INF])
     P[P_FREE], P[P_LEFT], P[P_TL] = n_gpus, -1, 1
     while True:
         short = _loop(P, PF, arrival, thr, grid, table, JS, JG, JF, JI, S, SF, QF, QA, QB, BK,
                       BS, BJ, vp[0], vp[1], vp[2], EF, EA, EB, WF, WI, PPF, PPI, FRF, FRI, stack,
-                      CF, CA, CB, HI, LF, LB, YF, YI, perm, KF2, K2I[0], K2I[1], CKS, tl_t,
+                      CF, CA, CB, HI, K2I[2], KH, YF, YI, perm, KF2, K2I[0], K2I[1], CKS, tl_t,
                       tl_used, depth, margin, rule == 1, n_gpus, overhead, rule < 2, rule == 3,
                       record_timeline)
         if short & 1:
