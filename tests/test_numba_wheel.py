@@ -14,29 +14,14 @@ pytest.importorskip("numba")
 from numba import njit  # noqa: E402
 
 from evalstop.sim import numba_wheel as W  # noqa: E402
-from evalstop.sim.numba_wheel import (  # noqa: E402
-    C_FREE,
-    C_MIN,
-    C_N,
-    C_USED,
-    MASK,
-    NB,
-    _bucket,
-    _ctz,
-    _free,
-    _link,
-    _next_slot,
-    _put,
-    _relink,
-    _take,
-)
+from evalstop.sim.numba_wheel import C_FREE, C_MIN, C_N, C_USED, NB  # noqa: E402
 
 
 @njit(cache=False)
 def _ctz_all(xs):
     out = np.empty(xs.shape[0], np.int64)
     for k in range(xs.shape[0]):
-        out[k] = _ctz(xs[k])
+        out[k] = W._ctz(xs[k])
     return out
 
 
@@ -48,12 +33,12 @@ def _next_all(slots, taken, starts):
     KF = np.arange(slots.shape[0], dtype=np.float64)
     KH[NB:] = 0
     for e in range(slots.shape[0]):
-        _link(KF, KN, KH, e, slots[e])
+        W._link(KF, KN, KH, e, slots[e])
     for s in taken:
-        _take(KH, s)
+        W._take(KH, s)
     out = np.empty(starts.shape[0], np.int64)
     for k in range(starts.shape[0]):
-        out[k] = _next_slot(KH, starts[k])
+        out[k] = W._next_slot(KH, starts[k])
     return out
 
 
@@ -63,12 +48,12 @@ def _fill(times, drop_every, width):
     time before it is taken and its rows freed. Returns the wheel's arrays."""
     KF, KI, KH, CK = W.new(1, times.shape[0], width)
     for k in range(times.shape[0]):
-        _put(CK[0], KF[0], KI[0, 0], KI[1, 0], KI[2, 0], KH[0], times[k], k, -k)
+        W._put(CK[0], KF[0], KI[0, 0], KI[1, 0], KI[2, 0], KH[0], times[k], k, -k)
         if drop_every and k % drop_every == drop_every - 1:
-            e = _take(KH[0], _bucket(times[k - 1], KF[0]) & MASK)
+            e = W._take(KH[0], W._bucket(times[k - 1], KF[0]) & W.MASK)
             while e >= 0:
                 nx = KI[2, 0, e]
-                _free(CK[0], KI[2, 0], e)
+                W._free(CK[0], KI[2, 0], e)
                 e = nx
     return KF, KI, KH, CK
 
@@ -151,9 +136,9 @@ def _shuffled_back(times, order, width):
     ``_relink`` in the order ``order`` gives its slots."""
     KF, KI, KH, CK = W.new(1, times.shape[0], width)
     for k in range(times.shape[0]):
-        _put(CK[0], KF[0], KI[0, 0], KI[1, 0], KI[2, 0], KH[0], times[k], k, -k)
+        W._put(CK[0], KF[0], KI[0, 0], KI[1, 0], KI[2, 0], KH[0], times[k], k, -k)
     for s in order:
-        _relink(KF[0], KI[2, 0], KH[0], _take(KH[0], s), s)
+        W._relink(KF[0], KI[2, 0], KH[0], W._take(KH[0], s), s)
     return KF, KI, KH
 
 
