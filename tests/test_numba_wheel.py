@@ -192,3 +192,30 @@ def test_the_twin_matches_python_when_evals_are_turns_of_the_wheel_ahead(monkeyp
             assert np.array_equal(getattr(py, f), getattr(tw, f), equal_nan=True), (rule, f)
         assert py.n_preemptions.sum() > 0
     assert len(ran) == 3
+
+
+def test_a_yield_at_an_eval_a_turn_ahead_is_found(monkeypatch):
+    """A job that needs the whole cluster arrives once the short jobs are done; the long
+    job holding half of it yields at one of its evals, each eight turns of the wheel or more
+    ahead of the last query, its entry the only one left: only the search past the whole
+    wheel finds that eval."""
+    from conftest import make_workload
+
+    from evalstop.schedulers import build
+    from evalstop.sim.engine import simulate
+
+    rng = np.random.default_rng(0)
+    n = 600
+    arr, dur, gpus = np.arange(n) / 10, rng.uniform(5.0, 60.0, n), rng.integers(1, 3, n)
+    arr[0], dur[0], gpus[0] = 0.0, 3e6, 4  # (evals every 375,000 s)
+    arr[-1], dur[-1], gpus[-1] = 20000.0, 100.0, 8
+    w = make_workload(arr, dur, gpus, evals=np.cumsum(rng.normal(0.01, 0.02, (n, 8)), axis=1),
+                      losses=np.cumsum(-rng.random((n, 8)), axis=1) + 10)
+    assert 375000.0 - 20000.0 > 8 * NB * W.width_for(w.arrival_s, w.duration_s)
+    for rule in ("evalstop:k=2", None):
+        monkeypatch.setenv("EVALSTOP_JIT", "1")
+        tw = simulate(w, 8, build("loss-aware", rule))
+        monkeypatch.setenv("EVALSTOP_JIT", "0")
+        py = simulate(w, 8, build("loss-aware", rule))
+        assert tw.start_s[-1] == py.start_s[-1] == 750000.0  # (at the long job's 2nd eval)
+        assert np.array_equal(tw.finish_s, py.finish_s)
