@@ -15,8 +15,9 @@ past that job's evals up to then. This counts, in one run of the Python planned 
 * mean size, mean live: the index's mean size at a query, and how many of its entries
   were of runs still going (the rest wait to be popped or compacted away).
 
-The compiled twin does the same queries on the same entries, so these counts are its work
-too: where the time per call goes is ``benchmarks/profile_twin.py``'s job.
+The compiled twin does the same queries and passes the same entries (in a timing wheel,
+``evalstop.sim.numba_wheel``, where a due entry's slot-mates are read too), so these counts
+are most of its work: where the time per call goes is ``benchmarks/profile_twin.py``'s job.
 
     python benchmarks/index_census.py [--configs tiresias+default,...] [--limit N]
         [--gpus 512] [--scale K] [--json OUT]
