@@ -104,10 +104,10 @@ def _theapify(F, A, B, n):
 
 
 # ---- 4-ary heaps of (time, int, int) ordered by time alone: the ends ------------------
-# Entries of one time may leave these in any order (see ``planned_jit._at`` and
-# ``_end_events``), so the heap compares times only, has four children per node, and
-# moves a replaced top toward the leaves only as far as it must: on a heap of 203 entries
-# a replaced top took 22 ns, against 52 ns for the binary heap of tuples above.
+# Entries of one time may leave these in any order (see ``planned_jit._end_events``), so
+# the heap compares times only, has four children per node, and moves a replaced top
+# toward the leaves only as far as it must: on a heap of 203 entries a replaced top took
+# 22 ns, against 52 ns for the binary heap of tuples above.
 
 
 @_step

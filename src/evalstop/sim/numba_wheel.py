@@ -6,9 +6,10 @@ hold any.
 
 The index is asked in time order, and an entry it passes moves past the time asked, so a
 query reads only the slots from the last query's bucket to its own, and only those whose
-first entry is due; it puts an entry back with a push on a list: on 8x Philly, Tiresias with the default rule passed 7.8M entries in
-288k queries, and each pass sifted a 4-ary heap of about 600 entries (a quarter of the
-twin's time). Entries of one time leave in any order, which the index's readers ignore.
+first entry is due, and puts an entry back with a push on a list (on 8x Philly, Tiresias
+with the default rule passes 7.8M entries in 288k queries: in a 4-ary heap of about 600
+entries, each pass was a sift, a quarter of the twin's time). Entries of one time leave in
+any order, which the index's readers ignore.
 
 One class's wheel is a row of each of: KF (times, then a lower bound of every live
 entry's time, then ``width``), KA and KB (the two ints), KN (each row's next in its list,
@@ -64,6 +65,12 @@ def width_for(arrival, dur):
     at about every arrival, end and level crossing)."""
     n = arrival.shape[0]
     return max((arrival[n - 1] - arrival[0] + dur.mean()) / (4 * n), 1e-9)
+
+
+@_step
+def _low(KF):
+    """The column of a wheel's KF row that holds the lower bound of its live entries."""
+    return KF.shape[0] - 2
 
 
 @_step
@@ -126,7 +133,7 @@ def _put(CK, KF, KA, KB, KN, KH, f, a, b):
         CK[C_USED] = e + 1
     KF[e], KA[e], KB[e] = f, a, b
     CK[C_N] += 1
-    low = KF.shape[0] - 2
+    low = _low(KF)
     if f < KF[low]:
         KF[low], CK[C_MIN] = f, e
     _link(KF, KN, KH, e, _bucket(f, KF) & MASK)

@@ -101,6 +101,7 @@ from evalstop.sim.numba_wheel import (
     _bucket,
     _free,
     _link,
+    _low,
     _next_slot,
     _put,
     _relink,
@@ -287,7 +288,7 @@ def _at(t, call, S, CK, JF, JI, KF, KA, KB, KN, KH, HI, JG, grid):
             else:
                 _free(CK, KN, e_)
     nxt = _first(bt, CK, JF, JI, KF, KA, KB, KN, KH)
-    KF[KF.shape[0] - 2] = nxt  # (every entry left is at t or later)
+    KF[_low(KF)] = nxt  # (every entry left is at t or later)
     return min(nh, HI.shape[0]), nxt
 
 
@@ -687,7 +688,7 @@ def _hit_rows(t, call, cid, lo, hi, nf, after, r0, S, CKS, JF, JI, KF2, KA2, KB2
     YF, YI from row nf (not a job moved in this call; only one ranked after row ``after``,
     if that is not -1), sorted into ``perm`` from position r0; returns the rows' count."""
     for c in range(lo, hi):
-        if CKS[c, C_N] == 0 or KF2[c, KF2.shape[1] - 2] > t:
+        if CKS[c, C_N] == 0 or KF2[c, _low(KF2[c])] > t:
             continue
         nh, _ = _at(t, call, S, CKS[c], JF, JI, KF2[c], KA2[c], KB2[c], KN2[c], KH[c], HI, JG,
                     grid)
@@ -760,7 +761,7 @@ def _next_eval(t, call, lo, exact, S, CKS, JF, JI, KF2, KA2, KB2, HI, KN2, KH, J
     """``yields.class_indexes``' ``next_time`` from class lo."""
     nxt = INF
     for c in range(lo, CKS.shape[0]):
-        low, m = KF2[c, KF2.shape[1] - 2], CKS[c, C_MIN]  # (low: below every live entry)
+        low, m = KF2[c, _low(KF2[c])], CKS[c, C_MIN]  # (low: below every live entry)
         if CKS[c, C_N] == 0:
             tc = INF
         elif low > t and m >= 0 and KF2[c, m] == low and _runs(KA2[c, m], KB2[c, m], JF, JI):
