@@ -707,21 +707,34 @@ def _hit_rows(t, call, cid, lo, hi, nf, after, r0, S, CKS, JF, JI, KF2, KA2, KB2
     return nf
 
 
-@_helper(i8, f8, i8, i8, i8, f8, *ST, *WH, *TH, I2, F2, I2, I2, I2, I2, I2, F1, I1, I1, F1,
-         I1, I1, F2, I2, I1, I1, *IN, I1, i8, f8, F2)
-def _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB, CKS,
+@_step
+def _yield_class(free, t, margin, S, WF, QF, QA, QB, BK, BS, BJ, CKS, KF2, JG):
+    """The GPU class from which ``_yields`` reads this call's checkpoints first: the
+    smallest whose jobs' GPUs, with the free ones, fit the waiting head. -1 where it would
+    find none to yield: no running key above the head's (Tiresias), or no eval due at t in
+    that class or a larger one (most calls). Then ``_yields``, a call of 40 arguments, is
+    not made."""
+    head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
+    if S[S_LV] == 1 and (S[S_W] == 0 or -WF[0, W_NKEY] <= head_key + margin):
+        return -1
+    lo = _cls(JG[h, J_GPUS] - free)
+    for c in range(lo, CKS.shape[0]):
+        if CKS[c, C_N] and KF2[c, _low(KF2[c])] <= t:
+            return lo
+    return -1
+
+
+@_helper(i8, i8, f8, i8, i8, i8, f8, *ST, *WH, *TH, I2, F2, I2, I2, I2, I2, I2, F1, I1, I1,
+         F1, I1, I1, F2, I2, I1, I1, *IN, I1, i8, f8, F2)
+def _yields(lo, free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB, CKS,
             KF2, KA2, KB2, HI, KN2, KH, QF, QA, QB, BK, BS, BJ, YF, YI, perm, preempted,
             JS, JG, grid, thr, ran, n_gpus, overhead, L):
     """``yields.yielder``'s ``yields``: the jobs checkpointed in this call's batch, in the
     checkpoint loop's order, each yielding to the waiting head if its key there (its live
     key for Tiresias, its loss drop for LossAware) is worse by more than ``margin`` and the
-    head fits in the free GPUs and its own; the smaller classes' checkpoints read only
-    after a first yield."""
-    head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
-    levels = S[S_LV] == 1
-    if levels and (S[S_W] == 0 or -WF[0, W_NKEY] <= head_key + margin):
-        return free  # (no running key above the head's)
-    lo, n_cls = _cls(JG[h, J_GPUS] - free), CKS.shape[0]
+    head fits in the free GPUs and its own; classes from ``lo`` (``_yield_class``), the
+    smaller classes' checkpoints read only after a first yield."""
+    levels, n_cls = S[S_LV] == 1, CKS.shape[0]
     nf = _hit_rows(t, call, cid, lo, n_cls, 0, -1, 0, S, CKS, JF, JI, KF2, KA2, KB2, HI, KN2,
                    KH, YF, YI, perm, JG, grid)
     r = 0
@@ -756,9 +769,17 @@ def _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB
     return free
 
 
-@_helper(f8, i8, i8, i8, I1, I2, F2, I2, F2, I2, I2, I2, I2, I2, I2, F1)
+@_helper(i8, f8, i8, I1, I2, F2, I2, F2, I2, I2, I2, I2, I2, I2, F1)
+def _class_next(c, t, call, S, CKS, JF, JI, KF2, KA2, KB2, HI, KN2, KH, JG, grid):
+    """The time of class c's next eval after t, by a query of its wheel (``_at``)."""
+    return _at(t, call, S, CKS[c], JF, JI, KF2[c], KA2[c], KB2[c], KN2[c], KH[c], HI, JG,
+               grid)[1]
+
+
+@_step
 def _next_eval(t, call, lo, exact, S, CKS, JF, JI, KF2, KA2, KB2, HI, KN2, KH, JG, grid):
-    """``yields.class_indexes``' ``next_time`` from class lo."""
+    """``yields.class_indexes``' ``next_time`` from class lo. Inlined, with the wheel's
+    query a call (``_class_next``) made only where the bound is not the answer."""
     nxt = INF
     for c in range(lo, CKS.shape[0]):
         low, m = KF2[c, _low(KF2[c])], CKS[c, C_MIN]  # (low: below every live entry)
@@ -767,13 +788,19 @@ def _next_eval(t, call, lo, exact, S, CKS, JF, JI, KF2, KA2, KB2, HI, KN2, KH, J
         elif low > t and m >= 0 and KF2[c, m] == low and _runs(KA2[c, m], KB2[c, m], JF, JI):
             tc = low  # (the entry at the bound is live: the earliest, nothing due)
         elif exact or low <= t:
-            tc = _at(t, call, S, CKS[c], JF, JI, KF2[c], KA2[c], KB2[c], KN2[c], KH[c], HI, JG,
-                     grid)[1]
+            tc = _class_next(c, t, call, S, CKS, JF, JI, KF2, KA2, KB2, HI, KN2, KH, JG, grid)
         else:
             tc = low
         if tc < nxt:
             nxt = tc
     return nxt
+
+
+@_helper(f8, i8, I1, I2, F2, I2, F2, I2, I2, I2, I2, I2, I2, F1)
+def _next_any(t, call, S, CKS, JF, JI, KF2, KA2, KB2, HI, KN2, KH, JG, grid):
+    """The next eval of any running job (Tiresias' unsettled calls): ``_next_eval`` as a
+    call, which leaves the other rules' loops smaller."""
+    return _next_eval(t, call, 0, 1, S, CKS, JF, JI, KF2, KA2, KB2, HI, KN2, KH, JG, grid)
 
 
 @_step
@@ -954,10 +981,13 @@ def _call(alone, free, t, call, cid, M, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, C
     elif free > 0 and (S[S_Q] or S[S_B]):
         free = _fill(free, t, call, cid, depth, S, SF, JF, JI, WF, WI, EF, EA, EB, QF,
                      QA, QB, BK, BS, BJ, JS, JG, grid, ran, n_gpus, overhead)
+    lo = -1
     if (levels or loss) and (S[S_Q] or S[S_B]):
-        free = _yields(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB,
-                       CKS, KF2, KA2, KB2, HI, KN2, KH, QF, QA, QB, BK, BS, BJ, YF, YI, perm,
-                       preempted, JS, JG, grid, thr, ran, n_gpus, overhead, L)
+        lo = _yield_class(free, t, margin, S, WF, QF, QA, QB, BK, BS, BJ, CKS, KF2, JG)
+    if lo >= 0:
+        free = _yields(lo, free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA,
+                       EB, CKS, KF2, KA2, KB2, HI, KN2, KH, QF, QA, QB, BK, BS, BJ, YF, YI,
+                       perm, preempted, JS, JG, grid, thr, ran, n_gpus, overhead, L)
     if preempts and (S[S_Q] or S[S_B]):
         head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
         # The search's first test, without the call: no running key above the head's.
@@ -976,8 +1006,7 @@ def _call(alone, free, t, call, cid, M, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, C
     if (levels and (S[S_Q] or S[S_B])
             and _unsettled(free, depth, margin, S, SF, JF, JI, WF, WI, QF, QA, QB, BK, BS,
                            BJ, stack, JG)):
-        return free, _next_eval(t, call, 0, 1, S, CKS, JF, JI, KF2, KA2, KB2, HI, KN2, KH, JG,
-                                grid)
+        return free, _next_any(t, call, S, CKS, JF, JI, KF2, KA2, KB2, HI, KN2, KH, JG, grid)
     return free, INF
 
 
