@@ -566,6 +566,19 @@ def _enough_above(limit, short, t, cid, S, SF, JF, JI, WF, WI, FRF, FRI, stack, 
     return short <= 0
 
 
+@_step
+def _may_preempt(need, free, limit, S, SF, WF):
+    """The search's first tests, made before its call too (most calls end here): whether
+    the head, of ``need`` GPUs, fits, or running jobs' keys above ``limit`` may hold the
+    GPUs it lacks. The victims' top's stored key bounds every key; the last short count
+    (``_enough_above``) bounds what jobs above its limit hold."""
+    if need <= free:
+        return True
+    if S[S_W] == 0 or -WF[0, W_NKEY] <= limit:
+        return False
+    return need - free == 1 or not (SF[F_EA_LIMIT] <= limit and S[S_EA_BOUND] < need - free)
+
+
 @_helper(i8, f8, i8, i8, i8, f8, *ST, *WH, *TH, F1, I1, I1, F1, I1, I1, F2, I2, F2, I2, I1, I1,
          I1, *IN, I1, i8, f8)
 def _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, EF, EA, EB,
@@ -582,12 +595,9 @@ def _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI, WF, WI, 
                          QA, QB, BK, BS, BJ, JS, JG, grid, ran, n_gpus, overhead)
             continue
         limit = head_key + margin
-        # The top's stored key bounds every key: most calls end here.
-        if S[S_W] == 0 or -WF[0, W_NKEY] <= limit:
+        if not _may_preempt(need, free, limit, S, SF, WF):
             break
         if need - free > 1:
-            if SF[F_EA_LIMIT] <= limit and S[S_EA_BOUND] < need - free:
-                break
             if not _enough_above(limit, need - free, t, cid, S, SF, JF, JI, WF, WI, FRF,
                                  FRI, stack, JS, JG, grid, thr):
                 break
@@ -990,8 +1000,7 @@ def _call(alone, free, t, call, cid, M, S, SF, JF, JI, WF, WI, EF, EA, EB, CF, C
                        perm, preempted, JS, JG, grid, thr, ran, n_gpus, overhead, L)
     if preempts and (S[S_Q] or S[S_B]):
         head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
-        # The search's first test, without the call: no running key above the head's.
-        if JG[h, J_GPUS] <= free or (S[S_W] and -WF[0, W_NKEY] > head_key + margin):
+        if _may_preempt(JG[h, J_GPUS], free, head_key + margin, S, SF, WF):
             free = _preempt_for_head(free, t, call, cid, depth, margin, S, SF, JF, JI,
                                      WF, WI, EF, EA, EB, QF, QA, QB, BK, BS, BJ, PPF,
                                      PPI, FRF, FRI, stack, victims, preempted, JS, JG,
