@@ -567,14 +567,21 @@ def _enough_above(limit, short, t, cid, S, SF, JF, JI, WF, WI, FRF, FRI, stack, 
 
 
 @_step
+def _none_above(limit, S, WF):
+    """Whether no running job's key is above ``limit``: the victims' top's stored key
+    bounds every key."""
+    return S[S_W] == 0 or -WF[0, W_NKEY] <= limit
+
+
+@_step
 def _may_preempt(need, free, limit, S, SF, WF):
     """The search's first tests, made before its call too (most calls end here): whether
     the head, of ``need`` GPUs, fits, or running jobs' keys above ``limit`` may hold the
-    GPUs it lacks. The victims' top's stored key bounds every key; the last short count
-    (``_enough_above``) bounds what jobs above its limit hold."""
+    GPUs it lacks. The last short count (``_enough_above``) bounds what jobs above its
+    limit hold."""
     if need <= free:
         return True
-    if S[S_W] == 0 or -WF[0, W_NKEY] <= limit:
+    if _none_above(limit, S, WF):
         return False
     return need - free == 1 or not (SF[F_EA_LIMIT] <= limit and S[S_EA_BOUND] < need - free)
 
@@ -692,13 +699,19 @@ def _cls(g):
 
 
 @_step
+def _due(c, t, CKS, KF2):
+    """Whether class c's index may hold an eval due at t (its lower bound is not later)."""
+    return CKS[c, C_N] != 0 and KF2[c, _low(KF2[c])] <= t
+
+
+@_step
 def _hit_rows(t, call, cid, lo, hi, nf, after, r0, S, CKS, JF, JI, KF2, KA2, KB2, HI, KN2,
               KH, YF, YI, perm, JG, grid):
     """``yields.class_indexes``' ``hits`` of classes lo to hi - 1, each a row for ``_rank_less`` in
     YF, YI from row nf (not a job moved in this call; only one ranked after row ``after``,
     if that is not -1), sorted into ``perm`` from position r0; returns the rows' count."""
     for c in range(lo, hi):
-        if CKS[c, C_N] == 0 or KF2[c, _low(KF2[c])] > t:
+        if not _due(c, t, CKS, KF2):
             continue
         nh, _ = _at(t, call, S, CKS[c], JF, JI, KF2[c], KA2[c], KB2[c], KN2[c], KH[c], HI, JG,
                     grid)
@@ -725,11 +738,11 @@ def _yield_class(free, t, margin, S, WF, QF, QA, QB, BK, BS, BJ, CKS, KF2, JG):
     that class or a larger one (most calls). Then ``_yields``, a call of 40 arguments, is
     not made."""
     head_key, h = _head(S, QF, QA, QB, BK, BS, BJ)
-    if S[S_LV] == 1 and (S[S_W] == 0 or -WF[0, W_NKEY] <= head_key + margin):
+    if S[S_LV] == 1 and _none_above(head_key + margin, S, WF):
         return -1
     lo = _cls(JG[h, J_GPUS] - free)
     for c in range(lo, CKS.shape[0]):
-        if CKS[c, C_N] and KF2[c, _low(KF2[c])] <= t:
+        if _due(c, t, CKS, KF2):
             return lo
     return -1
 
