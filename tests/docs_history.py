@@ -1,7 +1,7 @@
 """Find project history (issue numbers, rounds, seeds as history) on the docs' user pages.
 
 User pages say what to use and how; what was measured, at which seed and in which round,
-belongs on the results pages (`docs/results*.md`, `docs/benchmarks.md`) and the changelog.
+belongs on the results pages (`docs/results*.md`, `docs/benchmarks*.md`) and the changelog.
 `python tests/docs_history.py` lists every hit with its page and line.
 """
 
@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-HISTORY_PAGES = {"changelog.md", "benchmarks.md"}
+HISTORY_PAGES = {"changelog.md", "benchmarks.md", "benchmarks-history.md"}
 
 # What counts as history: an issue number (also as a path, issue11/), a round of a
 # choice, and a seed quoted by number ("seed 2"; an option such as `--seed 0` is usage).
