@@ -1,11 +1,12 @@
 """How long the ``scale`` study takes: one seed of each trace at two smaller sizes, timed in
 CPU seconds (the task's own process time, so other load on a shared machine does not count),
 then a power law ``t = a * n**b`` through the two sizes, extrapolated to the study's sizes
-(full Philly, a million synthetic jobs) and its 20 seeds. Extrapolated figures are printed
-as such; the study itself runs with ``evalstop reproduce --only scale [--ray ADDRESS]``.
+(full Philly, a million synthetic jobs) and its 20 seeds. A size that is the study's own
+(``--philly 20000,82247 --synthetic 100000,1000000``) is measured, not extrapolated, and
+printed as such; the study itself runs with ``evalstop reproduce --only scale [--ray ADDRESS]``.
 
     python benchmarks/bench_scale.py [--philly 5000,20000] [--synthetic 5000,20000]
-                                     [--workers 2] [--ray [ADDRESS]]
+                                     [--workers 2] [--ray [ADDRESS]] [--out FILE.json]
     python benchmarks/bench_scale.py --full-philly [--out FILE.json]
 
 ``--full-philly`` instead times the study's own full-Philly task (one seed, 15 simulations)
@@ -19,6 +20,7 @@ import json
 import math
 import os
 import platform
+import resource
 import time
 from dataclasses import replace
 
@@ -32,10 +34,28 @@ SEEDS = FULL.n_seeds
 
 
 def timed_task(task):
-    """CPU seconds of one task in its own process, and its simulation count."""
+    """CPU seconds of one task in its own process, its simulation count, and the peak
+    resident memory of that process so far in MiB (with ``--workers 1`` every task runs in
+    this process, so a task's peak is at least the peaks before it)."""
     t0 = time.process_time()
     out = run_task(task)
-    return time.process_time() - t0, len(out.sim_s)
+    cpu = time.process_time() - t0
+    return cpu, len(out.sim_s), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def per_seed(points: list[tuple[int, float]], full: int) -> tuple[float, str]:
+    """CPU seconds of one seed at ``full`` jobs from two (jobs, CPU-s) points: the
+    point's own where one is at that size, else the power law through both."""
+    for n, t in points:
+        if n == full:
+            return t, "MEASURED at this size"
+    (n1, t1), (n2, t2) = sorted(points)
+    b = math.log(t2 / t1) / math.log(n2 / n1)
+    return t2 * (full / n2) ** b, f"EXTRAPOLATED (t ~ n^{b:.2f} through the two sizes)"
+
+
+def span(secs: float) -> str:
+    return f"{secs:.0f} CPU-s" if secs < 120 else f"{secs / 60:.1f} CPU-min"
 
 
 def sizes(text: str) -> list[int]:
@@ -71,7 +91,7 @@ def main() -> None:
     ap.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS")
     ap.add_argument("--full-philly", action="store_true",
                     help="time one seed of the full Philly trace in this process instead")
-    ap.add_argument("--out", help="with --full-philly: write the figures as JSON here")
+    ap.add_argument("--out", help="write the figures as JSON here")
     args = ap.parse_args()
     if args.full_philly:
         return full_philly(args.out)
@@ -93,22 +113,31 @@ def main() -> None:
         results = parallel_map(timed_task, tasks, workers=args.workers, desc="scale")
     wall = time.perf_counter() - t0
     measured: dict[str, list[tuple[int, float]]] = {"philly": [], "synthetic": []}
-    print(f"{'trace':10s} {'jobs':>9s} {'sims':>5s} {'CPU-s/task':>11s} {'ms/job':>8s}")
-    for (trace, n), (cpu, n_sims) in zip(labels, results):
+    rows = []
+    print(f"{'trace':10s} {'jobs':>9s} {'sims':>5s} {'CPU-s/task':>11s} {'ms/job':>8s} "
+          f"{'peak MiB so far':>16s}")
+    for (trace, n), (cpu, n_sims, rss) in zip(labels, results):
         measured[trace].append((n, cpu))
-        print(f"{trace:10s} {n:9,d} {n_sims:5d} {cpu:11.1f} {1000 * cpu / n:8.2f}")
-    print(f"measured: {len(tasks)} tasks (one seed each) in {wall:.0f} s wall")
-    print(f"EXTRAPOLATED (power law through the two sizes; {SEEDS} seeds):")
-    total = 0.0
+        rows.append({"trace": trace, "jobs": n, "sims": n_sims, "cpu_s": round(cpu, 2),
+                     "peak_mib_so_far": round(rss)})
+        print(f"{trace:10s} {n:9,d} {n_sims:5d} {cpu:11.1f} {1000 * cpu / n:8.2f} {rss:16,.0f}")
+    print(f"measured: {len(tasks)} tasks (one seed each) in {wall:.0f} s wall"
+          + ("" if args.workers == 1 else " (peak memory: each worker process's own)"))
+    print(f"The study ({SEEDS} seeds):")
+    total, study = 0.0, {}
     for trace, full in (("philly", PHILLY_JOBS), ("synthetic", SYNTHETIC_JOBS)):
-        (n1, t1), (n2, t2) = sorted(measured[trace])
-        b = math.log(t2 / t1) / math.log(n2 / n1)
-        per_task = t2 * (full / n2) ** b
+        per_task, how = per_seed(measured[trace], full)
         total += per_task * SEEDS
-        print(f"  {trace:10s} {full:9,d} jobs: exponent {b:.2f}, {per_task / 60:.0f} CPU-min "
-              f"per seed, {per_task * SEEDS / 3600:.1f} CPU-h for {SEEDS} seeds")
-    print(f"  whole study: {total / 3600:.1f} CPU-h; on N cores about {total / 3600:.1f}/N h")
-
+        study[trace] = {"jobs": full, "cpu_s_per_seed": round(per_task, 2), "how": how}
+        print(f"  {trace:10s} {full:9,d} jobs: {span(per_task)} per seed, "
+              f"{span(per_task * SEEDS)} for {SEEDS} seeds; {how}")
+    print(f"  whole study: {span(total)}; on N cores about that / N")
+    if args.out:
+        fig = {"rows": rows, "study": study, "seeds": SEEDS, "study_cpu_s": round(total, 1),
+               "wall_s": round(wall, 1), "workers": args.workers, "machine": platform.machine(),
+               "cpus": os.cpu_count(), "python": platform.python_version()}
+        with open(args.out, "w") as fh:
+            json.dump(fig, fh, indent=1)
 
 if __name__ == "__main__":
     main()
