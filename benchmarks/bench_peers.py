@@ -368,7 +368,7 @@ def build_systems(args, jobs, tmp: Path, peers: dict) -> list[System]:
     if peers.get("helios"):
         qssf = peers["helios"]
         write_helios(jobs, args.gpus, tmp / "helios_data")
-        for placer in HELIOS_PLACERS:
+        for placer in args.helios_placers:
             logs = tmp / f"helios_log_{placer}"
             result = logs / HELIOS_VC / f"fifo_{placer}_{HELIOS_VC}_log.csv"
             systems.append(System(
@@ -425,6 +425,9 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=600, help="seconds per run (default 600)")
     ap.add_argument("--peer-python", default=sys.executable,
                     help="the Python that runs the peers (default: this one)")
+    ap.add_argument("--helios-placers", default=",".join(HELIOS_PLACERS), metavar="P[,P]",
+                    help="Helios's placers to run (default: consolidate,random; 'random' "
+                         "alone halves a long run, and is the flat pool evalstop models)")
     ap.add_argument("--out", metavar="JSON", help="also write the figures here")
     args = ap.parse_args(argv)
 
@@ -436,6 +439,11 @@ def main(argv=None) -> int:
             return fail(f"--{opt} must be at least 1, got {getattr(args, opt)}")
     if not args.timeout > 0:
         return fail(f"--timeout must be positive, got {args.timeout}")
+    args.helios_placers = [p.strip() for p in args.helios_placers.split(",") if p.strip()]
+    unknown = sorted(set(args.helios_placers) - set(HELIOS_PLACERS))
+    if unknown or not args.helios_placers:
+        return fail(f"--helios-placers: {', '.join(unknown) or 'none given'}; "
+                    f"choose from {', '.join(HELIOS_PLACERS)}")
     # The peers run in their own folders: a relative path would be read from there.
     peer_python = shutil.which(args.peer_python)
     if peer_python is None:

@@ -182,6 +182,8 @@ def test_jobs_come_in_submit_order_from_a_philly_file_or_a_job_csv(tmp_path):
     (["--trace", "/nonexistent/trace.csv"], "trace.csv"),
     (["--gpus", "4", "--jobs", "50"], "more than --gpus 4"),
     (["--peer-python", "no/such/python"], "--peer-python no/such/python: no such program"),
+    (["--helios-placers", "random,spread"], "--helios-placers: spread; choose from"),
+    (["--helios-placers", ","], "--helios-placers: none given"),
 ])
 def test_bad_arguments_are_one_line_and_exit_2(argv, match, capsys):
     assert bp.main(argv) == 2
