@@ -93,6 +93,12 @@ def main() -> None:
                     help="time one seed of the full Philly trace in this process instead")
     ap.add_argument("--out", help="write the figures as JSON here")
     args = ap.parse_args()
+    if args.out:  # refused before the runs, not after them
+        from evalstop.fileio import check_out_file
+        try:
+            check_out_file(args.out)
+        except (ValueError, OSError) as e:
+            raise SystemExit(f"bench_scale: error: {e}") from None
     if args.full_philly:
         return full_philly(args.out)
     ph, sy = sizes(args.philly), sizes(args.synthetic)
