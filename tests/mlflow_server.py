@@ -27,9 +27,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+ADMIN, ADMIN_PASSWORD = "admin", "admin-password-1234"
+
+
 class MlflowServer:
-    def __init__(self, root: Path) -> None:
+    """With ``auth``, MLflow's basic-auth app (users and per-experiment permissions; its
+    own SQLite user store in ``root``), admin ``ADMIN``/``ADMIN_PASSWORD``, and every other
+    user at ``default_permission = READ``."""
+
+    def __init__(self, root: Path, *, auth: bool = False) -> None:
         self.root = root
+        self.auth = auth
         self.port = free_port()
         self.uri = f"http://{HOST}:{self.port}"
         self.proc: subprocess.Popen | None = None
@@ -42,8 +50,19 @@ class MlflowServer:
                "--backend-store-uri", f"sqlite:///{self.root / 'mlflow.db'}",
                "--default-artifact-root", str(self.root / "artifacts"),
                "--host", HOST, "--port", str(self.port), "--workers", "1"]
+        env = {**os.environ, **ENV}
+        if self.auth:
+            ini = self.root / "basic_auth.ini"
+            ini.write_text("[mlflow]\ndefault_permission = READ\n"
+                           f"database_uri = sqlite:///{self.root / 'auth.db'}\n"
+                           f"admin_username = {ADMIN}\nadmin_password = {ADMIN_PASSWORD}\n"
+                           "authorization_function = "
+                           "mlflow.server.auth:authenticate_request_basic_auth\n")
+            env.update(MLFLOW_AUTH_CONFIG_PATH=str(ini),
+                       MLFLOW_FLASK_SERVER_SECRET_KEY="evalstop-tests-only")
+            cmd += ["--app-name", "basic-auth"]
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                     env={**os.environ, **ENV}, start_new_session=True)
+                                     env=env, start_new_session=True)
         deadline = time.monotonic() + UP_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -58,6 +77,10 @@ class MlflowServer:
                 time.sleep(0.5)
         self.stop()
         raise RuntimeError(f"mlflow server not up after {UP_TIMEOUT_S:.0f} s")
+
+    def user_uri(self, user: str, password: str) -> str:
+        """The server's URI with ``user:password@`` (what a client logs in with)."""
+        return f"http://{user}:{password}@{HOST}:{self.port}"
 
     def stop(self) -> None:
         if self.proc is None:

@@ -1,6 +1,9 @@
 """``evalstop watch --mlflow``: a real ``mlflow server`` on 127.0.0.1 (SQLite store, started
-and stopped by this module, by process group id), two experiments as two tenants, a
-declining run stopped and tagged, incremental reads, restarts and hostile values."""
+and stopped by this module, by process group id), experiments owned by tenants through the
+policy (by id), a declining run stopped and tagged, incremental reads, restarts and
+hostile values; the attacks of a tenant on another (experiment names, renames, floods,
+a dead server beside JSONL) and the credentials of the URI. Ownership by MLflow
+permission, on a server with MLflow's basic-auth app: tests/test_watch_mlflow_auth.py."""
 
 from __future__ import annotations
 
@@ -8,17 +11,22 @@ import io
 import json
 import math
 import os
+import socket
+import subprocess
 import sys
+import time
 
 import pytest
-from mlflow_server import ENV, MlflowServer, free_port
+from mlflow_server import ENV, HOST, MlflowServer, free_port
 
 os.environ.update(ENV)
 mlflow = pytest.importorskip("mlflow")
 
 from evalstop.cli.main import main
-from evalstop.integrations.watch import Controller, StateStore
+from evalstop.integrations.watch import Controller, JsonlDirSource, StateStore
+from evalstop.integrations.watch.mlflow_budget import MlflowBudget
 from evalstop.integrations.watch.mlflow_source import MlflowSource, check_uri, display_uri
+from evalstop.integrations.watch.observe import Health
 from evalstop.integrations.watch.policy import PolicyTenancy, load_policy
 
 PEAK = [0.1, 0.3, 0.5, 0.4, 0.2, 0.6]  # evalstop:k=2 stops at the 5th eval, best the 3rd
@@ -55,24 +63,48 @@ def _tags(client, run_id):
             if k.startswith("evalstop.")}
 
 
-def _controller(server, db, *, tenancy=None, metric="eval", detector="evalstop:k=2",
-                policy=None):
+def _policy_file(tmp_path, tenants, metric="eval", action=None):
+    """A policy giving each tenant the MLflow experiments listed: {tenant: [ids]}."""
+    path = tmp_path / f"policy-{len(list(tmp_path.iterdir()))}.toml"
+    lines = ['[defaults]', 'detector = "evalstop:k=2"', f'metric = "{metric}"']
+    if action is not None:
+        lines.append(f"action = {json.dumps(action)}")
+    for tenant, ids in tenants.items():
+        lines += [f"[tenants.{tenant}]", f"mlflow_experiments = {json.dumps(list(ids))}"]
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+# The budget's time limits are for production; tests count requests and points.
+ROOMY = {"seconds": 60.0, "server_seconds": 120.0}
+
+
+def _controller(server, db, policy_path, *, budget=None, wait=None, extra=()):
+    policy = load_policy(policy_path)
+    budget = budget if budget is not None else MlflowBudget(**ROOMY)
     err, out = io.StringIO(), io.StringIO()
-    src = MlflowSource(server.uri, metric=metric, tenancy=tenancy)
-    rules = {"policy": policy} if policy is not None else {"detector": detector}
-    ctl = Controller(StateStore(str(db)), [src], **rules, err=err, out=out)
+    src = MlflowSource(server.uri, tenancy=PolicyTenancy(policy), budget=budget, wait=wait)
+    ctl = Controller(StateStore(str(db)), [src, *extra], policy=policy, err=err, out=out)
     return ctl, src, err, out
 
 
-def test_two_experiments_a_declining_run_is_stopped_and_tagged(server, client, tmp_path,
-                                                               capsys):
+def _own_lines(err):
+    """What a controller said, less the experiments of other tests (one server is shared
+    by the module), which no tenant of its policy owns: one line each."""
+    return [x for x in err.getvalue().splitlines() if "nobody's" not in x]
+
+
+def test_two_tenants_a_declining_run_is_stopped_and_tagged(server, client, tmp_path,
+                                                           capsys):
     a = _experiment(client, "teamA-main")
     b = _experiment(client, "teamB-main")
     hacked = _run(client, a, "rl-grpo", PEAK)
     healthy = _run(client, b, "rl-grpo", UP)  # the same run name, another experiment
     db = tmp_path / "state.db"
-    rc = main(["watch", "--mlflow", server.uri, "--db", str(db), "--once", *K2,
-               "--action", "echo stopping {job} of {tenant} at {best_step}"])
+    policy = _policy_file(tmp_path, {"teamA": [a], "teamB": [b]},
+                          action="echo stopping {job} of {tenant} at {best_step}")
+    rc = main(["watch", "--mlflow", server.uri, "--db", str(db), "--once",
+               "--policy", policy])
     assert rc == 0
     tags = _tags(client, hacked)
     assert tags["evalstop.stopped"] == "true"
@@ -85,15 +117,21 @@ def test_two_experiments_a_declining_run_is_stopped_and_tagged(server, client, t
     assert main(["watch", "--status", "--db", str(db), "--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     jobs = {r["tenant"]: r for r in rows if "job" in r}
-    assert set(jobs) >= {"teamA-main", "teamB-main"}
-    stopped, running = jobs["teamA-main"], jobs["teamB-main"]
-    assert stopped["job"] == running["job"] == "rl-grpo"
+    assert set(jobs) == {"teamA", "teamB"}
+    stopped, running = jobs["teamA"], jobs["teamB"]
+    assert (stopped["job"], running["job"]) == (hacked, healthy)  # keyed by run id
     assert stopped["source"].endswith(f"#{a}/{hacked}")
     assert (stopped["stopped"], stopped["stop_step"], stopped["best_step"]) == (True, 50, 30)
     assert running["stopped"] is False and running["last_step"] == 60
-    # The action ran, and what it printed is in the status.
     assert stopped["action"] == "done" and stopped["action_rc"] == 0
-    assert stopped["action_output"].strip() == "stopping rl-grpo of teamA-main at 30"
+    assert stopped["action_output"].strip() == f"stopping {hacked} of teamA at 30"
+
+
+def test_mlflow_needs_a_policy(server, tmp_path, capsys):
+    rc = main(["watch", "--mlflow", server.uri, "--db", str(tmp_path / "s.db"), "--once"])
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--mlflow needs --policy" in err[0]
 
 
 def test_reads_incrementally_and_resumes(server, client, tmp_path):
@@ -101,21 +139,20 @@ def test_reads_incrementally_and_resumes(server, client, tmp_path):
     r1 = _run(client, exp, "r1", PEAK[:3])
     r2 = _run(client, exp, "r2", UP[:3])
     db = tmp_path / "state.db"
-    tenancy = PolicyTenancy(_policy(tmp_path, "inc", "inc-team/**"))
-    ctl, src, err, _ = _controller(server, db, tenancy=tenancy,
-                                   policy=tenancy.policy)
+    policy = _policy_file(tmp_path, {"inc": [exp]})
+    ctl, src, err, _ = _controller(server, db, policy)
     ctl.run_until_idle()
     assert src.fetches == 2
     assert ctl.poll_once().fed == []
     assert src.fetches == 2  # nothing new: no run's history was read again
     client.log_metric(r1, "eval", PEAK[3], step=40)
     fed = ctl.poll_once().fed
-    assert [(r.job, r.step) for r in fed] == [("r1", 40)]
+    assert [(r.job, r.step) for r in fed] == [(r1, 40)]
     assert src.fetches == 3  # only the run that moved
     ctl.close()
 
     # Restart: the marks come back with the state; nothing is read or fed twice.
-    ctl, src, err, _ = _controller(server, db, tenancy=tenancy, policy=tenancy.policy)
+    ctl, src, err, _ = _controller(server, db, policy)
     assert ctl.poll_once().fed == []
     assert src.fetches == 0
     client.log_metric(r1, "eval", PEAK[4], step=50)
@@ -123,7 +160,7 @@ def test_reads_incrementally_and_resumes(server, client, tmp_path):
     ctl.run_until_idle()
     assert src.fetches == 2
     stopped = {k.name: j.detector.stopped for k, j in ctl.jobs.items()}
-    assert stopped == {"r1": True, "r2": False}
+    assert stopped == {r1: True, r2: False}
     assert _tags(client, r1)["evalstop.stop_step"] == "50"
     # A stopped run's later points are never read, and its tags are not rewritten.
     client.log_metric(r1, "eval", 0.9, step=60)
@@ -133,31 +170,18 @@ def test_reads_incrementally_and_resumes(server, client, tmp_path):
     ctl.close()
 
 
-def _own_lines(err):
-    """What a controller said, less the runs of other tests' experiments (one server is
-    shared by the module), which its policy refuses, one line each."""
-    return [x for x in err.getvalue().splitlines() if "no tenant of policy" not in x]
-
-
-def _policy(tmp_path, tenant, glob, metric="eval"):
-    path = tmp_path / f"{tenant}.toml"
-    path.write_text(f'[defaults]\ndetector = "evalstop:k=2"\nmetric = "{metric}"\n'
-                    f'[tenants.{tenant}]\nsources = ["{glob}"]\n')
-    return load_policy(str(path))
-
-
 def test_tags_are_written_again_when_missing(server, client, tmp_path):
     exp = _experiment(client, "repair-team")
     run = _run(client, exp, "r", PEAK)
     db = tmp_path / "state.db"
-    tenancy = PolicyTenancy(_policy(tmp_path, "rep", "repair-team/**"))
-    ctl, src, err, _ = _controller(server, db, tenancy=tenancy, policy=tenancy.policy)
+    policy = _policy_file(tmp_path, {"rep": [exp]})
+    ctl, src, err, _ = _controller(server, db, policy)
     src.on_stop = lambda key, decision: "down"  # the write-back fails once
     ctl.run_until_idle()
     assert "down" in err.getvalue()
     assert _tags(client, run) == {}
     ctl.close()
-    ctl, src, err, _ = _controller(server, db, tenancy=tenancy, policy=tenancy.policy)
+    ctl, src, err, _ = _controller(server, db, policy)
     ctl.poll_once()  # a restarted controller finds the stopped run untagged: tags it
     assert _tags(client, run)["evalstop.stopped"] == "true"
     ctl.close()
@@ -165,54 +189,193 @@ def test_tags_are_written_again_when_missing(server, client, tmp_path):
 
 def test_hostile_values_cost_one_line_each(server, client, tmp_path):
     exp = _experiment(client, "hostile-team")
-    run = client.create_run(exp, run_name="bad-values").info.run_id
-    for step, v in [(10, 0.1), (20, math.nan), (30, 0.3), (2**60, 0.4), (40, 0.2)]:
+    run = client.create_run(exp, run_name="\x1b[2Jevil").info.run_id
+    # MLflow stores an infinite value as the largest float (1.797e308): not a score.
+    for step, v in [(10, 0.1), (20, math.nan), (30, 0.3), (2**60, 0.4), (40, 0.2),
+                    (50, math.inf), (60, -math.inf), (70, 0.25)]:
         client.log_metric(run, "eval", v, step=step)
-    _run(client, exp, "\x1b[2Jevil", PEAK)  # a terminal escape in a run name
-    _run(client, exp, "-rf", PEAK)  # would read as an option to a scheduler command
-    db = tmp_path / "state.db"
-    tenancy = PolicyTenancy(_policy(tmp_path, "hos", "hostile-team/**"))
-    ctl, _src, err, _ = _controller(server, db, tenancy=tenancy, policy=tenancy.policy)
+    policy = _policy_file(tmp_path, {"hos": [exp]})
+    ctl, _src, err, _ = _controller(server, tmp_path / "state.db", policy)
     ctl.run_until_idle()
     ctl.poll_once()
     lines = _own_lines(err)
     assert len([x for x in lines if "2**53" in x]) == 1
-    assert len([x for x in lines if "control or non-text" in x]) == 1
-    assert len([x for x in lines if "starts with '-'" in x]) == 1
-    assert "\x1b" not in err.getvalue()
+    assert len([x for x in lines if "'eval' is infinite" in x]) == 2
+    assert "\x1b" not in err.getvalue()  # run names are never read, let alone shown
     assert len(lines) == 3
-    job = next(j for k, j in ctl.jobs.items() if k.name == "bad-values")
-    # 10, 30, 40 are evals; the NaN at 20 is taken without a line and ignored by the rule.
-    assert job.last_step == 40 and job.detector.state_dict()["n_evals"] == 3
-    assert ctl.refused["step"] == 1 and ctl.refused["name"] == 2
+    job = ctl.jobs[next(iter(ctl.jobs))]
+    # 10, 30, 40, 70 are evals; the NaN at 20 is taken without a line, ignored by the rule.
+    assert job.last_step == 70 and job.detector.state_dict()["n_evals"] == 4
+    assert job.detector.best_score == 0.3
+    assert ctl.refused["step"] == 1 and ctl.refused["value"] == 2
     ctl.close()
 
 
-def test_tenant_from_the_policy_and_refused_experiments(server, client, tmp_path):
-    mine = _experiment(client, "proj-alice")
-    other = _experiment(client, "proj-mallory")
-    _run(client, mine, "job1", PEAK, key="val-core/gsm8k/reward/mean_at_1")
-    _run(client, other, "job1", PEAK, key="val-core/gsm8k/reward/mean_at_1")
-    policy = _policy(tmp_path, "alice", "proj-alice/**",
-                     metric="val-core/gsm8k/reward/mean_at_1")
-    ctl, _src, err, _ = _controller(server, tmp_path / "s.db", tenancy=PolicyTenancy(policy),
-                                   policy=policy)
+def test_experiment_names_claim_nothing(server, client, tmp_path):
+    """An experiment named after a tenant (``alice/evil``, ``Alice``) is nobody's until
+    the policy lists its id: said once, never read."""
+    mine = _experiment(client, "alice")
+    _run(client, mine, "job1", UP)
+    claims = [_experiment(client, "alice/evil"), _experiment(client, "Alice")]
+    for exp in claims:
+        _run(client, exp, "alice-train", PEAK)
+    policy = _policy_file(tmp_path, {"alice": [mine]})
+    ctl, src, err, _ = _controller(server, tmp_path / "s.db", policy)
     ctl.run_until_idle()
-    tenants = {(j.tenant, k.name, j.detector.stopped) for k, j in ctl.jobs.items()}
-    assert tenants == {("alice", "job1", True)}
-    assert "proj-mallory" in err.getvalue() and "no tenant of policy" in err.getvalue()
+    ctl.poll_once()
+    assert {(j.tenant, k.source.rsplit("#", 1)[1].split("/")[0], j.detector.stopped)
+            for k, j in ctl.jobs.items()} == {("alice", mine, False)}
+    assert src.fetches == 1  # the claimed experiments' runs were never read
+    said = err.getvalue().splitlines()
+    for exp in claims:
+        assert len([x for x in said if f"experiment {exp} " in x]) == 1
+    assert all("nobody's" in x for x in said)
+    ctl.close()
+
+
+def test_a_renamed_run_is_the_same_job(server, client, tmp_path):
+    exp = _experiment(client, "rename-team")
+    run = _run(client, exp, "before", PEAK[:5])
+    policy = _policy_file(tmp_path, {"ren": [exp]}, action="echo stop {job}")
+    ctl, _src, _err, out = _controller(server, tmp_path / "s.db", policy)
+    ctl.run_until_idle()
+    client.update_run(run, name="after")
+    for i, v in enumerate([0.1, 0.05, 0.01]):
+        client.log_metric(run, "eval", v, step=60 + 10 * i)
+    ctl.run_until_idle()
+    assert len(ctl.jobs) == 1
+    assert [a.status for a in ctl.store.actions()] == ["done"]
+    assert out.getvalue().count("stop ") - out.getvalue().count("action exited") == 1
+    ctl.close()
+
+
+def test_an_ended_run_is_recorded_not_acted_on(server, client, tmp_path):
+    exp = _experiment(client, "ended-team")
+    finished = _run(client, exp, "done", PEAK)
+    client.set_terminated(finished, "FINISHED")
+    policy = _policy_file(tmp_path, {"end": [exp]}, action="echo stop {job}")
+    ctl, _src, _err, _out = _controller(server, tmp_path / "s.db", policy)
+    ctl.run_until_idle()
+    (job,) = ctl.jobs.values()
+    assert job.detector.stopped  # the decision is recorded...
+    (row,) = ctl.store.actions()
+    assert row.status == "skipped" and "ended (FINISHED)" in row.output  # ...not acted on
+    ctl.poll_once()
+    assert _tags(client, finished) == {}
+    ctl.close()
+
+
+def test_a_huge_history_is_read_a_page_at_a_time(server, client, tmp_path):
+    """5,000 points, 400 a poll (pages of 100): each poll reads at most the tenant's
+    share, every point is fed once, in order, none lost."""
+    exp = _experiment(client, "huge-team")
+    run = client.create_run(exp).info.run_id
+    from mlflow.entities import Metric
+
+    t0 = int(time.time() * 1000)
+    for lo in range(0, 5000, 1000):
+        client.log_batch(run, [Metric("eval", 1.0 + s, t0 + s, s) for s in range(lo, lo + 1000)])
+    policy = _policy_file(tmp_path, {"huge": [exp]})
+    budget = MlflowBudget(points=400, page=100, **ROOMY)
+    ctl, src, err, _ = _controller(server, tmp_path / "s.db", policy, budget=budget)
+    steps, polls = [], 0
+    while True:
+        res = ctl.poll_once()
+        polls += 1
+        assert len(res.fed) <= 400
+        steps += [r.step for r in res.fed]
+        if not res.progressed:
+            break
+    assert steps == list(range(5000))
+    assert polls >= 5000 // 400 and src.fetches >= 50
+    assert _own_lines(err) == [] or all("budget" in x for x in _own_lines(err))
+    ctl.close()
+
+
+def test_a_flood_of_runs_leaves_the_quiet_tenant_its_share(server, client, tmp_path):
+    """Tenant ``flood`` has 30 runs moving on every poll; tenant ``quiet``'s new point is
+    still read in the poll after it is logged."""
+    flood = _experiment(client, "flood-team")
+    quiet = _experiment(client, "quiet-team")
+    runs = [_run(client, flood, f"f{i}", [0.5]) for i in range(30)]
+    q = _run(client, quiet, "q", [0.1])
+    policy = _policy_file(tmp_path, {"flood": [flood], "quiet": [quiet]})
+    budget = MlflowBudget(requests=6, **ROOMY)  # a listing, 5 history reads a poll
+    ctl, src, err, _ = _controller(server, tmp_path / "s.db", policy, budget=budget)
+    ctl.poll_once()
+    for step in range(20, 60, 10):
+        for r in runs:
+            client.log_metric(r, "eval", 0.5 + step / 1000, step=step)
+        client.log_metric(q, "eval", step / 100, step=step)
+        res = ctl.poll_once()
+        assert [(r.job, r.step) for r in res.fed if r.job == q] == [(q, step)]
+        assert len({r.job for r in res.fed if r.job != q}) <= 5  # runs read this poll
+    ctl.run_until_idle()  # the flood's backlog drains over the next polls
+    flood_fed = {k.name: j.last_step for k, j in ctl.jobs.items() if k.name != q}
+    assert flood_fed == {r: 50 for r in runs}  # nothing lost
     ctl.close()
 
 
 def test_unreachable_server_is_one_line(tmp_path):
-    src = MlflowSource(f"http://127.0.0.1:{free_port()}")
-    ctl = Controller(StateStore(str(tmp_path / "s.db")), [src], err=(err := io.StringIO()),
-                     out=io.StringIO())
+    policy = load_policy(_policy_file(tmp_path, {"t": ["1"]}))
+    src = MlflowSource(f"http://127.0.0.1:{free_port()}", tenancy=PolicyTenancy(policy),
+                       wait=None)
+    ctl = Controller(StateStore(str(tmp_path / "s.db")), [src], policy=policy,
+                     err=(err := io.StringIO()), out=io.StringIO())
     ctl.poll_once()
     ctl.poll_once()
     lines = err.getvalue().splitlines()
     assert len(lines) == 1 and "cannot list experiments" in lines[0]
     ctl.close()
+
+
+def test_a_dead_server_holds_up_only_itself(tmp_path):
+    """A server that accepts and never answers, beside a JSONL folder: the JSONL records
+    are fed, the stuck source is said once and named by /healthz."""
+    dead = socket.socket()
+    dead.bind((HOST, 0))
+    dead.listen(64)  # connections complete in the backlog; nothing ever answers
+    try:
+        logs = tmp_path / "logs" / "j"
+        logs.mkdir(parents=True)
+        (logs / "a.jsonl").write_text('{"job": "a", "step": 1, "eval": 0.5}\n')
+        policy_path = tmp_path / "p.toml"
+        policy_path.write_text('[tenants.j]\n[tenants.m]\nmlflow_experiments = ["1"]\n')
+        policy = load_policy(str(policy_path))
+        tenancy = PolicyTenancy(policy)
+        src = MlflowSource(f"http://{HOST}:{dead.getsockname()[1]}", tenancy=tenancy,
+                           wait=0.1, stuck_after=0.3)
+        jsonl = JsonlDirSource(str(tmp_path / "logs"), tenancy=tenancy)
+        health = Health(60.0, sources=[src])
+        ctl = Controller(StateStore(str(tmp_path / "s.db")), [src, jsonl], policy=policy,
+                         err=(err := io.StringIO()), out=io.StringIO(), health=health)
+        assert [r.job for r in ctl.poll_once().fed] == ["a"]
+        time.sleep(0.5)
+        with open(logs / "a.jsonl", "a") as fh:
+            fh.write('{"job": "a", "step": 2, "eval": 0.6}\n')
+        assert [r.step for r in ctl.poll_once().fed] == [2]
+        ctl.poll_once()
+        ok, why = health.check()
+        assert not ok and why.startswith(f"source stuck: mlflow:http://{HOST}:")
+        said = [x for x in err.getvalue().splitlines() if "no answer" in x]
+        assert len(said) == 1 and "the other sources go on" in said[0]
+        ctl.close()
+    finally:
+        dead.close()
+
+
+def test_the_password_is_never_printed(tmp_path):
+    """MLflow's own error text holds the URI it was given, user:password@ included."""
+    policy = _policy_file(tmp_path, {"t": ["1"]})
+    uri = f"http://alice:S3cretPassw0rd@127.0.0.1:{free_port()}"
+    proc = subprocess.run(
+        [sys.executable, "-m", "evalstop", "watch", "--mlflow", uri, "--policy", policy,
+         "--db", str(tmp_path / "s.db"), "--once"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, **ENV})
+    assert proc.returncode == 0
+    assert "cannot list experiments" in proc.stderr
+    assert "S3cretPassw0rd" not in proc.stderr + proc.stdout
+    assert "alice:" not in proc.stderr + proc.stdout
 
 
 @pytest.mark.parametrize("uri, match", [
@@ -227,6 +390,9 @@ def test_bad_uris(uri, match):
 
 def test_credentials_never_shown():
     assert display_uri("http://user:secret@127.0.0.1:5000") == "http://127.0.0.1:5000"
+    with pytest.raises(ValueError) as exc:
+        check_uri("ftp://user:secret@host/x")
+    assert "secret" not in str(exc.value)
 
 
 def test_missing_extra_is_one_line(monkeypatch, tmp_path, capsys):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
@@ -105,8 +106,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--mlflow", action="append", default=[], metavar="URI",
                    help="MLflow tracking URI to follow (http://HOST:PORT, "
                         "sqlite:////path/mlruns.db, file:///path/mlruns; repeatable): each "
-                        "run is a job, its experiment's name its tenant; decisions are "
-                        "written back to the run as evalstop.* tags (needs evalstop[mlflow])")
+                        "run is a job (its run id), of the tenant that --policy gives its "
+                        "experiment by id or MLflow permission; decisions are written back "
+                        "to the run as evalstop.* tags (needs evalstop[mlflow])")
     p.add_argument("--mlflow-metric", default=None, metavar="NAME",
                    help="MLflow metric key that holds the eval score (default: eval)")
     p.add_argument("--tenant-pattern", default=None, metavar="REGEX",
@@ -226,13 +228,24 @@ def _sources(args, policy=None) -> list:
         except ImportError as exc:  # the extra is missing: one line, not a traceback
             raise ValueError(str(exc).split(" (")[0]) from None
     if args.mlflow:
+        from evalstop.integrations.watch.isolated import DEFAULT_WAIT
         from evalstop.integrations.watch.mlflow_source import MlflowSource, check_uri
 
         for uri in args.mlflow:
             check_uri(uri)  # before the slow import: a typo costs no wait
+        if len(args.mlflow) > 1 and policy is not None and any(
+                r.mlflow_experiments for r in policy.rules):
+            raise ValueError("mlflow_experiments names ids of one server: follow one --mlflow "
+                             "URI per controller with it")
+        # A request the server never answers is given up on soon (MLflow's own default
+        # retries for minutes); the source's thread holds up nothing else meanwhile.
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
         try:
             sources += [MlflowSource(uri, metric=args.mlflow_metric or "eval",
-                                     tenancy=tenancy) for uri in args.mlflow]
+                                     tenancy=tenancy, wait=None if args.once else DEFAULT_WAIT,
+                                     stuck_after=max(3 * args.interval, 5.0))
+                        for uri in args.mlflow]
         except ImportError as exc:
             raise ValueError(str(exc).split(" (")[0]) from None
     return sources
@@ -299,7 +312,7 @@ def _check_serve(args) -> tuple[str, int, str | None, ServeLimits]:
     return host, port, token, ServeLimits(max_connections=args.serve_connections)
 
 
-def _serve(args, controller_interval: float):
+def _serve(args, controller_interval: float, sources: list):
     """Start the metrics/health/page server; returns (server, metrics, health)."""
     from evalstop.integrations.watch.observe import Health, StatusServer, WatchMetrics
     from evalstop.integrations.watch.status import page_html
@@ -309,7 +322,7 @@ def _serve(args, controller_interval: float):
         metrics = WatchMetrics()
     except ImportError as exc:
         raise ValueError(str(exc).split(" (")[0]) from None
-    health = Health(controller_interval)
+    health = Health(controller_interval, sources=sources)
     db, per_page = args.db, args.page_size
 
     def page(number: int) -> str:
@@ -377,7 +390,7 @@ def run(args) -> int:
     try:
         metrics = health = None
         if args.serve is not None:
-            server, metrics, health = _serve(args, args.interval)
+            server, metrics, health = _serve(args, args.interval, sources)
         rules = ({"policy": policy} if policy is not None else
                  {"detector": args.detector or "default", "mode": args.mode or "max",
                   "action": action})

@@ -298,7 +298,8 @@ class Controller:
                     job.updated = now
             if job.detector.stopped and not was_stopped:
                 res.stops.append(key)
-                new_actions.append(self._decide_action(key, job, now))
+                ended = next((it.ended for it in items if it.ended), None)
+                new_actions.append(self._decide_action(key, job, now, ended))
         self.store.save_batch(
             (self._row(key, j) for key, j in changed.items()), offsets, gone, new_actions,
             evals=taken, fleet=self._fleet_rows(changed),
@@ -423,10 +424,14 @@ class Controller:
         taken.append((key.source, key.name, rec.step, rec.eval))
         return True
 
-    def _decide_action(self, key: JobKey, job: _Job, now: float) -> ActionRow:
+    def _decide_action(self, key: JobKey, job: _Job, now: float,
+                       ended: str | None = None) -> ActionRow:
         det = job.detector
         rule = self.rule_of(job.tenant)
         action = None if rule is None else self._actions.get(rule.tenant)
+        if ended is not None:  # e.g. an MLflow run FINISHED: nothing left to stop
+            return ActionRow(key.source, key.name, job.tenant, "", "skipped", None,
+                             f"the run has ended ({show(ended)}): no action", now, None, now)
         if rule is not None and not rule.allows(key.name):
             return ActionRow(key.source, key.name, job.tenant, "", "skipped", None,
                              "not in the tenant's allow list: no action", now, None, now)

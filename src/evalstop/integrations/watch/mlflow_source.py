@@ -2,53 +2,68 @@
 
 ``URI`` is what MLflow calls a tracking URI: ``http://127.0.0.1:5000`` (a ``mlflow
 server``), ``sqlite:////var/mlflow/mlruns.db`` (verl's default store is
-``sqlite:////tmp/mlruns.db``), ``file:///path/mlruns``. Each active run of each active
-experiment is one job, named by its run name (its run id when it has none); its tenant is
-the experiment's name, or the first policy tenant whose ``sources`` globs match
-``EXPERIMENT/RUN_NAME``, or ``--tenant-pattern``'s group matched against that path. The
-eval is the run's metric named by the tenant's ``metric`` (``--mlflow-metric`` without a
-policy), logged with ``mlflow.log_metric(key, value, step=N)``.
+``sqlite:////tmp/mlruns.db``), ``file:///path/mlruns``. Each run of an experiment its
+tenant owns is one job, keyed by its run id (a renamed run is the same job). Who owns an
+experiment is what the platform set, by id or MLflow permission, never its name
+(``mlflow_owner``); so a policy is required. The eval is the run's metric named by the
+tenant's ``metric``, logged with ``mlflow.log_metric(key, value, step=N)``.
 
-Incremental reads: a poll lists runs (one paged ``search_runs`` per experiment, which
-carries each run's latest value, step and timestamp of every metric) and fetches a run's
-metric history only when that latest point is past the run's high-water mark (last step
-and timestamp taken); the marks are committed with the detector states (as offsets keyed
-``mlflow:URI#RUN_ID``), so a restarted controller reads nothing twice.
+Incremental, paged reads: a poll lists each tenant's runs (``search_runs``, which carries
+each run's latest value, step and timestamp of every metric) and reads a run's metric
+history only when that latest point is past the run's mark, from where the last read
+stopped, a bounded page at a time (MLflow's page token: the history's offset, in its
+(timestamp, step) order). The marks (last step, its timestamp, points read) are committed
+with the detector states (as offsets keyed ``mlflow:URI#RUN_ID``), so a restarted
+controller reads nothing twice. Every tenant's reading is within its share of the poll
+(``mlflow_budget``), and the whole poll runs in a thread of its own (``isolated``): a slow
+or dead server holds up only its own runs, says so once, and shows in ``/healthz``.
 
 Decisions go back to the run as tags, so the MLflow UI shows them: ``evalstop.stopped``,
 ``evalstop.stop_step``, ``evalstop.best_step``, ``evalstop.best_score``,
-``evalstop.reason``. They are written when the stop is decided, and again on a later poll
-if a run that the controller has stopped lacks them (the controller was killed between
-the two, or the server was down).
+``evalstop.reason``; written by the source's own thread, and again on a later poll if a
+run that the controller has stopped lacks them. A run that has ended (FINISHED, FAILED,
+KILLED) is still read and its stop recorded, but it gets no action and no tags.
 
 Identity and safety: a job's source is ``mlflow:URI#EXPERIMENT_ID/RUN_ID``, ids assigned
-by the tracking store, so a run's records reach only that run's job, and tags are
-written to that run only. Names from the store (experiment, run) are checked like file
-names; each value like a JSONL record (``records.check_record``): a NaN is taken (and
-ignored by the rule), an infinite value, a step outside ``[0, 2**53)`` or a bad name is
-refused with one logged line. A server that cannot be reached costs one line per poll.
+by the tracking store, so a run's records reach only that run's job. Each value is checked
+like a JSONL record (``records.check_record``): a NaN is taken (and ignored by the rule);
+an infinite value (MLflow stores one as +-1.797e308, the largest float, also taken as
+infinite) or a step outside ``[0, 2**53)`` is refused with one logged line. The password
+of a ``user:password@`` URI is cut out of every message, whatever the library's error
+says (``redact``).
 """
 
 from __future__ import annotations
 
-import fnmatch
 import math
 import os
+import sys
+import time
 import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
 from evalstop.evallog import EvalRecord
 from evalstop.integrations._extras import require
-from evalstop.integrations.watch.records import Refused, check_record, name_problem, show
+from evalstop.integrations.watch.isolated import DEFAULT_STUCK_AFTER, DEFAULT_WAIT, Isolated
+from evalstop.integrations.watch.mlflow_budget import MlflowBudget, TenantShare
+from evalstop.integrations.watch.mlflow_owner import Owners, PermissionAsker
+from evalstop.integrations.watch.records import Refused, check_record, show
+from evalstop.integrations.watch.redact import Redactor
 from evalstop.integrations.watch.sources import Batch, Item
 from evalstop.integrations.watch.store import Offset
 from evalstop.integrations.watch.tenants import JobKey, Tenancy
 
-PAGE = 1000  # runs per search_runs page (MLflow's own maximum is 50000)
-MAX_FETCHES_PER_POLL = 200  # metric histories read per poll; the rest wait for the next
+EXPERIMENT_PAGE = 1000  # experiments per search_experiments page
+CHUNK = 100  # experiment ids per search_runs request
 TAG_PREFIX = "evalstop."
 MAX_TAG = 4000  # characters; MLflow stores tag values up to 8000 (5000 before 2.x)
+ENDED = frozenset({"FINISHED", "FAILED", "KILLED"})
+MAX_ENDED = 200_000  # ended runs remembered (for not tagging them), the newest
+FLOAT_MAX = sys.float_info.max  # MLflow's stored +-inf
+NEEDS_POLICY = ("--mlflow needs --policy FILE: an MLflow experiment belongs to the tenant "
+                "whose table lists its id (mlflow_experiments) or whose MLflow user may "
+                "write it (mlflow_user), never to a name")
 
 
 def _mlflow():
@@ -70,7 +85,8 @@ def check_uri(uri: str) -> None:
     """A one-line ValueError for a URI that cannot be a tracking store to follow; a
     ``sqlite:`` file must exist (MLflow would otherwise create an empty one)."""
     if not isinstance(uri, str) or not uri.strip() or any(ord(c) < 32 for c in uri):
-        raise ValueError(f"--mlflow must be a tracking URI, got {uri!r}")
+        raise ValueError("--mlflow must be a tracking URI, got "
+                         f"{display_uri(uri) if isinstance(uri, str) else uri!r}")
     scheme = urllib.parse.urlsplit(uri).scheme
     if scheme not in ("http", "https", "sqlite", "file", "postgresql", "mysql", "mssql"):
         raise ValueError(f"--mlflow {display_uri(uri)!r}: not a tracking URI (use http://HOST:PORT, "
@@ -82,26 +98,41 @@ def check_uri(uri: str) -> None:
 
 
 class MlflowSource:
-    def __init__(self, uri: str, *, metric: str = "eval", loss_metric: str | None = None,
-                 tenancy: Tenancy | None = None, client: Any = None,
-                 max_fetches: int = MAX_FETCHES_PER_POLL) -> None:
+    def __init__(self, uri: str, *, metric: str = "eval", tenancy: Tenancy | None = None,
+                 client: Any = None, budget: MlflowBudget | None = None,
+                 owners: Owners | None = None, wait: float | None = DEFAULT_WAIT,
+                 stuck_after: float = DEFAULT_STUCK_AFTER,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         check_uri(uri)
         if not isinstance(metric, str) or not metric:
             raise ValueError(f"--mlflow-metric must name a metric, got {metric!r}")
-        if max_fetches < 1:
-            raise ValueError(f"max_fetches must be >= 1, got {max_fetches}")
-        if client is None:
-            client = _mlflow().MlflowClient(tracking_uri=uri)
-        self.client = client
+        mlflow = _mlflow()  # the missing extra is said first
+        policy = getattr(tenancy, "policy", None)
+        if policy is None:
+            raise ValueError(NEEDS_POLICY)
+        self.redact = Redactor(uri)
+        self.client = client if client is not None else mlflow.MlflowClient(tracking_uri=uri)
         self.uri = display_uri(uri)
         self.name = f"mlflow:{self.uri}"
-        self.metric, self.loss_metric = metric, loss_metric
-        self.tenancy = tenancy if tenancy is not None else Tenancy()
-        self.max_fetches = max_fetches
-        self.marks: dict[str, Offset] = {}  # run id -> high-water mark (pos: step, line: ms)
-        self.fetches = 0  # metric histories read since start (incremental reads, tested)
-        self._announced: set[str] = set()  # refused experiments/runs, logged once each
-        self._down = False
+        self.metric = metric
+        self.tenancy = tenancy
+        self.budget = budget if budget is not None else MlflowBudget()
+        if owners is None:
+            asks = any(r.mlflow_user for r in policy.rules) and uri.startswith("http")
+            owners = Owners(policy, PermissionAsker(uri) if asks else None)
+        self.owners = owners
+        self.clock = clock
+        self.marks: dict[str, Offset] = {}  # run id -> mark (pos: step, line: ms, ino: read)
+        self.fetches = 0  # history pages read since start (incremental reads, tested)
+        self._announced: set[str] = set()  # experiments said to be nobody's
+        self._down = self._perm_down = self._tags_down = self._said_stuck = False
+        self._tenant_cursor: str | None = None  # the last tenant served by a cut poll
+        self._run_cursor: dict[str, str] = {}  # tenant -> the last run read whole
+        self._listing: dict[str, tuple[int, str | None]] = {}  # tenant -> where it resumes
+        self._tags: dict[str, dict[str, str]] = {}  # run id -> decision tags to write
+        self._ended: dict[str, str] = {}  # run id -> its end status, as last listed
+        self._worker = Isolated(self._poll_now, name=self.name, wait=wait,
+                                stuck_after=stuck_after)
         self.last_step: Callable[[JobKey], int | None] = lambda key: None
         self.decision_of: Callable[[JobKey], dict[str, Any] | None] = lambda key: None
 
@@ -113,145 +144,248 @@ class MlflowSource:
         prefix = f"{self.name}#"
         self.marks = {k[len(prefix):]: o for k, o in offsets.items() if k.startswith(prefix)}
 
-    # ---- tenants ------------------------------------------------------------------------
-    def _tenant(self, experiment: str, run_name: str) -> str:
-        path = f"{experiment.lstrip('/')}/{run_name}"
-        policy = getattr(self.tenancy, "policy", None)
-        if policy is not None:
-            rule = next((r for r in policy.rules
-                         if any(fnmatch.fnmatchcase(path, g) for g in r.sources)), None)
-            if rule is None:
-                raise Refused("tenant", f"{self.name} experiment {show(experiment)!r}: no "
-                                        f"tenant of policy {show(policy.path)} owns it; not read")
-            return rule.tenant
-        pattern = self.tenancy.pattern
-        if pattern is not None:
-            m = pattern.match(path)
-            tenant = m.group("tenant") if m else None
-            if not tenant:
-                raise Refused("tenant", f"{self.name} run {show(path)!r}: matches no tenant "
-                                        f"(--tenant-pattern {pattern.pattern!r}); not read")
-        else:
-            tenant = experiment
-        problem = name_problem(tenant, "tenant")
-        if problem is not None:
-            raise Refused("tenant", f"{self.name} experiment {show(experiment)!r}: {problem}; "
-                                    "not read")
-        return tenant
-
-    def _refuse_once(self, batch: Batch, what: str, reason: str, message: str) -> None:
-        if what not in self._announced:
-            self._announced.add(what)
-            batch.refused.append(Refused(reason, message).refusal)
-
-    # ---- listing --------------------------------------------------------------------------
-    def _paged(self, call, **kwargs) -> list:
-        out, token = [], None
-        while True:
-            page = call(**kwargs, page_token=token)
-            out.extend(page)
-            token = getattr(page, "token", None)
-            if not token:
-                return out
-
-    def _experiments(self) -> list:
-        return self._paged(self.client.search_experiments, max_results=PAGE)
-
-    def _runs(self, experiment_id: str) -> list:
-        return self._paged(self.client.search_runs, experiment_ids=[experiment_id],
-                           max_results=PAGE, order_by=["attributes.start_time ASC"])
-
-    # ---- one poll -------------------------------------------------------------------------
+    # ---- the controller's side ----------------------------------------------------------
     def poll(self) -> Batch:
+        """The batch of the source's last finished poll (starting the next one), or an
+        empty, ``pending`` batch while one is still running."""
+        try:
+            done, batch = self._worker.take()
+        except Exception as exc:  # noqa: BLE001 - a failed poll is one line, never the end
+            done, batch = True, Batch(self.name)
+            batch.problems.append(self._line(f"{self.name}: poll failed ({exc!r}); will retry"))
+        if not done:
+            batch = Batch(self.name, progressed=True, pending=True)
+            stuck = self._worker.stuck()
+            if stuck is not None and not self._said_stuck:
+                self._said_stuck = True
+                batch.problems.append(f"{self.name}: no answer for {stuck:.0f} s (server slow "
+                                      "or down); its runs wait, the other sources go on")
+            return batch
+        if self._said_stuck:
+            self._said_stuck = False
+            batch.problems.append(f"{self.name}: answering again")
+        return batch
+
+    def stuck(self) -> str | None:
+        """Why this source holds up its runs now (for ``/healthz``), or None."""
+        t = self._worker.stuck()
+        return None if t is None else f"{self.name}: no answer for {t:.0f} s"
+
+    def _line(self, text: str) -> str:
+        return self.redact(text)
+
+    def _error(self, exc: BaseException) -> str:
+        return show(self.redact(str(exc)), 200)
+
+    # ---- one poll, in the source's own thread -------------------------------------------
+    def _poll_now(self) -> Batch:
         batch = Batch(self.name)
+        b = self.budget
+        start = self.clock()
+        until = start + b.server_seconds
+        self._write_tags(batch, until)
         try:
             experiments = self._experiments()
         except Exception as exc:  # noqa: BLE001 - network, store, auth: retried next poll
             if not self._down:
                 batch.problems.append(f"{self.name}: cannot list experiments "
-                                      f"({show(str(exc), 200)}); will retry")
+                                      f"({self._error(exc)}); will retry")
             self._down = True
             return batch
         if self._down:
             batch.problems.append(f"{self.name}: reachable again")
         self._down = False
-        fetches = 0
-        for exp in sorted(experiments, key=lambda e: str(e.experiment_id)):
-            exp_id, exp_name = str(exp.experiment_id), str(exp.name)
-            try:
-                runs = self._runs(exp_id)
-            except Exception as exc:  # noqa: BLE001
-                batch.problems.append(f"{self.name} experiment {show(exp_name)!r}: cannot "
-                                      f"list runs ({show(str(exc), 200)}); will retry")
-                continue
-            for run in runs:
-                if fetches >= self.max_fetches:
-                    batch.progressed = True  # more to read: --once polls again
-                    return batch
-                fetches += self._take_run(batch, exp_id, exp_name, run)
+        by_tenant = self._owned(batch, experiments, min(until, start + b.server_seconds / 4))
+        points = b.server_points
+        order = _rotate(sorted(by_tenant), self._tenant_cursor)
+        self._tenant_cursor = None
+        for i, tenant in enumerate(order):
+            now = self.clock()
+            if now >= until or points <= 0:  # the server's budget: the rest go first next
+                self._tenant_cursor = order[i - 1] if i else None
+                for t in order[i:]:
+                    batch.over_budget[t] = "server budget"
+                break
+            share = TenantShare(min(b.points, points), b.requests, min(now + b.seconds, until))
+            given = share.points
+            self._read_tenant(batch, tenant, by_tenant[tenant], share)
+            points -= given - share.points
+            if share.short:
+                batch.over_budget[tenant] = share
+        self._write_tags(batch, until)
         return batch
 
-    def _take_run(self, batch: Batch, exp_id: str, exp_name: str, run: Any) -> int:
-        """Read one run if its latest point is new; return how many histories it read."""
-        run_id = str(run.info.run_id)
-        name = run.info.run_name or run_id
-        source = f"{self.name}#{exp_id}/{run_id}"
-        problem = name_problem(name, "run name")
-        if problem is not None:
-            self._refuse_once(batch, source, "name", f"{source}: {problem}; not read")
-            return 0
-        try:
-            tenant = self._tenant(exp_name, name)
-            self.tenancy.admit(tenant, name, source)
-        except Refused as exc:
-            self._refuse_once(batch, source, exc.refusal.reason, exc.refusal.message)
-            return 0
-        key = JobKey(source, name)
-        if self._repair_tags(key, run):
-            return 0  # stopped: its later points are never read
+    def _experiments(self) -> list:
+        out, token = [], None
+        while len(out) < self.budget.experiments:
+            page = self.client.search_experiments(max_results=EXPERIMENT_PAGE,
+                                                  page_token=token)
+            out.extend(page)
+            token = getattr(page, "token", None)
+            if not token:
+                break
+        return out[:self.budget.experiments]
+
+    def _owned(self, batch: Batch, experiments: list, until: float) -> dict[str, list[str]]:
+        """Each tenant's experiment ids; the others are said to be nobody's, once."""
+        by_tenant: dict[str, list[str]] = {}
+        self.owners.begin(until)
+        ids = set()
+        failed = None
+        for exp in sorted(experiments, key=lambda e: _id_order(str(e.experiment_id))):
+            eid = str(exp.experiment_id)
+            ids.add(eid)
+            try:
+                tenant, why = self.owners.owner(eid)
+            except Exception as exc:  # noqa: BLE001 - no more questions this poll
+                self.owners.begin(0.0)
+                failed = failed or exc
+                tenant, why = None, ""
+            if tenant is not None:
+                by_tenant.setdefault(tenant, []).append(eid)
+                self._announced.discard(eid)
+            elif why and eid not in self._announced:
+                self._announced.add(eid)
+                batch.refuse(Refused("tenant", f"{self.name} experiment {show(eid)} "
+                                               f"({show(str(exp.name), 80)!r}): nobody's: "
+                                               f"{why}; not read").refusal)
+        if failed is not None and not self._perm_down:
+            batch.problems.append(f"{self.name}: cannot read experiment permissions "
+                                  f"({self._error(failed)}); experiments not yet known to "
+                                  "be a tenant's wait")
+        self._perm_down = failed is not None
+        self.owners.forget(ids)
+        self._announced &= ids
+        return by_tenant
+
+    def _read_tenant(self, batch: Batch, tenant: str, exp_ids: list[str],
+                     share: TenantShare) -> None:
         metric = self.tenancy.metric(tenant, self.metric)
+        try:
+            runs = self._runs(tenant, exp_ids, share)
+        except Exception as exc:  # noqa: BLE001
+            batch.problems.append(f"{self.name}: cannot list the runs of tenant "
+                                  f"{show(tenant)} ({self._error(exc)}); will retry")
+            return
+        runs = sorted({str(r.info.run_id): r for r in runs}.items())
+        last = self._run_cursor.get(tenant)
+        i = next((k for k, (rid, _r) in enumerate(runs) if last is not None and rid > last), 0)
+        for run_id, run in runs[i:] + runs[:i]:
+            if share.spent(self.clock()):
+                share.short = True
+                return
+            try:
+                whole = self._take_run(batch, tenant, metric, run, share)
+            except Exception as exc:  # noqa: BLE001
+                batch.problems.append(f"{self.name}#{show(run_id)}: cannot read "
+                                      f"{show(metric)!r} ({self._error(exc)}); will retry")
+                return
+            if not whole:
+                share.short = True
+                return
+            self._run_cursor[tenant] = run_id
+
+    def _runs(self, tenant: str, exp_ids: list[str], share: TenantShare) -> list:
+        """The tenant's runs, a page a request, within its share; a listing cut short
+        resumes there next poll."""
+        chunks = [exp_ids[i:i + CHUNK] for i in range(0, len(exp_ids), CHUNK)]
+        pos = self._listing.pop(tenant, (0, None))
+        if pos[0] >= len(chunks):
+            pos = (0, None)
+        (ci, token), moved, out = pos, 0, []
+        while moved < len(chunks):
+            if share.spent(self.clock()):
+                share.short = True
+                self._listing[tenant] = (ci, token)
+                break
+            share.requests -= 1
+            page = self.client.search_runs(experiment_ids=chunks[ci],
+                                           max_results=self.budget.run_page,
+                                           order_by=["attributes.start_time ASC"],
+                                           page_token=token)
+            out.extend(page)
+            token = getattr(page, "token", None) or None
+            if token is None:
+                ci, moved = (ci + 1) % len(chunks), moved + 1
+        return out
+
+    def _take_run(self, batch: Batch, tenant: str, metric: str, run: Any,
+                  share: TenantShare) -> bool:
+        """Read what is new of one run, a page at a time within ``share``; True when it
+        was read to its end (or had nothing new)."""
+        run_id, exp_id = str(run.info.run_id), str(run.info.experiment_id)
+        source = f"{self.name}#{exp_id}/{run_id}"
+        key = JobKey(source, run_id)
+        status = str(run.info.status)
+        ended = status if status in ENDED else None
+        self._note_ended(run_id, ended)
+        if self._repair_tags(key, run, ended):
+            return True  # stopped: its later points are never read
         latest = next((m for m in run.data._metric_objs if m.key == metric), None)
         mark = self.marks.get(run_id)
         if latest is None or (mark is not None and (latest.step, latest.timestamp)
                               <= (mark.pos, mark.line)):
-            return 0  # nothing new: no history read
-        try:
-            history = self.client.get_metric_history(run_id, metric)
-            losses = ({m.step: m.value for m in self.client.get_metric_history(
-                run_id, self.loss_metric)} if self.loss_metric else {})
-        except Exception as exc:  # noqa: BLE001
-            batch.problems.append(f"{source}: cannot read {show(metric)!r} "
-                                  f"({show(str(exc), 200)}); will retry")
-            return 1
-        self.fetches += 1
-        points = sorted((int(m.step), int(m.timestamp), m.value) for m in history)
+            return True  # nothing new: no history read
         if mark is None:  # first sight (or the marks were lost): resume past the state
             last = self.last_step(key)
-            floor = (-math.inf, -math.inf) if last is None else (last, math.inf)
+            floor, read = ((-math.inf, -math.inf) if last is None else (last, math.inf)), 0
         else:
-            floor = (mark.pos, mark.line)
-        new = [p for p in points if (p[0], p[1]) > floor]
-        if not new:
-            return 1
-        for step, _ts, value in new:
-            where = f"{source}@{show(metric)}:{step}"
-            try:
-                rec = EvalRecord(name, step, float(value), loss=_finite(losses.get(step)))
-                check_record(rec, where)
-            except (TypeError, ValueError):
-                batch.refused.append(Refused("value", f"{where}: value {show(repr(value), 40)} "
-                                                      "is not a number").refusal)
-                continue
-            except Refused as exc:
-                batch.refused.append(exc.refusal)
-                continue
-            batch.records.append(Item(rec, where, key, tenant))
-        top_step, top_ts, _ = max(new, key=lambda p: (p[0], p[1]))
-        mark = Offset(0, 0, top_step, top_ts, source)
-        self.marks[run_id] = mark
-        batch.offsets[self._mark_key(run_id)] = mark
-        batch.progressed = True
-        return 1
+            floor, read = (mark.pos, mark.line), mark.ino
+        top = None if mark is None else (mark.pos, mark.line)  # the last point consumed
+        while True:
+            if share.spent(self.clock()):
+                return False
+            share.requests -= 1
+            page = self._history(run_id, metric, read, min(self.budget.page, share.points))
+            self.fetches += 1
+            share.points -= len(page)
+            read += len(page)
+            for m in page:
+                step, ts = int(m.step), int(m.timestamp)
+                top = (step, ts) if top is None else max(top, (step, ts))
+                if (step, ts) > floor:
+                    self._take_point(batch, tenant, key, metric, step, m.value, ended)
+            if top is not None:
+                mark = Offset(0, read, top[0], top[1], source)
+                self.marks[run_id] = mark
+                batch.offsets[self._mark_key(run_id)] = mark
+                batch.progressed = True
+            if not getattr(page, "token", None):
+                return True
+
+    def _history(self, run_id: str, metric: str, offset: int, n: int) -> Any:
+        """``n`` points of a metric's history from ``offset`` (one request)."""
+        from mlflow.utils.search_utils import SearchUtils
+
+        token = SearchUtils.create_page_token(offset).decode() if offset else None
+        return self.client._tracking_client.store.get_metric_history(
+            run_id, metric, max_results=n, page_token=token)
+
+    def _take_point(self, batch: Batch, tenant: str, key: JobKey, metric: str, step: int,
+                    value: Any, ended: str | None) -> None:
+        where = f"{key.source}@{show(metric)}:{step}"
+        try:
+            v = float(value)
+            if abs(v) >= FLOAT_MAX:  # how MLflow stores an infinite value
+                v = math.copysign(math.inf, v)
+            rec = EvalRecord(key.name, step, v)
+            check_record(rec, where)
+        except (TypeError, ValueError):
+            batch.refuse(Refused("value", f"{where}: value {show(repr(value), 40)} is not "
+                                          "a number").refusal, tenant)
+            return
+        except Refused as exc:
+            batch.refuse(exc.refusal, tenant)
+            return
+        batch.records.append(Item(rec, where, key, tenant, ended=ended))
+
+    def _note_ended(self, run_id: str, ended: str | None) -> None:
+        if ended is None:
+            self._ended.pop(run_id, None)
+            return
+        self._ended[run_id] = ended
+        if len(self._ended) > MAX_ENDED:
+            del self._ended[next(iter(self._ended))]
 
     # ---- decisions back to the run ---------------------------------------------------------
     def _run_id(self, key: JobKey) -> str | None:
@@ -261,42 +395,55 @@ class MlflowSource:
         return key.source[len(prefix):].split("/", 1)[-1]
 
     def on_stop(self, key: JobKey, decision: dict[str, Any]) -> str | None:
-        """Tag the stopped run; a one-line problem (the controller logs it) or None."""
+        """Queue the stopped run's tags, written by the source's own thread (a dead
+        server never holds up the controller); an ended run gets none."""
         run_id = self._run_id(key)
-        if run_id is None:
+        if run_id is None or run_id in self._ended:
             return None
-        tags = {
+        self._tags[run_id] = {
             "stopped": "true",
             "stop_step": _text(decision.get("stop_step")),
             "best_step": _text(decision.get("best_step")),
             "best_score": _text(decision.get("best_score")),
             "reason": _text(decision.get("reason"))[:MAX_TAG],
         }
-        try:
-            for k, v in tags.items():
-                self.client.set_tag(run_id, TAG_PREFIX + k, v)
-        except Exception as exc:  # noqa: BLE001 - retried by _repair_tags on a later poll
-            return (f"job {show(key.name)} [{show(key.source)}]: cannot tag the run "
-                    f"({show(str(exc), 200)}); will retry")
         return None
 
-    def _repair_tags(self, key: JobKey, run: Any) -> bool:
-        """True when the controller has stopped this job (tagging it if its tags are
-        missing)."""
+    def _write_tags(self, batch: Batch, until: float) -> None:
+        for run_id, tags in list(self._tags.items()):
+            if self.clock() >= until:
+                return
+            try:
+                for k, v in tags.items():
+                    self.client.set_tag(run_id, TAG_PREFIX + k, v)
+            except Exception as exc:  # noqa: BLE001 - kept, written on a later poll
+                if not self._tags_down:
+                    batch.problems.append(f"{self.name}#{show(run_id)}: cannot tag the run "
+                                          f"({self._error(exc)}); will retry")
+                self._tags_down = True
+                return
+            self._tags_down = False
+            self._tags.pop(run_id, None)
+
+    def _repair_tags(self, key: JobKey, run: Any, ended: str | None) -> bool:
+        """True when the controller has stopped this job (queueing its tags if they are
+        missing and the run is still running)."""
         decision = self.decision_of(key)
         if decision is None:
             return False
-        if (run.data.tags or {}).get(TAG_PREFIX + "stopped") != "true":
+        if ended is None and (run.data.tags or {}).get(TAG_PREFIX + "stopped") != "true":
             self.on_stop(key, decision)
         return True
 
 
-def _finite(x: Any) -> float | None:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
+def _rotate(names: list[str], last: str | None) -> list[str]:
+    """``names`` (sorted) from the one after ``last``, wrapping."""
+    i = next((k for k, n in enumerate(names) if last is not None and n > last), 0)
+    return names[i:] + names[:i]
+
+
+def _id_order(eid: str) -> tuple:
+    return (0, int(eid), "") if eid.isdigit() else (1, 0, eid)
 
 
 def _text(v: Any) -> str:

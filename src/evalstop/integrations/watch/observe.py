@@ -2,7 +2,8 @@
 status page, served by one small HTTP server thread in the controller's own process.
 
 ``/metrics``  Prometheus text format (``prometheus_client``, in ``evalstop[watch]``)
-``/healthz``  200 ``ok`` while polls complete on time, 503 with the reason otherwise
+``/healthz``  200 ``ok`` while polls complete on time and no source is stuck, 503 with
+              the reason otherwise (naming the stuck source)
 ``/``         the read-only status page (``page.render_page``)
 
 The server only reads: the page is built from a read-only view of the state database
@@ -17,7 +18,7 @@ import hmac
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from evalstop.integrations._extras import require
 from evalstop.integrations.watch.http_guard import GuardedHandler, GuardedHTTPServer, ServeLimits
@@ -62,13 +63,17 @@ class WatchMetrics:
 
 
 class Health:
-    """Healthy while a poll has committed within ``grace`` seconds."""
+    """Healthy while a poll has committed within ``grace`` seconds and no source is stuck
+    (a source with a ``stuck()`` method says why it holds up its jobs, e.g. an MLflow
+    server that does not answer; the other sources go on meanwhile)."""
 
-    def __init__(self, interval: float, *, grace_polls: float = 3.0) -> None:
+    def __init__(self, interval: float, *, grace_polls: float = 3.0,
+                 sources: Sequence[object] = ()) -> None:
         self.grace = max(interval * grace_polls, 5.0)
         self.last_commit: float | None = None
         self.started = time.time()
         self.error: str | None = None
+        self.sources = list(sources)
 
     def committed(self, when: float) -> None:
         self.last_commit = when
@@ -83,6 +88,10 @@ class Health:
         if age > self.grace:
             what = "last poll committed" if self.last_commit is not None else "started"
             return False, f"{what} {age:.0f}s ago (limit {self.grace:.0f}s)"
+        for src in self.sources:
+            why = src.stuck() if hasattr(src, "stuck") else None
+            if why:
+                return False, f"source stuck: {why}"
         return True, "ok"
 
 

@@ -22,11 +22,15 @@
     [tenants.bob]
     sources = ["teams/bob/**", "legacy/bob-*.jsonl"]
     dry_run = true
+    mlflow_experiments = ["12", "40"] # MLflow experiments it owns, by id
+    mlflow_user = "bob"               # and those its MLflow user may write (server auth)
 
 A source (a log file or TensorBoard run, as a path relative to the watched root) belongs
 to the first tenant, in file order, one of whose ``sources`` globs matches it; a source no
-tenant matches is refused (logged once), never given a default owner. Every error is one
-line naming the file, the key and the problem (:class:`PolicyError`).
+tenant matches is refused (logged once), never given a default owner. MLflow experiments
+are owned by id or by MLflow permission, never by name (``mlflow_owner``); an id or an
+MLflow user may be one tenant's only. Every error is one line naming the file, the key and
+the problem (:class:`PolicyError`).
 """
 
 from __future__ import annotations
@@ -45,7 +49,10 @@ from evalstop.integrations.watch.tenants import Tenancy
 
 TENANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 _KEYS = ("metric", "mode", "detector", "eval_group", "eval_n", "sigma", "action",
-         "checkpoint_template", "checkpoint_root", "dry_run", "allow", "rotated")
+         "checkpoint_template", "checkpoint_root", "dry_run", "allow", "rotated",
+         "mlflow_experiments", "mlflow_user")
+_OWN_KEYS = ("mlflow_experiments", "mlflow_user")  # one tenant's each: not in [defaults]
+MLFLOW_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 MAX_POLICY_BYTES = 1 << 20
 
 
@@ -71,6 +78,8 @@ class Rule:
     dry_run: bool = False
     allow: tuple[str, ...] = ("*",)
     rotated: tuple[str, ...] = ()
+    mlflow_experiments: tuple[str, ...] = ()
+    mlflow_user: str | None = None
 
     def matches(self, source: str) -> bool:
         return any(fnmatch.fnmatchcase(source, pat) for pat in self.sources)
@@ -173,6 +182,9 @@ def parse_policy(doc: dict[str, Any], path: str = "<policy>") -> Policy:
     defaults = doc.get("defaults", {})
     if not isinstance(defaults, dict):
         raise PolicyError(f"{path}: defaults: must be a table")
+    for key in _OWN_KEYS:
+        if key in defaults:
+            raise PolicyError(f"{path}: defaults.{key}: a tenant's own key, not a default")
     base = _checked(Rule(tenant="", sources=()), defaults, path, "defaults.")
     tenants = doc.get("tenants")
     if not isinstance(tenants, dict) or not tenants:
@@ -197,7 +209,21 @@ def parse_policy(doc: dict[str, Any], path: str = "<policy>") -> Policy:
                               "root (no leading '/', no '..')")
         rule = replace(base, tenant=name, sources=tuple(sources))
         rules.append(_checked(rule, table, path, where + "."))
+    _one_owner(rules, path)
     return Policy(tuple(rules), path)
+
+
+def _one_owner(rules: list[Rule], path: str) -> None:
+    """An MLflow experiment id or user named by two tenants would give both its runs."""
+    seen: dict[tuple[str, str], str] = {}
+    for rule in rules:
+        named = [("mlflow_experiments", e) for e in rule.mlflow_experiments]
+        named += [("mlflow_user", rule.mlflow_user)] if rule.mlflow_user else []
+        for key, value in named:
+            other = seen.setdefault((key, value), rule.tenant)
+            if other != rule.tenant:
+                raise PolicyError(f"{path}: tenants.{rule.tenant}.{key}: {value!r} is "
+                                  f"already tenant {other}'s")
 
 
 def _checked(rule: Rule, values: dict[str, Any], path: str, prefix: str) -> Rule:
@@ -257,6 +283,18 @@ def _value(key: str, v: Any, where: str) -> Any:
         return float(v)
     if key == "rotated":
         return _rotated(v, where)
+    if key == "mlflow_experiments":
+        ids = [str(x) if isinstance(x, int) and not isinstance(x, bool) else x
+               for x in (v if isinstance(v, list) else [None])]
+        if not ids or not all(isinstance(x, str) and MLFLOW_ID.fullmatch(x) for x in ids):
+            raise PolicyError(f"{where}: must be a non-empty list of MLflow experiment ids "
+                              "(e.g. [\"12\", \"40\"])")
+        return tuple(dict.fromkeys(ids))
+    if key == "mlflow_user":
+        if not isinstance(v, str) or not v.strip() or not v.isprintable() or len(v) > 256:
+            raise PolicyError(f"{where}: must be an MLflow user name (printable, 1-256 "
+                              "characters)")
+        return v
     # allow
     if (not isinstance(v, list) or not v
             or not all(isinstance(s, str) and s for s in v)):

@@ -19,6 +19,7 @@ class Item:
     where: str
     key: JobKey
     tenant: str
+    ended: str | None = None  # the run has ended (its status): no action is taken
 
 
 @dataclass(slots=True)
@@ -30,7 +31,8 @@ class Batch:
     the lines and files refused (each logged once and counted by reason); ``problems``
     other one-line notices (a log deleted or replaced); ``progressed`` whether anything
     was consumed at all; ``over_budget`` the tenants that had more to read than one
-    poll's budget (``budget``), with what was left of it.
+    poll's budget (``budget``), with what was left of it; ``pending`` that the source's
+    own poll is still running (``isolated``): its records come with a later batch.
     """
 
     source: str
@@ -41,6 +43,7 @@ class Batch:
     problems: list[str] = field(default_factory=list)
     progressed: bool = False
     over_budget: dict[str, object] = field(default_factory=dict)
+    pending: bool = False
 
     def refuse(self, refusal: Refusal, tenant: str = "") -> None:
         """Add a refusal, marked with its tenant (for the throttled log) when known."""

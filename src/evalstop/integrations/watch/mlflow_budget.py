@@ -1,0 +1,51 @@
+"""What one poll of an MLflow server may spend, per tenant and per server.
+
+Each tenant's share of a poll is a number of metric points read (refused ones too), of
+requests to the server (run listings, history pages) and of seconds; the server's poll as
+a whole has its own seconds and points. Tenants are served in turn from the one after
+where the last cut poll stopped, and each tenant's runs from the one after its last read,
+so one tenant's flood of runs, huge history or many experiments costs every poll at most
+its share, while every other tenant is read on every poll.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from evalstop.integrations.watch.budget import DEFAULT_LINES
+
+
+@dataclass(frozen=True, slots=True)
+class MlflowBudget:
+    points: int = DEFAULT_LINES  # metric points read per tenant per poll
+    requests: int = 40  # requests per tenant per poll (~5-20 ms each on loopback)
+    seconds: float = 0.25  # per tenant per poll
+    server_points: int = 5 * DEFAULT_LINES
+    server_seconds: float = 2.0  # the whole poll of one server, listings included
+    page: int = 1000  # points per history page (what one request holds in memory)
+    run_page: int = 500  # runs per search_runs page
+    experiments: int = 100_000  # experiments listed per poll, at most
+
+    def __post_init__(self) -> None:
+        for name in ("points", "requests", "server_points", "page", "run_page",
+                     "experiments"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"MLflow budget {name} must be an integer >= 1, got {v!r}")
+        for name in ("seconds", "server_seconds"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0:
+                raise ValueError(f"MLflow budget {name} must be > 0, got {v!r}")
+
+
+@dataclass(slots=True)
+class TenantShare:
+    """One tenant's budget left in this poll (``until``: its clock deadline)."""
+
+    points: int
+    requests: int
+    until: float
+    short: bool = False  # something was left unread for want of budget
+
+    def spent(self, now: float) -> bool:
+        return self.points <= 0 or self.requests <= 0 or now >= self.until
