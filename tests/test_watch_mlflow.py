@@ -403,3 +403,21 @@ def test_missing_extra_is_one_line(monkeypatch, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [("evalstop: error: evalstop watch --mlflow needs mlflow: "
                     "pip install 'evalstop[mlflow]'")]
+
+
+@pytest.mark.parametrize("body, match", [
+    ('[defaults]\nmlflow_experiments = ["1"]\n[tenants.a]\n', "a tenant's own key"),
+    ('[tenants.a]\nmlflow_experiments = ["1"]\n[tenants.b]\nmlflow_experiments = [1]\n',
+     "'1' is already tenant a's"),
+    ('[tenants.a]\nmlflow_user = "u"\n[tenants.b]\nmlflow_user = "u"\n',
+     "'u' is already tenant a's"),
+    ('[tenants.a]\nmlflow_experiments = ["../x"]\n', "experiment ids"),
+    ('[tenants.a]\nmlflow_user = ""\n', "MLflow user name"),
+])
+def test_policy_ownership_keys_are_checked(tmp_path, body, match):
+    from evalstop.integrations.watch.policy import PolicyError
+
+    path = tmp_path / "p.toml"
+    path.write_text(body)
+    with pytest.raises(PolicyError, match=match):
+        load_policy(str(path))

@@ -78,12 +78,22 @@ def _verl_run(tracking, monkeypatch, tmp_path, project, name, curve):
     logger.finish()
 
 
-def _policy(tmp_path, metric):
+def _policy(tmp_path, metric, experiments=None):
+    """One tenant per verl project: its TensorBoard folder, and (``experiments``: project
+    -> MLflow experiment id) the MLflow experiment verl made for it, by id."""
+    ids = experiments or {}
     p = tmp_path / f"policy-{len(metric)}.toml"
     p.write_text(f'[defaults]\ndetector = "evalstop:k=2"\nmetric = "{metric}"\n'
-                 '[tenants.math]\nsources = ["math-team/**"]\n'
-                 '[tenants.code]\nsources = ["code-team/**"]\n')
+                 + "".join(f'[tenants.{t}]\nsources = ["{t}-team/**"]\n'
+                           + (f'mlflow_experiments = ["{ids[t]}"]\n' if t in ids else "")
+                           for t in ("math", "code")))
     return str(p)
+
+
+def _experiment_ids(uri):
+    client = mlflow.MlflowClient(uri)
+    return {t: client.get_experiment_by_name(f"{t}-team").experiment_id
+            for t in ("math", "code")}
 
 
 @pytest.fixture(scope="module")
@@ -98,13 +108,14 @@ def runs(tracking, tmp_path_factory):
     return tmp
 
 
-def _expect(ctl, tb=False):
+def _expect(ctl, tb=False, run_ids=None):
     """A TensorBoard job is named by its run directory under the root (verl writes
-    tensorboard_log/PROJECT/EXPERIMENT); an MLflow job by its run name."""
+    tensorboard_log/PROJECT/EXPERIMENT); an MLflow job by its run id (``run_ids``: run
+    name -> id)."""
     got = {(j.tenant, k.name): (j.detector.stopped, j.detector.stop_step, j.detector.best_step)
            for k, j in ctl.jobs.items()}
     math_job, code_job = (("math-team/grpo-qwen-hacked", "code-team/grpo-qwen-ok") if tb
-                          else ("grpo-qwen-hacked", "grpo-qwen-ok"))
+                          else (run_ids["grpo-qwen-hacked"], run_ids["grpo-qwen-ok"]))
     assert got == {("math", math_job): (True, 40, 20), ("code", code_job): (False, None, 50)}
 
 
@@ -121,16 +132,21 @@ def test_verl_tensorboard_run_by_a_policy_line(runs, tmp_path):
 
 def test_verl_mlflow_run_by_a_policy_line(runs, tmp_path):
     uri = f"sqlite:///{runs / 'mlruns.db'}"
-    policy = load_policy(_policy(tmp_path, MLFLOW_KEY))
-    src = MlflowSource(uri, tenancy=PolicyTenancy(policy))
+    ids = _experiment_ids(uri)
+    policy = load_policy(_policy(tmp_path, MLFLOW_KEY, ids))
+    client = mlflow.MlflowClient(uri)
+    run_ids = {r.info.run_name: r.info.run_id
+               for r in client.search_runs(list(ids.values()))}
+    for run_id in run_ids.values():  # verl's finish() ended them; a live job's is RUNNING
+        client.update_run(run_id, status="RUNNING")
+    src = MlflowSource(uri, tenancy=PolicyTenancy(policy), wait=None)
     ctl = Controller(StateStore(str(tmp_path / "s.db")), [src], policy=policy,
                      err=(err := io.StringIO()), out=io.StringIO())
     ctl.run_until_idle()
-    _expect(ctl)
-    assert err.getvalue() == ""
-    client = mlflow.MlflowClient(uri)
-    exp = client.get_experiment_by_name("math-team")
-    run = client.search_runs([exp.experiment_id])[0]
+    _expect(ctl, run_ids=run_ids)
+    # MLflow's own "Default" experiment (id 0) is no tenant's: one line.
+    assert [x for x in err.getvalue().splitlines() if "experiment 0 " not in x] == []
+    run = client.get_run(run_ids["grpo-qwen-hacked"])
     assert run.data.tags["evalstop.stopped"] == "true"
     assert run.data.tags["evalstop.best_step"] == "20"
     ctl.close()
