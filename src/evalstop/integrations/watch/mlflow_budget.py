@@ -18,10 +18,11 @@ from evalstop.integrations.watch.budget import DEFAULT_LINES
 @dataclass(frozen=True, slots=True)
 class MlflowBudget:
     points: int = DEFAULT_LINES  # metric points read per tenant per poll
-    requests: int = 40  # requests per tenant per poll (~5-20 ms each on loopback)
-    seconds: float = 0.25  # per tenant per poll
+    requests: int = 40  # requests per tenant per poll (~5-20 ms each on idle loopback)
+    seconds: float = 1.0  # per tenant per poll
     server_points: int = 5 * DEFAULT_LINES
-    server_seconds: float = 2.0  # the whole poll of one server, listings included
+    server_seconds: float = 4.0  # the whole poll of one server, listings included
+    list_every: float = 10.0  # seconds between listings of the experiments (new ones)
     page: int = 1000  # points per history page (what one request holds in memory)
     run_page: int = 500  # runs per search_runs page
     experiments: int = 100_000  # experiments listed per poll, at most
@@ -32,7 +33,7 @@ class MlflowBudget:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"MLflow budget {name} must be an integer >= 1, got {v!r}")
-        for name in ("seconds", "server_seconds"):
+        for name in ("seconds", "server_seconds", "list_every"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0:
                 raise ValueError(f"MLflow budget {name} must be > 0, got {v!r}")
@@ -40,12 +41,18 @@ class MlflowBudget:
 
 @dataclass(slots=True)
 class TenantShare:
-    """One tenant's budget left in this poll (``until``: its clock deadline)."""
+    """One tenant's budget left in this poll (``until``: its clock deadline). Its first
+    history page is always read, however long its listing took: every poll moves every
+    tenant on, on a server however slow."""
 
     points: int
     requests: int
     until: float
     short: bool = False  # something was left unread for want of budget
+    read: bool = False  # a history page was read this poll
 
     def spent(self, now: float) -> bool:
         return self.points <= 0 or self.requests <= 0 or now >= self.until
+
+    def history_spent(self, now: float) -> bool:
+        return self.read and self.spent(now)

@@ -6,9 +6,11 @@ server``), ``sqlite:////var/mlflow/mlruns.db`` (verl's default store is
 tenant owns is one job, keyed by its run id (a renamed run is the same job). Who owns an
 experiment is what the platform set, by id or MLflow permission, never its name
 (``mlflow_owner``); so a policy is required. The eval is the run's metric named by the
-tenant's ``metric``, logged with ``mlflow.log_metric(key, value, step=N)``.
+tenant's ``metric``, logged with ``mlflow.log_metric(key, value, step=N)``; its MLflow
+timestamp is the record's ``time``.
 
-Incremental, paged reads: a poll lists each tenant's runs (``search_runs``, which carries
+Incremental, paged reads: the experiments are listed every ``list_every`` seconds (a new
+one is seen within that); a poll lists each tenant's runs (``search_runs``, which carries
 each run's latest value, step and timestamp of every metric) and reads a run's metric
 history only when that latest point is past the run's mark, from where the last read
 stopped, a bounded page at a time (MLflow's page token: the history's offset, in its
@@ -131,6 +133,7 @@ class MlflowSource:
         self._listing: dict[str, tuple[int, str | None]] = {}  # tenant -> where it resumes
         self._tags: dict[str, dict[str, str]] = {}  # run id -> decision tags to write
         self._ended: dict[str, str] = {}  # run id -> its end status, as last listed
+        self._listed: tuple[float, list] | None = None  # (when, the experiments listed)
         self._worker = Isolated(self._poll_now, name=self.name, wait=wait,
                                 stuck_after=stuck_after)
         self.last_step: Callable[[JobKey], int | None] = lambda key: None
@@ -185,7 +188,9 @@ class MlflowSource:
         until = start + b.server_seconds
         self._write_tags(batch, until)
         try:
-            experiments = self._experiments()
+            if self._listed is None or start - self._listed[0] >= b.list_every:
+                self._listed = (start, self._experiments())
+            experiments = self._listed[1]
         except Exception as exc:  # noqa: BLE001 - network, store, auth: retried next poll
             if not self._down:
                 batch.problems.append(f"{self.name}: cannot list experiments "
@@ -271,7 +276,7 @@ class MlflowSource:
         last = self._run_cursor.get(tenant)
         i = next((k for k, (rid, _r) in enumerate(runs) if last is not None and rid > last), 0)
         for run_id, run in runs[i:] + runs[:i]:
-            if share.spent(self.clock()):
+            if share.history_spent(self.clock()):
                 share.short = True
                 return
             try:
@@ -333,10 +338,12 @@ class MlflowSource:
             floor, read = (mark.pos, mark.line), mark.ino
         top = None if mark is None else (mark.pos, mark.line)  # the last point consumed
         while True:
-            if share.spent(self.clock()):
+            if share.history_spent(self.clock()):
                 return False
             share.requests -= 1
-            page = self._history(run_id, metric, read, min(self.budget.page, share.points))
+            page = self._history(run_id, metric, read,
+                                 max(1, min(self.budget.page, share.points)))
+            share.read = True
             self.fetches += 1
             share.points -= len(page)
             read += len(page)
@@ -344,7 +351,7 @@ class MlflowSource:
                 step, ts = int(m.step), int(m.timestamp)
                 top = (step, ts) if top is None else max(top, (step, ts))
                 if (step, ts) > floor:
-                    self._take_point(batch, tenant, key, metric, step, m.value, ended)
+                    self._take_point(batch, tenant, key, metric, (step, ts), m.value, ended)
             if top is not None:
                 mark = Offset(0, read, top[0], top[1], source)
                 self.marks[run_id] = mark
@@ -361,14 +368,16 @@ class MlflowSource:
         return self.client._tracking_client.store.get_metric_history(
             run_id, metric, max_results=n, page_token=token)
 
-    def _take_point(self, batch: Batch, tenant: str, key: JobKey, metric: str, step: int,
-                    value: Any, ended: str | None) -> None:
+    def _take_point(self, batch: Batch, tenant: str, key: JobKey, metric: str,
+                    at: tuple[int, int], value: Any, ended: str | None) -> None:
+        """One history point (``at``: its step and MLflow timestamp, ms), checked."""
+        step, ts = at
         where = f"{key.source}@{show(metric)}:{step}"
         try:
             v = float(value)
             if abs(v) >= FLOAT_MAX:  # how MLflow stores an infinite value
                 v = math.copysign(math.inf, v)
-            rec = EvalRecord(key.name, step, v)
+            rec = EvalRecord(key.name, step, v, time=ts / 1000)
             check_record(rec, where)
         except (TypeError, ValueError):
             batch.refuse(Refused("value", f"{where}: value {show(repr(value), 40)} is not "

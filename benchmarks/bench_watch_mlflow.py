@@ -1,0 +1,270 @@
+"""Benchmark ``evalstop watch --mlflow`` under a flooding tenant: a quiet tenant's
+detection lag and the controller's peak memory, against an idle baseline in the same run.
+
+Each scenario runs in its own process (so its peak RSS is its own), against a fresh real
+``mlflow server`` on 127.0.0.1 (SQLite store; ``tests/mlflow_server.py``), with a policy
+giving tenant ``quiet`` its experiment and tenant ``flood`` its own, by id:
+
+* ``idle``: the quiet tenant alone (the baseline);
+* ``runs``: the flood tenant has RUNS runs, each logging one point a second;
+* ``history``: one flood run holds POINTS history points (logged before the start);
+* ``experiments``: the flood tenant owns EXPERIMENTS empty experiments (all listed in the
+  policy, so every one is searched);
+* ``dead``: beside the MLflow source, a second one whose server accepts connections and
+  never answers; the quiet tenant here writes a JSONL log (``--jsonl``).
+
+The quiet tenant's writer (a separate process) logs one point for each of 5 runs every
+0.5 s, at known times; the controller polls every INTERVAL s (at once while a tenant has
+a backlog left, as ``Controller.run_forever`` does) for SECONDS s. A quiet point's lag is
+the commit time of the poll that fed it minus the time it was logged: p50, p95 and max
+per scenario, with the longest poll, the flood points fed, the quiet points lost (logged
+and never fed) and the peak RSS (``ru_maxrss``) of the controller's process.
+
+Target: p95 lag <= 2 poll intervals, peak RSS <= 300 MB, no quiet point lost.
+
+    python benchmarks/bench_watch_mlflow.py [--scale 0.2] [--seconds 30] [--interval 1.0]
+                                            [--only idle,runs]
+
+``--scale`` multiplies the flood sizes of the issue (500 runs, 1,000,000 points, 3,000
+experiments); 0.2 keeps a scenario within a minute or two on a shared 2-core machine,
+where the one-worker server itself is the bottleneck of a larger flood. Not a test:
+timings depend on the machine; quote them with its load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import resource
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from mlflow_server import ENV, HOST, MlflowServer  # noqa: E402 - the tests' own server
+
+os.environ.update(ENV)
+SCENARIOS = ("idle", "runs", "history", "experiments", "dead")
+QUIET_RUNS, QUIET_EVERY = 5, 0.5
+FULL = {"runs": 500, "history": 1_000_000, "experiments": 3_000}
+
+
+def quiet_mlflow(uri: str, run_ids: list[str], t0: float, seconds: float) -> None:
+    import mlflow
+
+    client = mlflow.MlflowClient(uri)
+    step = 0
+    while time.time() < t0 + seconds:
+        step += 1
+        time.sleep(max(0.0, t0 + step * QUIET_EVERY - time.time()))
+        for run in run_ids:  # the timestamp is the time of the write (the lag's start)
+            client.log_metric(run, "eval", float(step), step=step,
+                              timestamp=int(time.time() * 1000))
+
+
+def quiet_jsonl(path: str, t0: float, seconds: float) -> None:
+    step = 0
+    with open(path, "a") as fh:
+        while time.time() < t0 + seconds:
+            step += 1
+            time.sleep(max(0.0, t0 + step * QUIET_EVERY - time.time()))
+            fh.writelines(f'{{"job": "q{j}", "step": {step}, "eval": {float(step)}, '
+                          f'"time": {time.time():.6f}}}\n' for j in range(QUIET_RUNS))
+            fh.flush()
+
+
+def flood_runs(uri: str, run_ids: list[str], t0: float, seconds: float) -> None:
+    import mlflow
+
+    client = mlflow.MlflowClient(uri)
+    step = 0
+    while time.time() < t0 + seconds:
+        step += 1
+        for run in run_ids:
+            client.log_metric(run, "eval", float(step % 7), step=step)
+        time.sleep(max(0.0, t0 + step - time.time()))
+
+
+def _policy(root: str, ids: dict[str, list[str]]) -> str:
+    path = os.path.join(root, "policy.toml")
+    with open(path, "w") as fh:
+        fh.write('[defaults]\ndetector = "evalstop:k=1000"\n')
+        for tenant, exps in ids.items():
+            fh.write(f"[tenants.{tenant}]\nmlflow_experiments = {json.dumps(exps)}\n")
+    return path
+
+
+def _background(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, __file__, *args])
+
+
+def run_scenario(name: str, scale: float, seconds: float, interval: float) -> dict:
+    import mlflow
+    from mlflow.entities import Metric
+
+    from evalstop.integrations.watch import Controller, JsonlDirSource, StateStore
+    from evalstop.integrations.watch.mlflow_source import MlflowSource
+    from evalstop.integrations.watch.policy import PolicyTenancy, load_policy
+
+    sizes = {k: max(1, round(v * scale)) for k, v in FULL.items()}
+    with tempfile.TemporaryDirectory() as root:
+        srv = MlflowServer(Path(root) / "mlflow").start()
+        dead = socket.socket()
+        procs: list[subprocess.Popen] = []
+        try:
+            client = mlflow.MlflowClient(srv.uri)
+            t_setup = time.perf_counter()
+            quiet_exp = client.create_experiment("quiet")
+            quiet = [client.create_run(quiet_exp).info.run_id for _ in range(QUIET_RUNS)]
+            ids = {"quiet": [quiet_exp], "flood": [client.create_experiment("flood")]}
+            flood_size = 0
+            flood = []
+            if name == "runs":
+                flood = [client.create_run(ids["flood"][0]).info.run_id
+                         for _ in range(sizes["runs"])]
+                flood_size = len(flood)
+            elif name == "history":
+                run = client.create_run(ids["flood"][0]).info.run_id
+                ts = int(time.time() * 1000)
+                for lo in range(0, sizes["history"], 1000):
+                    hi = min(lo + 1000, sizes["history"])
+                    client.log_batch(run, [Metric("eval", float(s % 7), ts + s, s)
+                                           for s in range(lo, hi)])
+                flood_size = sizes["history"]
+            elif name == "experiments":
+                ids["flood"] += [client.create_experiment(f"e{i}")
+                                 for i in range(sizes["experiments"] - 1)]
+                flood_size = len(ids["flood"])
+            setup_s = time.perf_counter() - t_setup
+            policy = load_policy(_policy(root, ids))
+            tenancy = PolicyTenancy(policy)
+            sources = [MlflowSource(srv.uri, tenancy=tenancy)]
+            logdir = os.path.join(root, "logs")
+            os.makedirs(os.path.join(logdir, "quiet"))
+            if name == "dead":
+                dead.bind((HOST, 0))
+                dead.listen(1024)  # accepted by the kernel, never answered
+                sources = [MlflowSource(f"http://{HOST}:{dead.getsockname()[1]}",
+                                        tenancy=tenancy),
+                           JsonlDirSource(logdir, tenancy=tenancy)]
+            ctl = Controller(StateStore(os.path.join(root, "state.db")), sources,
+                             policy=policy, err=(err := io.StringIO()), out=io.StringIO())
+            ctl.poll_once()  # the first poll reads what is there before the clock starts
+            t0 = time.time() + 1.0
+            if name == "dead":
+                procs.append(_background("--_quiet_jsonl", os.path.join(logdir, "quiet",
+                                                                       "q.jsonl"),
+                                         str(t0), str(seconds)))
+            else:
+                procs.append(_background("--_quiet", srv.uri, ",".join(quiet), str(t0),
+                                         str(seconds)))
+            if flood:
+                procs.append(_background("--_flood", srv.uri, ",".join(flood), str(t0),
+                                         str(seconds)))
+            lags, polls, flood_fed, seen = [], [], 0, {}
+            t_end = t0 + seconds + 3 * interval
+            while time.time() < t_end:
+                started = time.monotonic()
+                res = ctl.poll_once()
+                polls.append(time.monotonic() - started)
+                for r in res.fed:
+                    if r.job in quiet or r.job.startswith("q"):
+                        lags.append(res.committed_at - r.time)  # its write (MLflow: log) time
+                        seen.setdefault(r.job, []).append(r.step)
+                    else:
+                        flood_fed += 1
+                if not res.backlog:
+                    time.sleep(max(0.0, interval - (time.monotonic() - started)))
+            for p in procs:
+                p.wait(timeout=300)
+            for _ in range(120):  # the rest, for the count of points lost (not timed)
+                res = ctl.poll_once()
+                for r in res.fed:
+                    if r.job in quiet or r.job.startswith("q"):
+                        seen.setdefault(r.job, []).append(r.step)
+                if not res.progressed and not res.backlog:
+                    break
+            if name == "dead":
+                with open(os.path.join(logdir, "quiet", "q.jsonl")) as fh:
+                    written = sum(1 for _ in fh)
+            else:
+                written = sum(len(client.get_metric_history(r, "eval")) for r in quiet)
+            fed = sum(len(set(v)) for v in seen.values())
+            lost = written - fed
+            dups = sum(len(v) - len(set(v)) for v in seen.values())
+            ctl.close()
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+            dead.close()
+            srv.stop()
+    arr = np.array(lags) if lags else np.array([np.nan])
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    p95 = float(np.percentile(arr, 95))
+    return {"scenario": name, "flood_size": flood_size, "setup_s": setup_s,
+            "quiet_points": len(lags), "quiet_written": written, "quiet_lost": lost, "quiet_duplicates": dups,
+            "lag_p50_s": float(np.percentile(arr, 50)), "lag_p95_s": p95,
+            "lag_max_s": float(np.max(arr)), "polls": len(polls),
+            "poll_max_s": max(polls), "flood_fed": flood_fed, "peak_rss_mb": rss_mb,
+            "log_lines": len(err.getvalue().splitlines()), "log": err.getvalue()[-1500:],
+            "lag_ok": bool(p95 <= 2 * interval), "rss_ok": bool(rss_mb <= 300)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("--_quiet", "--_flood"):
+        call = quiet_mlflow if argv[0] == "--_quiet" else flood_runs
+        call(argv[1], argv[2].split(","), float(argv[3]), float(argv[4]))
+        return 0
+    if argv and argv[0] == "--_quiet_jsonl":
+        quiet_jsonl(argv[1], float(argv[2]), float(argv[3]))
+        return 0
+    if argv and argv[0] == "--_scenario":
+        name, scale, seconds, interval = argv[1], *map(float, argv[2:5])
+        print(json.dumps(run_scenario(name, scale, seconds, interval)))
+        return 0
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--scale", type=float, default=0.2, help="flood sizes times this")
+    p.add_argument("--seconds", type=float, default=30.0, help="measured seconds each")
+    p.add_argument("--interval", type=float, default=1.0, help="poll interval (s)")
+    p.add_argument("--only", default=",".join(SCENARIOS), help="scenarios, comma-separated")
+    args = p.parse_args(argv)
+    names = [s for s in args.only.split(",") if s]
+    if any(n not in SCENARIOS for n in names) or not names:
+        p.error(f"--only takes some of {', '.join(SCENARIOS)}")
+    if not (0 < args.scale <= 1 and args.seconds > 0 and args.interval > 0):
+        p.error("--scale must be in (0, 1], --seconds and --interval > 0")
+    print(f"load average at start: {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs); "
+          f"scale {args.scale:g}, poll every {args.interval:g} s, {args.seconds:g} s each",
+          flush=True)
+    results = []
+    for name in names:
+        out = subprocess.run([sys.executable, __file__, "--_scenario", name, str(args.scale),
+                              str(args.seconds), str(args.interval)],
+                             capture_output=True, text=True, check=True)
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        results.append(r)
+        print(f"{name:>11}: quiet lag p50 {r['lag_p50_s']:.2f} s, p95 {r['lag_p95_s']:.2f} s "
+              f"({'within' if r['lag_ok'] else 'OVER'} 2 intervals), max "
+              f"{r['lag_max_s']:.2f} s; {r['quiet_points']} quiet points, {r['quiet_lost']} "
+              f"lost, {r['quiet_duplicates']} twice; longest poll {r['poll_max_s']:.2f} s; "
+              f"flood {r['flood_size']:,}, {r['flood_fed']:,} points fed in {r['polls']} "
+              f"polls; peak RSS {r['peak_rss_mb']:.0f} MB "
+              f"({'met' if r['rss_ok'] else 'MISSED'}); {r['log_lines']} log lines",
+              flush=True)
+    print(f"load average at end: {os.getloadavg()[0]:.2f}")
+    print(json.dumps({"scale": args.scale, "interval_s": args.interval,
+                      "seconds": args.seconds, "scenarios": results}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
