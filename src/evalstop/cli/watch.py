@@ -110,7 +110,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "experiment by id or MLflow permission; decisions are written back "
                         "to the run as evalstop.* tags (needs evalstop[mlflow])")
     p.add_argument("--mlflow-metric", default=None, metavar="NAME",
-                   help="MLflow metric key that holds the eval score (default: eval)")
+                   help="MLflow metric key that holds the eval score; --mlflow needs "
+                        "--policy, whose per-tenant 'metric' replaces this flag")
     p.add_argument("--tenant-pattern", default=None, metavar="REGEX",
                    help="regex with a named group (?P<tenant>...) matched against each log's "
                         "path under the watched root (default: its first path component; "
