@@ -24,7 +24,7 @@ class MlflowBudget:
     server_seconds: float = 4.0  # the whole poll of one server, listings included
     list_every: float = 10.0  # seconds between listings of the experiments (new ones)
     page: int = 1000  # points per history page (what one request holds in memory)
-    run_page: int = 500  # runs per search_runs page
+    run_page: int = 200  # runs per search_runs page (held whole, then only their ids)
     experiments: int = 100_000  # experiments listed per poll, at most
 
     def __post_init__(self) -> None:

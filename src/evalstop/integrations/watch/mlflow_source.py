@@ -43,7 +43,7 @@ import sys
 import time
 import urllib.parse
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from evalstop.evallog import EvalRecord
 from evalstop.integrations._extras import require
@@ -133,7 +133,7 @@ class MlflowSource:
         self._listing: dict[str, tuple[int, str | None]] = {}  # tenant -> where it resumes
         self._tags: dict[str, dict[str, str]] = {}  # run id -> decision tags to write
         self._ended: dict[str, str] = {}  # run id -> its end status, as last listed
-        self._listed: tuple[float, list] | None = None  # (when, the experiments listed)
+        self._listed: tuple[float, list[tuple[str, str]]] | None = None  # (when, listed)
         self._worker = Isolated(self._poll_now, name=self.name, wait=wait,
                                 stuck_after=stuck_after)
         self.last_step: Callable[[JobKey], int | None] = lambda key: None
@@ -220,25 +220,26 @@ class MlflowSource:
         self._write_tags(batch, until)
         return batch
 
-    def _experiments(self) -> list:
+    def _experiments(self) -> list[tuple[str, str]]:
+        """(id, name) of every experiment, at most ``budget.experiments``."""
         out, token = [], None
         while len(out) < self.budget.experiments:
             page = self.client.search_experiments(max_results=EXPERIMENT_PAGE,
                                                   page_token=token)
-            out.extend(page)
+            out.extend((str(e.experiment_id), str(e.name)[:200]) for e in page)
             token = getattr(page, "token", None)
             if not token:
                 break
         return out[:self.budget.experiments]
 
-    def _owned(self, batch: Batch, experiments: list, until: float) -> dict[str, list[str]]:
+    def _owned(self, batch: Batch, experiments: list[tuple[str, str]],
+               until: float) -> dict[str, list[str]]:
         """Each tenant's experiment ids; the others are said to be nobody's, once."""
         by_tenant: dict[str, list[str]] = {}
         self.owners.begin(until)
         ids = set()
         failed = None
-        for exp in sorted(experiments, key=lambda e: _id_order(str(e.experiment_id))):
-            eid = str(exp.experiment_id)
+        for eid, exp_name in sorted(experiments, key=lambda e: _id_order(e[0])):
             ids.add(eid)
             try:
                 tenant, why = self.owners.owner(eid)
@@ -252,7 +253,7 @@ class MlflowSource:
             elif why and eid not in self._announced:
                 self._announced.add(eid)
                 batch.refuse(Refused("tenant", f"{self.name} experiment {show(eid)} "
-                                               f"({show(str(exp.name), 80)!r}): nobody's: "
+                                               f"({show(exp_name, 80)!r}): nobody's: "
                                                f"{why}; not read").refusal)
         if failed is not None and not self._perm_down:
             batch.problems.append(f"{self.name}: cannot read experiment permissions "
@@ -267,12 +268,12 @@ class MlflowSource:
                      share: TenantShare) -> None:
         metric = self.tenancy.metric(tenant, self.metric)
         try:
-            runs = self._runs(tenant, exp_ids, share)
+            runs = self._runs(tenant, exp_ids, metric, share)
         except Exception as exc:  # noqa: BLE001
             batch.problems.append(f"{self.name}: cannot list the runs of tenant "
                                   f"{show(tenant)} ({self._error(exc)}); will retry")
             return
-        runs = sorted({str(r.info.run_id): r for r in runs}.items())
+        runs = sorted({r.run_id: r for r in runs}.items())
         last = self._run_cursor.get(tenant)
         i = next((k for k, (rid, _r) in enumerate(runs) if last is not None and rid > last), 0)
         for run_id, run in runs[i:] + runs[:i]:
@@ -290,7 +291,8 @@ class MlflowSource:
                 return
             self._run_cursor[tenant] = run_id
 
-    def _runs(self, tenant: str, exp_ids: list[str], share: TenantShare) -> list:
+    def _runs(self, tenant: str, exp_ids: list[str], metric: str,
+              share: TenantShare) -> list[_RunView]:
         """The tenant's runs, a page a request, within its share; a listing cut short
         resumes there next poll."""
         chunks = [exp_ids[i:i + CHUNK] for i in range(0, len(exp_ids), CHUNK)]
@@ -308,28 +310,25 @@ class MlflowSource:
                                            max_results=self.budget.run_page,
                                            order_by=["attributes.start_time ASC"],
                                            page_token=token)
-            out.extend(page)
+            out.extend(_RunView.of(r, metric) for r in page)  # a page's runs, then only these
             token = getattr(page, "token", None) or None
             if token is None:
                 ci, moved = (ci + 1) % len(chunks), moved + 1
         return out
 
-    def _take_run(self, batch: Batch, tenant: str, metric: str, run: Any,
+    def _take_run(self, batch: Batch, tenant: str, metric: str, run: _RunView,
                   share: TenantShare) -> bool:
         """Read what is new of one run, a page at a time within ``share``; True when it
         was read to its end (or had nothing new)."""
-        run_id, exp_id = str(run.info.run_id), str(run.info.experiment_id)
-        source = f"{self.name}#{exp_id}/{run_id}"
+        run_id = run.run_id
+        source = f"{self.name}#{run.experiment_id}/{run_id}"
         key = JobKey(source, run_id)
-        status = str(run.info.status)
-        ended = status if status in ENDED else None
+        ended = run.status if run.status in ENDED else None
         self._note_ended(run_id, ended)
         if self._repair_tags(key, run, ended):
             return True  # stopped: its later points are never read
-        latest = next((m for m in run.data._metric_objs if m.key == metric), None)
         mark = self.marks.get(run_id)
-        if latest is None or (mark is not None and (latest.step, latest.timestamp)
-                              <= (mark.pos, mark.line)):
+        if run.latest is None or (mark is not None and run.latest <= (mark.pos, mark.line)):
             return True  # nothing new: no history read
         if mark is None:  # first sight (or the marks were lost): resume past the state
             last = self.last_step(key)
@@ -434,15 +433,33 @@ class MlflowSource:
             self._tags_down = False
             self._tags.pop(run_id, None)
 
-    def _repair_tags(self, key: JobKey, run: Any, ended: str | None) -> bool:
+    def _repair_tags(self, key: JobKey, run: _RunView, ended: str | None) -> bool:
         """True when the controller has stopped this job (queueing its tags if they are
         missing and the run is still running)."""
         decision = self.decision_of(key)
         if decision is None:
             return False
-        if ended is None and (run.data.tags or {}).get(TAG_PREFIX + "stopped") != "true":
+        if ended is None and not run.tagged:
             self.on_stop(key, decision)
         return True
+
+
+class _RunView(NamedTuple):
+    """What a poll keeps of a listed run (a run's params, tags and other metrics, which
+    its tenant may make huge, are dropped with the page that brought them)."""
+
+    run_id: str
+    experiment_id: str
+    status: str
+    latest: tuple[int, int] | None  # the metric's latest (step, timestamp)
+    tagged: bool  # carries evalstop.stopped = true
+
+    @classmethod
+    def of(cls, run: Any, metric: str) -> _RunView:
+        m = next((m for m in run.data._metric_objs if m.key == metric), None)
+        return cls(str(run.info.run_id), str(run.info.experiment_id), str(run.info.status),
+                   None if m is None else (int(m.step), int(m.timestamp)),
+                   (run.data.tags or {}).get(TAG_PREFIX + "stopped") == "true")
 
 
 def _rotate(names: list[str], last: str | None) -> list[str]:
