@@ -16,9 +16,11 @@ from pathlib import Path
 HOST = "127.0.0.1"
 UP_TIMEOUT_S = 180.0
 
-# No telemetry (nothing leaves loopback) and no long HTTP retry backoff in tests.
+# No telemetry (nothing leaves loopback), no long HTTP retry backoff in tests, and no job
+# runner beside the server (its GenAI jobs are not used: a dozen processes less).
 ENV = {"MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "1",
-       "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
+       "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20",
+       "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
 
 
 def free_port() -> int:

@@ -19,9 +19,9 @@ from evalstop.integrations.watch.budget import DEFAULT_LINES
 class MlflowBudget:
     points: int = DEFAULT_LINES  # metric points read per tenant per poll
     requests: int = 40  # requests per tenant per poll (~5-20 ms each on idle loopback)
-    seconds: float = 1.0  # per tenant per poll
+    seconds: float = 0.4  # per tenant per poll
     server_points: int = 5 * DEFAULT_LINES
-    server_seconds: float = 4.0  # the whole poll of one server, listings included
+    server_seconds: float = 2.0  # the whole poll of one server, listings included
     list_every: float = 10.0  # seconds between listings of the experiments (new ones)
     page: int = 1000  # points per history page (what one request holds in memory)
     run_page: int = 200  # runs per search_runs page (held whole, then only their ids)
