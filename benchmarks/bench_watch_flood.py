@@ -43,6 +43,9 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from flood_args import add_flood_args, in_own_process  # noqa: E402
+
 from evalstop.integrations.watch import Controller, JsonlDirSource, StateStore
 from evalstop.integrations.watch.quota import DEFAULT_TENANT_BYTES
 
@@ -163,9 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(run_scenario(name, scale, seconds, interval, int(argv[5]))))
         return 0
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--scale", type=float, default=1.0, help="flood sizes times this")
-    p.add_argument("--seconds", type=float, default=30.0, help="measured seconds each")
-    p.add_argument("--interval", type=float, default=1.0, help="poll interval (s)")
+    add_flood_args(p, scale=1.0)
     p.add_argument("--tenant-bytes", type=int, default=DEFAULT_TENANT_BYTES,
                    help="the controller's state-file quota per tenant (as watch's option)")
     p.add_argument("--only", default=",".join(SCENARIOS), help="scenarios, comma-separated")
@@ -179,11 +180,8 @@ def main(argv: list[str] | None = None) -> int:
           f"scale {args.scale:g}, poll every {args.interval:g} s, {args.seconds:g} s each")
     results = []
     for name in names:
-        out = subprocess.run([sys.executable, __file__, "--_scenario", name, str(args.scale),
-                              str(args.seconds), str(args.interval),
-                              str(args.tenant_bytes)],
-                             capture_output=True, text=True, check=True)
-        r = json.loads(out.stdout.strip().splitlines()[-1])
+        r = in_own_process(__file__, name, args.scale, args.seconds, args.interval,
+                           args.tenant_bytes)
         results.append(r)
         print(f"{name:>9}: quiet lag p50 {r['lag_p50_s']:.2f} s, p95 {r['lag_p95_s']:.2f} s "
               f"(target {r['target_lag_s']:.2f} s: {'met' if r['lag_ok'] else 'MISSED'}), "

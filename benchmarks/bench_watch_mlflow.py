@@ -22,11 +22,11 @@ and never fed) and the peak RSS (``ru_maxrss``) of the controller's process.
 
 Target: p95 lag <= 2 poll intervals, peak RSS <= 300 MB, no quiet point lost.
 
-    python benchmarks/bench_watch_mlflow.py [--scale 0.2] [--seconds 30] [--interval 1.0]
+    python benchmarks/bench_watch_mlflow.py [--scale 0.1] [--seconds 30] [--interval 1.0]
                                             [--only idle,runs]
 
 ``--scale`` multiplies the flood sizes of the issue (500 runs, 1,000,000 points, 3,000
-experiments); 0.2 keeps a scenario within a minute or two on a shared 2-core machine,
+experiments); 0.1 keeps a scenario within a minute or two on a shared 2-core machine,
 where the one-worker server itself is the bottleneck of a larger flood. Not a test:
 timings depend on the machine; quote them with its load.
 """
@@ -47,7 +47,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from flood_args import add_flood_args, in_own_process  # noqa: E402
 from mlflow_server import ENV, HOST, MlflowServer  # noqa: E402 - the tests' own server
 
 os.environ.update(ENV)
@@ -218,6 +220,13 @@ def run_scenario(name: str, scale: float, seconds: float, interval: float) -> di
             "lag_ok": bool(p95 <= 2 * interval), "rss_ok": bool(rss_mb <= 300)}
 
 
+def _scenarios(text: str) -> tuple[str, ...]:
+    names = tuple(n for n in text.split(",") if n)
+    if not names or any(n not in SCENARIOS for n in names):
+        raise argparse.ArgumentTypeError(f"takes some of {', '.join(SCENARIOS)}")
+    return names
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in ("--_quiet", "--_flood"):
@@ -232,14 +241,11 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(run_scenario(name, scale, seconds, interval)))
         return 0
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--scale", type=float, default=0.2, help="flood sizes times this")
-    p.add_argument("--seconds", type=float, default=30.0, help="measured seconds each")
-    p.add_argument("--interval", type=float, default=1.0, help="poll interval (s)")
-    p.add_argument("--only", default=",".join(SCENARIOS), help="scenarios, comma-separated")
+    add_flood_args(p, scale=0.1)
+    p.add_argument("--only", type=_scenarios, default=SCENARIOS,
+                   help=f"scenarios, comma-separated (of {', '.join(SCENARIOS)})")
     args = p.parse_args(argv)
-    names = [s for s in args.only.split(",") if s]
-    if any(n not in SCENARIOS for n in names) or not names:
-        p.error(f"--only takes some of {', '.join(SCENARIOS)}")
+    names = args.only
     if not (0 < args.scale <= 1 and args.seconds > 0 and args.interval > 0):
         p.error("--scale must be in (0, 1], --seconds and --interval > 0")
     print(f"load average at start: {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs); "
@@ -247,10 +253,7 @@ def main(argv: list[str] | None = None) -> int:
           flush=True)
     results = []
     for name in names:
-        out = subprocess.run([sys.executable, __file__, "--_scenario", name, str(args.scale),
-                              str(args.seconds), str(args.interval)],
-                             capture_output=True, text=True, check=True)
-        r = json.loads(out.stdout.strip().splitlines()[-1])
+        r = in_own_process(__file__, name, args.scale, args.seconds, args.interval)
         results.append(r)
         print(f"{name:>11}: quiet lag p50 {r['lag_p50_s']:.2f} s, p95 {r['lag_p95_s']:.2f} s "
               f"({'within' if r['lag_ok'] else 'OVER'} 2 intervals), max "
