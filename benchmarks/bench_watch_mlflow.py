@@ -186,7 +186,9 @@ def run_scenario(name: str, scale: float, seconds: float, interval: float) -> di
                     time.sleep(max(0.0, interval - (time.monotonic() - started)))
             for p in procs:
                 p.wait(timeout=300)
-            for _ in range(120):  # the rest, for the count of points lost (not timed)
+            drain_until = time.time() + 600
+            while time.time() < drain_until:  # the rest, for the count of points lost
+                time.sleep(0.1)  # a poll that finds the source's own poll running is quick
                 res = ctl.poll_once()
                 for r in res.fed:
                     if r.job in quiet or r.job.startswith("q"):
@@ -196,8 +198,13 @@ def run_scenario(name: str, scale: float, seconds: float, interval: float) -> di
             if name == "dead":
                 with open(os.path.join(logdir, "quiet", "q.jsonl")) as fh:
                     written = sum(1 for _ in fh)
+                missing = []
             else:
-                written = sum(len(client.get_metric_history(r, "eval")) for r in quiet)
+                history = {r: {m.step for m in client.get_metric_history(r, "eval")}
+                           for r in quiet}
+                written = sum(len(h) for h in history.values())
+                missing = sorted((quiet.index(r), st) for r, h in history.items()
+                                 for st in h - set(seen.get(r, [])))[:20]
             fed = sum(len(set(v)) for v in seen.values())
             lost = written - fed
             dups = sum(len(v) - len(set(v)) for v in seen.values())
@@ -212,7 +219,7 @@ def run_scenario(name: str, scale: float, seconds: float, interval: float) -> di
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     p95 = float(np.percentile(arr, 95))
     return {"scenario": name, "flood_size": flood_size, "setup_s": setup_s,
-            "quiet_points": len(lags), "quiet_written": written, "quiet_lost": lost, "quiet_duplicates": dups,
+            "quiet_points": len(lags), "quiet_written": written, "quiet_lost": lost, "quiet_missing": missing, "quiet_duplicates": dups,
             "lag_p50_s": float(np.percentile(arr, 50)), "lag_p95_s": p95,
             "lag_max_s": float(np.max(arr)), "polls": len(polls),
             "poll_max_s": max(polls), "flood_fed": flood_fed, "peak_rss_mb": rss_mb,
