@@ -2,10 +2,12 @@
 (JSONL eval logs, TensorBoard runs), runs the EvalStop detector per job, and acts on
 stops, with its state in SQLite so that it can be killed and restarted at any moment.
 
-Parts: ``jsonl``, ``tensorboard`` and ``mlflow_source`` (sources), ``records`` (what is accepted from a
-tenant's log, and how tenant text is shown), ``tenants`` (job identity and tenant
-resolution), ``store`` (SQLite state), ``actions`` (the stop command), ``controller``
-(the loop), ``status`` (the status view).
+Parts: ``jsonl``, ``tensorboard`` and ``mlflow_source`` (sources; MLflow's experiment
+ownership in ``mlflow_owner``, its per-poll shares in ``mlflow_budget``, a source's poll in
+a thread of its own in ``isolated``, credentials cut out of messages in ``redact``),
+``records`` (what is accepted from a tenant's log, and how tenant text is shown),
+``tenants`` (job identity and tenant resolution), ``store`` (SQLite state), ``actions``
+(the stop command), ``controller`` (the loop), ``status`` (the status view).
 """
 
 from evalstop.integrations.watch.actions import ShellAction
