@@ -421,3 +421,17 @@ def test_policy_ownership_keys_are_checked(tmp_path, body, match):
     path.write_text(body)
     with pytest.raises(PolicyError, match=match):
         load_policy(str(path))
+
+
+def test_every_form_of_the_password_is_cut():
+    """As given (URL-encoded), decoded, inside user:password@, and as a Basic-auth token."""
+    import base64
+
+    from evalstop.integrations.watch.redact import Redactor
+
+    redact = Redactor("http://al:p%40ss%3Aw0rd@h:1")
+    token = base64.b64encode(b"al:p@ss:w0rd").decode()
+    said = redact(f"GET http://al:p%40ss%3Aw0rd@h:1/api failed; pw p@ss:w0rd; Basic {token}")
+    assert "p%40ss" not in said and "p@ss" not in said and token not in said
+    assert said.startswith("GET http://***h:1/api failed")
+    assert Redactor("http://h:1")("nothing to cut") == "nothing to cut"

@@ -18,10 +18,11 @@ class Redactor:
         secrets: set[str] = set()
         if parts.password:
             raw_user, _, raw_password = parts.netloc.rpartition("@")[0].partition(":")
-            user, password = parts.username or "", parts.password
+            user, password = urllib.parse.unquote(raw_user), urllib.parse.unquote(raw_password)
             secrets |= {raw_password, password, urllib.parse.quote(password, safe=""),
-                        f"{raw_user}:{raw_password}@", f"{user}:{password}@",
-                        base64.b64encode(f"{user}:{password}".encode()).decode()}
+                        f"{raw_user}:{raw_password}@", f"{user}:{password}@"}
+            secrets |= {base64.b64encode(f"{u}:{p}".encode()).decode()
+                        for u, p in ((user, password), (raw_user, raw_password))}
         # Longest first: the whole user:password@ goes before the password inside it.
         self._secrets = sorted((s for s in secrets if s), key=len, reverse=True)
 
