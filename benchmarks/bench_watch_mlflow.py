@@ -56,6 +56,7 @@ os.environ.update(ENV)
 SCENARIOS = ("idle", "runs", "history", "experiments", "dead")
 QUIET_RUNS, QUIET_EVERY = 5, 0.5
 FULL = {"runs": 500, "history": 1_000_000, "experiments": 3_000}
+STUCK_AFTER = 5.0  # as `evalstop watch` at a 1 s interval: max(3 intervals, 5 s)
 
 
 def quiet_mlflow(uri: str, run_ids: list[str], t0: float, seconds: float) -> None:
@@ -147,14 +148,14 @@ def run_scenario(name: str, scale: float, seconds: float, interval: float) -> di
             setup_s = time.perf_counter() - t_setup
             policy = load_policy(_policy(root, ids))
             tenancy = PolicyTenancy(policy)
-            sources = [MlflowSource(srv.uri, tenancy=tenancy)]
+            sources = [MlflowSource(srv.uri, tenancy=tenancy, stuck_after=STUCK_AFTER)]
             logdir = os.path.join(root, "logs")
             os.makedirs(os.path.join(logdir, "quiet"))
             if name == "dead":
                 dead.bind((HOST, 0))
                 dead.listen(1024)  # accepted by the kernel, never answered
                 sources = [MlflowSource(f"http://{HOST}:{dead.getsockname()[1]}",
-                                        tenancy=tenancy),
+                                        tenancy=tenancy, stuck_after=STUCK_AFTER),
                            JsonlDirSource(logdir, tenancy=tenancy)]
             ctl = Controller(StateStore(os.path.join(root, "state.db")), sources,
                              policy=policy, err=(err := io.StringIO()), out=io.StringIO())

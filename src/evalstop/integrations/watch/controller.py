@@ -276,7 +276,7 @@ class Controller:
                 self.throttle.refused(r.tenant or "(unknown)", r.reason, r.message)
                 res.refused[r.reason] += 1
             self._over_budget(b)
-            res.backlog |= bool(getattr(b, "over_budget", None))
+            res.backlog |= bool(getattr(b, "over_budget", None)) or getattr(b, "pending", False)
             offsets.update(b.offsets)
             gone.extend(b.gone)
             for item in b.records:

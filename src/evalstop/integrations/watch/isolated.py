@@ -2,8 +2,9 @@
 
 :class:`Isolated` runs one call at a time in a daemon thread. The controller's poll asks
 for its result and waits at most ``wait`` seconds: a call that is not done by then is
-left running, and its result is handed over by a later poll; no other source waits for
-it. A call running longer than ``stuck_after`` seconds makes the source *stuck*: said
+left running, and its result is handed over by a later poll (which the controller makes
+at once while the call is young: ``Batch.pending``); no other source waits for it
+longer. A call running longer than ``stuck_after`` seconds makes the source *stuck*: said
 once in the log, by ``/healthz`` while it lasts, and once again when it ends.
 """
 
@@ -16,7 +17,7 @@ from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
-DEFAULT_WAIT = 1.0  # seconds controller polls wait in all for one poll of a source
+DEFAULT_WAIT = 1.0  # seconds a controller poll waits for a source's poll
 DEFAULT_STUCK_AFTER = 30.0
 
 
@@ -36,20 +37,19 @@ class Isolated(Generic[T]):
 
     def take(self) -> tuple[bool, T | None]:
         """(True, result) of a finished call (starting one first if none is running), or
-        (False, None) while it runs. A call is waited for up to ``wait`` s from its start
-        in all (None: until it ends), so a stuck one costs the caller that once. A call
-        that raised re-raises here, in the caller's thread."""
+        (False, None) while it runs. Each take waits up to ``wait`` s for the call (None:
+        until it ends), none once the call is stuck, so a stuck call costs the caller
+        nothing more. A call that raised re-raises here, in the caller's thread."""
         with self._lock:
             if self._started is None and self._result is None:
                 self._done.clear()
                 self._started = self.clock()
                 threading.Thread(target=self._run, name=f"evalstop-{self.name}",
                                  daemon=True).start()
-            started = self._started
         if self.wait is None:
             self._done.wait()
-        elif started is not None:
-            self._done.wait(max(0.0, started + self.wait - self.clock()))
+        elif self.stuck() is None:
+            self._done.wait(self.wait)
         with self._lock:
             if self._result is None:
                 return False, None

@@ -150,15 +150,16 @@ class MlflowSource:
     # ---- the controller's side ----------------------------------------------------------
     def poll(self) -> Batch:
         """The batch of the source's last finished poll (starting the next one), or an
-        empty, ``pending`` batch while one is still running."""
+        empty batch while one is still running (``pending`` until it is stuck: the
+        controller polls again at once, each poll waiting up to ``wait`` for it)."""
         try:
             done, batch = self._worker.take()
         except Exception as exc:  # noqa: BLE001 - a failed poll is one line, never the end
             done, batch = True, Batch(self.name)
             batch.problems.append(self._line(f"{self.name}: poll failed ({exc!r}); will retry"))
         if not done:
-            batch = Batch(self.name, progressed=True, pending=True)
             stuck = self._worker.stuck()
+            batch = Batch(self.name, progressed=True, pending=stuck is None)
             if stuck is not None and not self._said_stuck:
                 self._said_stuck = True
                 batch.problems.append(f"{self.name}: no answer for {stuck:.0f} s (server slow "

@@ -32,7 +32,8 @@ class Batch:
     other one-line notices (a log deleted or replaced); ``progressed`` whether anything
     was consumed at all; ``over_budget`` the tenants that had more to read than one
     poll's budget (``budget``), with what was left of it; ``pending`` that the source's
-    own poll is still running (``isolated``): its records come with a later batch.
+    own poll is still running, and not stuck (``isolated``): its records come with a
+    later batch, and the controller polls again at once.
     """
 
     source: str
