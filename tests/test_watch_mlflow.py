@@ -359,9 +359,16 @@ def test_a_dead_server_holds_up_only_itself(tmp_path):
         assert not ok and why.startswith(f"source stuck: mlflow:http://{HOST}:")
         said = [x for x in err.getvalue().splitlines() if "no answer" in x]
         assert len(said) == 1 and "the other sources go on" in said[0]
-        ctl.close()
     finally:
-        dead.close()
+        dead.close()  # the source's request fails: its poll ends, the server still down
+    while ctl.poll_once().backlog or src._worker.running_for() is not None:
+        time.sleep(0.1)
+    ctl.poll_once()
+    lines = err.getvalue().splitlines()
+    assert len([x for x in lines if "no answer" in x]) == 1
+    assert len([x for x in lines if "cannot list experiments" in x]) == 1
+    assert not any("answering again" in x for x in lines)  # a failed poll is no answer
+    ctl.close()
 
 
 def test_the_password_is_never_printed(tmp_path):

@@ -165,7 +165,7 @@ class MlflowSource:
                 batch.problems.append(f"{self.name}: no answer for {stuck:.0f} s (server slow "
                                       "or down); its runs wait, the other sources go on")
             return batch
-        if self._said_stuck:
+        if self._said_stuck and not self._down:  # a poll that timed out is no answer
             self._said_stuck = False
             batch.problems.append(f"{self.name}: answering again")
         return batch
