@@ -32,7 +32,13 @@ Rules per tenant: a ``Policy`` (``policy.py``; ``--policy FILE``) gives each ten
 metric, mode, detector, stated noise and eval group, action, checkpoint root, dry-run and
 allow list; without one, the flags make one rule for everyone. A job keeps the detector
 it started with (its state records the spec), so editing a policy changes new jobs only.
-Jobs of one eval group share one ``FleetNoise``, persisted with the poll.
+Each tenant's jobs of one eval group pool that tenant's own ``FleetNoise``; a group the
+policy declares shared reads the tenants' estimates weighed by tenant, within a bound
+(``detectors.shared_noise``); all persisted with the poll.
+
+Tenant identity (``identity``): without a policy, the first spelling of a tenant seen owns
+its identity (kept in the state database), and a source or job whose tenant is a twin of
+it (``B`` beside ``b``) is refused, never read into shared state.
 
 Out-of-order records: within one poll each job's records are taken in step order. A
 record whose step is not above the last step already fed for that job is reported in one
@@ -53,9 +59,10 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from evalstop.detectors import Detector, make_detector
-from evalstop.detectors.fleet import FleetNoise
+from evalstop.detectors.shared_noise import SharedNoise, TenantNoise
 from evalstop.evallog import EvalRecord
 from evalstop.integrations.watch.actions import CheckpointEscape, ShellAction, check_seconds
+from evalstop.integrations.watch.identity import Claims
 from evalstop.integrations.watch.policy import Policy, Rule, single_rule
 from evalstop.integrations.watch.quota import DEFAULT_TENANT_BYTES, check_bytes, job_bytes
 from evalstop.integrations.watch.records import show
@@ -145,10 +152,13 @@ class Controller:
         for rule in self.policy.rules:
             self._actions[rule.tenant] = (action if policy is None
                                           else rule.shell_action(action_timeout))
-        self.fleets: dict[str, FleetNoise] = {}
-        self._fleet_jobs: dict[str, set[JobKey]] = {}
-        for group, (state, _n) in store.fleet().items():
-            self.fleets[group] = FleetNoise.from_state(state)
+        self.fleets: dict[str, SharedNoise] = {}  # eval group -> its tenants' estimates
+        self._fleet_jobs: dict[tuple[str, str], set[JobKey]] = {}  # (group, tenant) -> jobs
+        for (group, tenant), (state, _n, _sigma) in store.fleet().items():
+            self._group(group).restore(tenant, state)
+        # One spelling per tenant identity, shared by every source; a policy's names are
+        # its own (twins refused at load), so it needs none.
+        self.claims = None if policy is not None else Claims(store.tenant_names())
         self.err = err if err is not None else sys.stderr
         self.out = out if out is not None else sys.stdout
         self.refused: Counter = Counter()  # refused lines/files per reason, since start
@@ -171,7 +181,7 @@ class Controller:
             det = self._restore_detector(row.tenant, row.detector)
             if getattr(det, "fleet", None) is not None:  # counted in its group's jobs
                 group = self.rule_of(row.tenant).eval_group
-                self._fleet_jobs.setdefault(group, set()).add(key)
+                self._fleet_jobs.setdefault((group, row.tenant), set()).add(key)
             self.jobs[key] = _Job(
                 det, row.tenant, row.last_step, row.last_score, row.skipped, row.updated)
             self._tenant_jobs[row.tenant] += 1
@@ -179,6 +189,8 @@ class Controller:
         offsets = store.offsets()
         for src in sources:
             src.load(offsets)
+            if self.claims is not None and hasattr(src, "tenancy"):
+                src.tenancy.claims = self.claims
             if hasattr(src, "last_step"):
                 src.last_step = self._last_step
             if hasattr(src, "decision_of"):  # sources that write decisions back (MLflow)
@@ -193,12 +205,19 @@ class Controller:
     def rule_of(self, tenant: str) -> Rule | None:
         return self.policy.rule_of(tenant)
 
-    def _fleet(self, rule: Rule) -> FleetNoise | None:
+    def _group(self, name: str) -> SharedNoise:
+        group = self.fleets.get(name)
+        if group is None:
+            group = self.fleets[name] = SharedNoise(
+                name, max_factor=self.policy.group(name).max_factor)
+        return group
+
+    def _fleet(self, rule: Rule) -> TenantNoise | None:
+        """What the rule's tenant's detectors read as their fleet noise (its view of its
+        eval group), or None without a group."""
         if rule.eval_group is None:
             return None
-        if rule.eval_group not in self.fleets:
-            self.fleets[rule.eval_group] = FleetNoise(name=rule.eval_group)
-        return self.fleets[rule.eval_group]
+        return self._group(rule.eval_group).view(rule.tenant)
 
     def _new_detector(self, tenant: str) -> Detector:
         rule = self.rule_of(tenant)
@@ -302,7 +321,10 @@ class Controller:
         self.store.save_batch(
             (self._row(key, j) for key, j in changed.items()), offsets, gone, new_actions,
             evals=taken, fleet=self._fleet_rows(changed),
+            tenants=None if self.claims is None else self.claims.fresh(),
         )
+        if self.claims is not None:
+            self.claims.saved()
         res.committed_at = time.time()
         self.refused.update(res.refused)
         self.throttle.flush()
@@ -337,6 +359,12 @@ class Controller:
     def _admit(self, key: JobKey, items: list[Item], res: PollResult) -> _Job | None:
         """A new job for its tenant, or None (its records refused) over a quota."""
         tenant = items[0].tenant
+        # Every source's tenant passes here, also one that claims no identity itself.
+        problem = None if self.claims is None else self.claims.claim(tenant)
+        if problem is not None:
+            res.refused["tenant"] += len(items)
+            self.throttle.refused(tenant, "tenant", f"{items[0].where}: {problem}; not read")
+            return None
         need = self._job_bytes(key)
         if self._tenant_jobs[tenant] >= self.max_jobs:
             said = f"has {self.max_jobs} jobs, its quota (--max-jobs)"
@@ -359,17 +387,23 @@ class Controller:
     def _job_bytes(self, key: JobKey) -> int:
         return job_bytes(key.source, key.name, self.store.keep_evals)
 
-    def _fleet_rows(self, changed: dict[JobKey, _Job]) -> dict[str, tuple[dict, int]]:
-        """The eval groups this poll's jobs fed, with how many jobs each has had."""
-        rows = {}
+    def _fleet_rows(self, changed: dict[JobKey, _Job]
+                    ) -> dict[tuple[str, str], tuple[dict, int, float | None]]:
+        """The (eval group, tenant) estimates this poll's jobs fed, with how many jobs
+        each has had and the sigma its jobs read; in a shared group every tenant's, since
+        what each reads depends on all of them."""
+        fed: set[tuple[str, str]] = set()
         for key, job in changed.items():
             rule = self.rule_of(job.tenant)
             if rule is None or rule.eval_group is None:
                 continue
-            members = self._fleet_jobs.setdefault(rule.eval_group, set())
-            members.add(key)
-            rows[rule.eval_group] = (self.fleets[rule.eval_group].state_dict(), len(members))
-        return rows
+            self._fleet_jobs.setdefault((rule.eval_group, rule.tenant), set()).add(key)
+            fed.add((rule.eval_group, rule.tenant))
+        for name in {g for g, _t in fed if self.fleets[g].max_factor > 1.0}:
+            fed.update((name, t) for t in self.fleets[name].tenants)
+        return {(g, t): (self.fleets[g].own(t).state_dict(),
+                         len(self._fleet_jobs.get((g, t), ())), self.fleets[g].sigma_for(t))
+                for g, t in fed}
 
     def _observe(self, res: PollResult, started: float) -> None:
         if self.health is not None:
@@ -388,10 +422,11 @@ class Controller:
         stopped = sum(1 for j in self.jobs.values() if j.detector.stopped)
         m.jobs.labels(state="stopped").set(stopped)
         m.jobs.labels(state="running").set(len(self.jobs) - stopped)
-        for group, fleet in self.fleets.items():
-            s = fleet.sigma()
-            if s is not None:
-                m.fleet_sigma.labels(group=group).set(s)
+        for name, group in self.fleets.items():
+            for tenant in group.tenants:
+                s = group.sigma_for(tenant)
+                if s is not None:
+                    m.fleet_sigma.labels(group=name, tenant=tenant).set(s)
 
     def _feed(self, key: JobKey, job: _Job, item: Item, res: PollResult,
               taken: list[tuple[str, str, int, float]]) -> bool:

@@ -134,9 +134,11 @@ def render_page(rows: list[dict[str, Any]], curves: dict[str, list[tuple[int, fl
            "reload to refresh.</span></p>"]
     if fleet:
         out.append("<h2>Fleet noise by eval group</h2><table><tr><th>group</th>"
-                   "<th>sigma</th><th>jobs</th><th>evals pooled</th></tr>")
+                   "<th>tenant</th><th>sigma read</th><th>its own</th><th>jobs</th>"
+                   "<th>evals pooled</th></tr>")
         for g in fleet:
-            out.append(f"<tr><td>{_fmt(g.get('group'))}</td><td>{_fmt(g.get('sigma'))}</td>"
+            out.append(f"<tr><td>{_fmt(g.get('group'))}</td><td>{_fmt(g.get('tenant'))}</td>"
+                       f"<td>{_fmt(g.get('sigma'))}</td><td>{_fmt(g.get('own'))}</td>"
                        f"<td>{_fmt(g.get('jobs'))}</td><td>{_fmt(g.get('n'))}</td></tr>")
         out.append("</table>")
     out.append("<h2>Jobs</h2>")

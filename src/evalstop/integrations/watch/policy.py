@@ -23,6 +23,14 @@
     sources = ["teams/bob/**", "legacy/bob-*.jsonl"]
     dry_run = true
 
+    [eval_groups.math500]             # optional: only to share a group between tenants
+    shared = true                     # tenants weigh equally (detectors.shared_noise)
+    max_factor = 1.5                  # others move a tenant's noise by at most this factor
+
+Tenant names are identities (``identity``): two that differ only in case or Unicode form
+(``alice``, ``Alice``) are refused at load. An eval group is each tenant's own (its jobs
+pool only its own noise) unless an ``[eval_groups.NAME]`` table declares it shared.
+
 A source (a log file or TensorBoard run, as a path relative to the watched root) belongs
 to the first tenant, in file order, one of whose ``sources`` globs matches it; a source no
 tenant matches is refused (logged once), never given a default owner. Every error is one
@@ -40,6 +48,8 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from evalstop.detectors import make_detector
+from evalstop.detectors.shared_noise import DEFAULT_MAX_FACTOR, check_max_factor
+from evalstop.integrations.watch.identity import first_twins, twin
 from evalstop.integrations.watch.records import Refused, show
 from evalstop.integrations.watch.tenants import Tenancy
 
@@ -101,9 +111,27 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class EvalGroup:
+    """How an eval group pools noise: each tenant's own (``max_factor`` 1), or, when
+    ``shared``, the median of its tenants' estimates within ``max_factor`` of each one's."""
+
+    name: str
+    shared: bool = False
+    max_factor: float = 1.0
+
+
+@dataclass(frozen=True)
 class Policy:
     rules: tuple[Rule, ...]
     path: str = "<flags>"
+    groups: tuple[EvalGroup, ...] = ()  # the [eval_groups.NAME] tables
+
+    def group(self, name: str) -> EvalGroup:
+        """Eval group ``name`` as declared, else private to each tenant."""
+        for g in self.groups:
+            if g.name == name:
+                return g
+        return EvalGroup(name)
 
     def rule_of(self, tenant: str) -> Rule | None:
         """The rule of ``tenant`` by name (the flags' single rule, ``*``, is everyone's)."""
@@ -139,6 +167,9 @@ class Policy:
                 lines.append(f"{f.name} = {json.dumps(v)}")
             full = make_detector(r.detector_spec(), mode=r.mode).spec
             lines.append(f"# detector in full: {full}")
+        for g in self.groups:
+            lines += [f"[eval_groups.{json.dumps(g.name)}]", f"shared = {json.dumps(g.shared)}",
+                      f"max_factor = {g.max_factor!r}"]
         return "\n".join(lines) + "\n"
 
 
@@ -166,10 +197,10 @@ def load_policy(path: str) -> Policy:
 
 
 def parse_policy(doc: dict[str, Any], path: str = "<policy>") -> Policy:
-    unknown = set(doc) - {"defaults", "tenants"}
+    unknown = set(doc) - {"defaults", "tenants", "eval_groups"}
     if unknown:
         raise PolicyError(f"{path}: {min(unknown)}: unknown table "
-                          "(expected [defaults] and [tenants.NAME])")
+                          "(expected [defaults], [tenants.NAME] and [eval_groups.NAME])")
     defaults = doc.get("defaults", {})
     if not isinstance(defaults, dict):
         raise PolicyError(f"{path}: defaults: must be a table")
@@ -197,7 +228,38 @@ def parse_policy(doc: dict[str, Any], path: str = "<policy>") -> Policy:
                               "root (no leading '/', no '..')")
         rule = replace(base, tenant=name, sources=tuple(sources))
         rules.append(_checked(rule, table, path, where + "."))
-    return Policy(tuple(rules), path)
+    twins = first_twins(r.tenant for r in rules)
+    if twins is not None:
+        raise PolicyError(f"{path}: tenants.{twins[0]}: {twin(*twins)}")
+    return Policy(tuple(rules), path, _groups(doc.get("eval_groups", {}), rules, path))
+
+
+def _groups(doc: Any, rules: list[Rule], path: str) -> tuple[EvalGroup, ...]:
+    """The ``[eval_groups.NAME]`` tables, each naming a group some tenant's rule uses."""
+    if not isinstance(doc, dict):
+        raise PolicyError(f"{path}: eval_groups: must be a table of [eval_groups.NAME]")
+    named = {r.eval_group for r in rules}
+    groups = []
+    for name, table in doc.items():
+        where = f"{path}: eval_groups.{name}"
+        if not isinstance(table, dict):
+            raise PolicyError(f"{where}: must be a table")
+        if name not in named:
+            raise PolicyError(f"{where}: no tenant's eval_group names it")
+        for key in set(table) - {"shared", "max_factor"}:
+            raise PolicyError(f"{where}.{key}: unknown key (known: shared, max_factor)")
+        shared = table.get("shared", False)
+        if not isinstance(shared, bool):
+            raise PolicyError(f"{where}.shared: must be true or false")
+        if "max_factor" in table and not shared:
+            raise PolicyError(f"{where}.max_factor: only a shared group (shared = true) "
+                              "has one")
+        try:
+            factor = check_max_factor(table.get("max_factor", DEFAULT_MAX_FACTOR))
+        except ValueError as exc:
+            raise PolicyError(f"{where}.max_factor: {exc}") from None
+        groups.append(EvalGroup(name, shared, factor if shared else 1.0))
+    return tuple(groups)
 
 
 def _checked(rule: Rule, values: dict[str, Any], path: str, prefix: str) -> Rule:

@@ -87,26 +87,32 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
 
 def fleet_rows(store: StateStore) -> list[dict[str, Any]]:
-    """Each eval group's pooled noise: sigma (None until enough evals), evals pooled, jobs."""
+    """Each eval group's noise per tenant: ``sigma`` as the tenant's jobs read it (None
+    until its own estimate is ready), ``own`` the estimate from its own jobs, the
+    evals it pooled (``n``) and its jobs."""
     from evalstop.detectors.fleet import FleetNoise
 
     rows = []
-    for group, (state, jobs) in sorted(store.fleet().items()):
+    for (group, tenant), (state, jobs, sigma) in store.fleet().items():
         try:
             fleet = FleetNoise.from_state(state)
         except ValueError:
             continue
-        rows.append({"group": group, "sigma": fleet.sigma(), "n": fleet.count, "jobs": jobs})
+        rows.append({"group": group, "tenant": tenant, "sigma": sigma, "own": fleet.sigma(),
+                     "n": fleet.count, "jobs": jobs})
     return rows
 
 
 def format_fleet(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return ""
-    lines = ["fleet noise by eval group:"]
+    lines = ["fleet noise by eval group and tenant:"]
     for r in rows:
         sigma = "(warming up)" if r["sigma"] is None else f"sigma {r['sigma']:.4g}"
-        lines.append(f"  {_cell(r['group'])}: {sigma} from {r['n']} evals of {r['jobs']} jobs")
+        if r["own"] is not None and r["sigma"] != r["own"]:
+            sigma += f" (its own {r['own']:.4g})"
+        lines.append(f"  {_cell(r['group'])} [{_cell(r['tenant'])}]: {sigma} from "
+                     f"{r['n']} evals of {r['jobs']} jobs")
     return "\n".join(lines) + "\n"
 
 

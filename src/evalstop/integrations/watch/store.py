@@ -89,8 +89,20 @@ CREATE TABLE IF NOT EXISTS evals(
     score REAL,
     PRIMARY KEY (source, job, step)
 ) WITHOUT ROWID;
--- One pooled noise estimate per eval group (detectors.fleet.FleetNoise state, JSON).
-CREATE TABLE IF NOT EXISTS fleet(grp TEXT PRIMARY KEY, state TEXT NOT NULL, jobs INTEGER NOT NULL);
+-- Each tenant's own noise estimate per eval group (detectors.fleet.FleetNoise state,
+-- JSON), how many of its jobs fed it, and the sigma its jobs read (NULL until ready):
+-- detectors.shared_noise. (Table ``fleet``, one estimate pooled over every tenant's jobs,
+-- is no longer read: any tenant could steer it.)
+CREATE TABLE IF NOT EXISTS fleet_tenants(
+    grp TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    state TEXT NOT NULL,
+    jobs INTEGER NOT NULL,
+    sigma REAL,
+    PRIMARY KEY (grp, tenant)
+);
+-- Which spelling owns each tenant identity key (identity.fold): the first seen.
+CREATE TABLE IF NOT EXISTS tenants(fold TEXT PRIMARY KEY, name TEXT NOT NULL);
 """
 
 # Evals kept per job: the page shows the last 2,000 and a detector keeps its own state, so
@@ -322,10 +334,18 @@ class StateStore:
             out[(source, job)] = pts[::-1]
         return out
 
-    def fleet(self) -> dict[str, tuple[dict[str, Any], int]]:
-        """Each eval group's FleetNoise state and how many jobs fed it."""
-        return {g: (_json(st, self.path, "fleet"), n) for g, st, n in self._rows(
-            "fleet", (str, str, int), "SELECT grp, state, jobs FROM fleet")}
+    def fleet(self) -> dict[tuple[str, str], tuple[dict[str, Any], int, float | None]]:
+        """Per (eval group, tenant): the tenant's FleetNoise state, how many of its jobs
+        fed it, and the sigma its jobs read at the last save."""
+        return {(g, t): (_json(st, self.path, "fleet_tenants"), n, sigma)
+                for g, t, st, n, sigma in self._rows(
+                    "fleet_tenants", (str, str, str, int, _OPT_NUM),
+                    "SELECT grp, tenant, state, jobs, sigma FROM fleet_tenants "
+                    "ORDER BY grp, tenant")}
+
+    def tenant_names(self) -> dict[str, str]:
+        """Each tenant identity key and the spelling that owns it (``identity.Claims``)."""
+        return dict(self._rows("tenants", (str, str), "SELECT fold, name FROM tenants"))
 
     def jobs(self) -> dict[tuple[str, str], JobRow]:
         """Every job, keyed by (source, job)."""
@@ -390,12 +410,16 @@ class StateStore:
         gone: Iterable[str],
         new_actions: Iterable[ActionRow],
         evals: Iterable[tuple[str, str, int, float | None]] = (),
-        fleet: dict[str, tuple[dict[str, Any], int]] | None = None,
+        fleet: dict[tuple[str, str], tuple[dict[str, Any], int, float | None]] | None = None,
+        tenants: dict[str, str] | None = None,
     ) -> None:
         """One poll's changes, all or nothing: ``evals`` are (source, job, step, score)
-        taken this poll; ``fleet`` maps an eval group to (FleetNoise state, jobs)."""
+        taken this poll; ``fleet`` maps (eval group, tenant) to (FleetNoise state, jobs,
+        sigma read); ``tenants`` are new identity claims (fold key -> name)."""
         eval_rows = [(s, j, st, _finite_or_none(v)) for s, j, st, v in evals]
-        fleet_rows = [(g, json.dumps(st), n) for g, (st, n) in (fleet or {}).items()]
+        fleet_rows = [(g, t, json.dumps(st), n, sigma)
+                      for (g, t), (st, n, sigma) in (fleet or {}).items()]
+        tenant_rows = list((tenants or {}).items())
         jobs = list(jobs)
         # Only jobs past the bound can have old evals to drop (n_evals counts what fed).
         prune = [(j.source, j.job, j.source, j.job, self.keep_evals - 1) for j in jobs
@@ -443,8 +467,11 @@ class StateStore:
                     "DELETE FROM evals WHERE source=? AND job=? AND step < (SELECT step FROM "
                     "evals WHERE source=? AND job=? ORDER BY step DESC LIMIT 1 OFFSET ?)",
                     prune)
-                self.db.executemany("INSERT OR REPLACE INTO fleet(grp, state, jobs) "
-                                    "VALUES (?,?,?)", fleet_rows)
+                self.db.executemany("INSERT OR REPLACE INTO fleet_tenants(grp, tenant, "
+                                    "state, jobs, sigma) VALUES (?,?,?,?,?)", fleet_rows)
+                # OR IGNORE: the first spelling stays the owner, whatever happens.
+                self.db.executemany("INSERT OR IGNORE INTO tenants(fold, name) VALUES (?,?)",
+                                    tenant_rows)
                 # OR IGNORE: a job has at most one action, whatever happens.
                 self.db.executemany(
                     "INSERT OR IGNORE INTO actions(source, job, tenant, command, status, rc, "
