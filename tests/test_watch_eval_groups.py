@@ -200,3 +200,16 @@ def test_shared_noise_survives_a_restart_and_shows_on_status_and_metrics(tmp_pat
     assert rows["b"]["sigma"] == read and rows["b"]["own"] == own
     assert math.isclose(rows["b"]["sigma"], own / 1.5)
     assert rows["a"]["jobs"] == 3 and rows["b"]["jobs"] == 35
+
+
+def test_status_of_a_state_without_per_tenant_noise_shows_none(tmp_path):
+    import sqlite3
+
+    path = str(tmp_path / "old.db")
+    store = StateStore(path)
+    store.close()
+    db = sqlite3.connect(path)  # as a state written before the table existed
+    db.execute("DROP TABLE fleet_tenants")
+    db.commit()
+    db.close()
+    assert fleet_rows(StateStore(path, readonly=True)) == []

@@ -337,11 +337,17 @@ class StateStore:
     def fleet(self) -> dict[tuple[str, str], tuple[dict[str, Any], int, float | None]]:
         """Per (eval group, tenant): the tenant's FleetNoise state, how many of its jobs
         fed it, and the sigma its jobs read at the last save."""
+        if not self._has("fleet_tenants"):  # a read-only view of an older state
+            return {}
         return {(g, t): (_json(st, self.path, "fleet_tenants"), n, sigma)
                 for g, t, st, n, sigma in self._rows(
                     "fleet_tenants", (str, str, str, int, _OPT_NUM),
                     "SELECT grp, tenant, state, jobs, sigma FROM fleet_tenants "
                     "ORDER BY grp, tenant")}
+
+    def _has(self, table: str) -> bool:
+        return self.db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?",
+                               (table,)).fetchone() is not None
 
     def tenant_names(self) -> dict[str, str]:
         """Each tenant identity key and the spelling that owns it (``identity.Claims``)."""
