@@ -145,3 +145,13 @@ def test_every_source_passes_the_twin_check_when_a_job_first_appears(tmp_path):
     assert acted(marker) == ["alice"]
     assert ctl.refused["tenant"] == len(DOWN)
     assert {j.tenant for j in ctl.jobs.values()} == {"alice"}
+
+
+def test_the_cli_refuses_a_twin_policy_in_one_line(tmp_path, capsys):
+    from evalstop.cli.main import main
+
+    pol = tmp_path / "p.toml"
+    pol.write_text("[tenants.alice]\n[tenants.ALICE]\n")
+    assert main(["watch", "--policy", str(pol), "--check-policy"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "tenants.ALICE" in err and "Traceback" not in err
