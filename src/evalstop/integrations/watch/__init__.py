@@ -4,7 +4,7 @@ stops, with its state in SQLite so that it can be killed and restarted at any mo
 
 Parts: ``jsonl``, ``tensorboard`` and ``mlflow_source`` (sources), ``records`` (what is accepted from a
 tenant's log, and how tenant text is shown), ``tenants`` (job identity and tenant
-resolution), ``store`` (SQLite state), ``actions`` (the stop command), ``controller``
+resolution), ``identity`` (one exact name per tenant), ``store`` (SQLite state), ``actions`` (the stop command), ``controller``
 (the loop), ``status`` (the status view).
 """
 
