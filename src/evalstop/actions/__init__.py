@@ -46,6 +46,11 @@ def same_owner(owner: str, tenant: str) -> bool:
     return owner == tenant
 
 
+def description(doc: str) -> str:
+    """A module doc's third paragraph as ``--help`` text (no reST quoting)."""
+    return doc.split("\n\n")[2].replace("``", "")
+
+
 def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tenant", required=True,
                    help="the tenant the stop was decided for ({tenant}); the job's owner "

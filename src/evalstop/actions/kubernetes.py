@@ -9,7 +9,7 @@ UID never is): give the pod ``EVALSTOP_JOB_ID`` from the downward API, ``fieldRe
 metadata.labels['batch.kubernetes.io/controller-uid']``. The Job is looked up in
 namespace ``PREFIX + TENANT`` (``--namespace-prefix``, default ``$NAMESPACE_PREFIX``)
 by that UID: one in another namespace is never found. A Job already suspended, complete
-or failed is ``ALREADY_ENDED``. Otherwise its annotations ``evalstop/note``,
+or failed is exit 10 (already ended). Otherwise its annotations ``evalstop/note``,
 ``evalstop/best-step`` and ``evalstop/best-checkpoint`` are set and it is suspended
 (``spec.suspend``: its pods are deleted, its GPUs freed), or with ``--kueue`` its Kueue
 Workload is deactivated (Kueue owns the Job's suspend field; ``spec.active`` sticks).
@@ -28,6 +28,7 @@ from evalstop.actions import (
     USAGE,
     Outcome,
     add_common,
+    description,
     finish,
     first_line,
     note,
@@ -41,7 +42,7 @@ UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
 def add_parser(sub):
     p = sub.add_parser("kubernetes", help="suspend a Kubernetes Job by UID, only in the "
-                       "tenant's namespace", description=__doc__.split("\n\n")[2])
+                       "tenant's namespace", description=description(__doc__))
     add_common(p)
     p.add_argument("--namespace-prefix", default=os.environ.get("NAMESPACE_PREFIX", ""),
                    help="the tenant's namespace is PREFIX + TENANT (default: "

@@ -10,7 +10,7 @@ accounts: the owner is the job's ``tenant`` metadata, set at submission, which m
 ``--tenant`` exactly (a job without it is nobody's, never stopped). The action speaks the
 Ray Jobs REST API of the dashboard (``--address``, default ``$RAY_ADDRESS`` or
 http://127.0.0.1:8265): ``GET /api/jobs/ID``, then ``POST /api/jobs/ID/stop`` for a job
-PENDING or RUNNING; a job STOPPED, SUCCEEDED or FAILED is ``ALREADY_ENDED``. Standard
+PENDING or RUNNING; a job STOPPED, SUCCEEDED or FAILED is exit 10 (already ended). Standard
 library only: no ``ray[default]`` needed where the controller runs.
 """
 
@@ -30,6 +30,7 @@ from evalstop.actions import (
     USAGE,
     Outcome,
     add_common,
+    description,
     finish,
     same_owner,
 )
@@ -39,7 +40,7 @@ ACTIVE = ("PENDING", "RUNNING")
 
 def add_parser(sub):
     p = sub.add_parser("ray", help="stop a Ray job by submission id, only the tenant's",
-                       description=__doc__.split("\n\n")[2])
+                       description=description(__doc__))
     add_common(p)
     p.add_argument("--address", default=os.environ.get("RAY_ADDRESS", "http://127.0.0.1:8265"),
                    help="the Ray dashboard (default: $RAY_ADDRESS, else "

@@ -4,8 +4,9 @@
         --job {job} --stop-step {stop_step} --best-step {best_step}
         --best-checkpoint {best_checkpoint}'
 
-The id is ``SLURM_JOB_ID``, or for an array task ``SLURM_ARRAY_JOB_ID_SLURM_ARRAY_TASK_ID``
-(``123_4``): what the training side writes as ``"job_id"`` (``evalstop.jobid``).
+The id is ``SLURM_JOB_ID``, or for an array task ``ARRAYJOBID_TASKID`` (``123_4``, from
+``SLURM_ARRAY_JOB_ID`` and ``SLURM_ARRAY_TASK_ID``): what the training side writes as
+``"job_id"`` (``evalstop.jobid``).
 ``squeue --states=all -j ID`` (``sacct`` once slurmctld has forgotten it) says whose it is
 and whether it runs; an id that names several jobs (a whole array) is refused. The job is
 cancelled only if its account equals the tenant exactly (Slurm's own ``--account``
@@ -30,6 +31,7 @@ from evalstop.actions import (
     USAGE,
     Outcome,
     add_common,
+    description,
     finish,
     first_line,
     note,
@@ -44,7 +46,7 @@ ACTIVE = {"PENDING", "RUNNING", "SUSPENDED", "CONFIGURING", "REQUEUED", "REQUEUE
 
 def add_parser(sub):
     p = sub.add_parser("slurm", help="cancel a Slurm job by id, only the tenant's account's",
-                       description=__doc__.split("\n\n")[2])
+                       description=description(__doc__))
     add_common(p)
     p.add_argument("--notes", default=os.environ.get("EVALSTOP_NOTES", ""), metavar="FILE",
                    help="append a line per stop to FILE (default: $EVALSTOP_NOTES, if set)")
