@@ -548,11 +548,12 @@ class Controller:
             self.store.set_action(key.source, key.name, status, expect="running", rc=rc,
                                   output=output)
             # Every outcome is logged with the last line the command printed: a failure
-            # as a problem (stderr), a success beside the stop it acted on (stdout).
+            # as a problem (stderr), a success (or "already ended") beside the stop it
+            # acted on (stdout).
             tail = output.strip().splitlines()[-1:]
             said = f"job {label(key)}: action exited {rc}" + (
                 f": {show(tail[0], 300)}" if tail else " (no output)")
-            if rc != 0:
+            if status == "failed":
                 self._say(said)
             else:
                 self.out.write(said + "\n")
