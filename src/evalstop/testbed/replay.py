@@ -34,6 +34,7 @@ from evalstop.testbed.specs import to_wall, write_specs
 from evalstop.testbed.submit import SubmitOptions, sbatch, sbatch_argv, worker_command
 from evalstop.workload.model import Workload
 
+
 def default_action() -> str:
     """The packaged Slurm action, run by this Python (braces in its path escaped)."""
     python = shlex.join([sys.executable, "-m", "evalstop"]).replace("{", "{{").replace("}", "}}")
