@@ -264,3 +264,16 @@ def test_ray_unreachable_is_one_line(tmp_path):
     assert (row.status, row.rc) == ("failed", REFUSED)
     assert "cannot reach Ray at http://127.0.0.1:9" in row.output
     assert "Traceback" not in row.output
+
+
+def test_kubernetes_kueue_deactivates_the_workload_of_that_job(tmp_path, monkeypatch):
+    wl = {"metadata": {"name": "job-run-7-ab12"}, "spec": {"active": True}}
+    calls = _fake_bin(tmp_path, monkeypatch, {"kubectl": {
+        "get jobs": _k8s_jobs(), "get workloads.kueue.x-k8s.io": json.dumps({"items": [wl]})}})
+    row = _run(tmp_path, K8S + " --kueue", job_id=UID)
+    assert (row.status, row.rc) == ("done", 0), row.output
+    got = _calls(calls)
+    assert got[1][3:] == ["get", "workloads.kueue.x-k8s.io", "-l",
+                          f"kueue.x-k8s.io/job-uid={UID}", "-o", "json"]
+    assert got[-1][3:] == ["patch", "--type=merge", "-p", '{"spec":{"active":false}}', "--",
+                           "workload.kueue.x-k8s.io/job-run-7-ab12"]
