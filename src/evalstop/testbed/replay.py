@@ -43,20 +43,31 @@ def default_action() -> str:
             "{best_checkpoint}")
 
 
-def failed_actions(folder: Path) -> list[tuple[str, int | None, str]]:
-    """The replay's stop actions that did not end well, as (job, exit status, last line
-    of output): failed, of unknown outcome, or never finished."""
+def _actions(folder: Path, statuses: tuple[str, ...]):
     from evalstop.integrations.watch.store import StateStore
 
     if not (folder / "watch.db").exists():
         return []
     store = StateStore(str(folder / "watch.db"), readonly=True)
     try:
-        rows = [a for a in store.actions()
-                if a.status in ("failed", "unknown", "pending", "running")]
+        return [a for a in store.actions() if a.status in statuses]
     finally:
         store.close()
+
+
+def failed_actions(folder: Path) -> list[tuple[str, int | None, str]]:
+    """The replay's stop actions that did not end well, as (job, exit status, last line
+    of output): failed, of unknown outcome, or never finished."""
+    rows = _actions(folder, ("failed", "unknown", "pending", "running"))
     return [(a.job, a.rc, (a.output.strip().splitlines() or [a.status])[-1]) for a in rows]
+
+
+def settle_actions(folder: Path, poll_s: float, grace_s: float = 30.0) -> None:
+    """Wait (at most ``grace_s``) until the controller has run every action it decided: a
+    stop decided on a job's last evals is still to be acted on when the job ends."""
+    deadline = time.monotonic() + grace_s
+    while _actions(folder, ("pending", "running")) and time.monotonic() < deadline:
+        time.sleep(min(poll_s, 0.5))
 
 
 @dataclass
@@ -166,6 +177,9 @@ def replay(workload: Workload, folder: Path, hour_s: float, env: dict, *,
         run = ReplayRun(folder=folder, hour_s=hour_s, watch_pid=watch and watch.pid)
         submit_all(workload, folder, hour_s, env, opts, run=run)
         wait_done(run.ids.values(), env, timeout_s)
+        if watch is not None:
+            time.sleep(poll_s)  # the controller's last poll reads the last records
+            settle_actions(folder, poll_s)
     finally:
         if watch is not None:
             stop_process(watch)
