@@ -22,7 +22,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
             "accounts), or replay a workload on a Slurm cluster (this one or a real "
             "partition): each job submitted with sbatch at its scaled arrival time under "
             "its tenant's account, running a worker that writes its eval log; with "
-            "--detector, evalstop watch stops jobs through examples/actions/scancel.sh. "
+            "--detector, evalstop watch stops jobs through evalstop action slurm (by the "
+            "job id each worker writes); a replay whose actions failed exits 1. "
             "The replay is measured from sacct and compared with the simulator job by job. "
             "Needs Debian's slurm-wlm, slurmdbd, munge and mariadb-server."),
     )
@@ -90,6 +91,7 @@ def _replay(args) -> int:
     import numpy as np
 
     from evalstop.testbed import study
+    from evalstop.testbed.replay import failed_actions
     from evalstop.testbed.submit import SubmitOptions
     from evalstop.workload import read_jobs, synthetic_workload, trace_workload
 
@@ -116,10 +118,16 @@ def _replay(args) -> int:
                          timeout_s=args.timeout)
     w = got["ways"][name]
     real, sim = w["real"], w["sim"]
+    failed = failed_actions(Path(args.out) / name) if args.detector else []
     print(json.dumps({"real": real, "sim": sim, "within": w["within"],
                       "n_jobs": w["n_jobs"]}, allow_nan=True))
     print(f"{w['n_jobs']} jobs: mean JCT {real['jct_mean_s'] / 3600:.3g} h on Slurm, "
           f"{sim['jct_mean_s'] / 3600:.3g} h simulated; {real['n_stopped']} stopped "
           f"({sim['n_stopped']} simulated); {w['within']} jobs within tolerance -> "
           f"{args.out}/summary.json", file=sys.stderr)
+    if failed:
+        job, rc, why = failed[0]
+        print(f"evalstop: error: {len(failed)} stop action(s) did not stop their job (first: "
+              f"{job}, exit {rc}: {why}); see {args.out}/{name}/watch.log", file=sys.stderr)
+        return 1
     return 0

@@ -1,7 +1,7 @@
 """``evalstop watch``: follow many jobs' eval streams and act on each stop.
 
     evalstop watch --jsonl LOGDIR --db state.db \
-        --action 'examples/actions/scancel.sh --tenant {tenant} -- {job} {best_step}' [--once]
+        --action 'evalstop action slurm --tenant {tenant} --job-id {job_id}' [--once]
     evalstop watch --tensorboard RUNS --tb-tag eval/reward --db state.db --dry-run
     evalstop watch --status --db state.db [--json]
 """
@@ -129,9 +129,15 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="whether a higher eval is better (max, default) or a lower one (min)")
     p.add_argument("--action", default=None,
                    help="shell command template run once per stopped job; placeholders "
-                        "{job} {tenant} {source} {best_step} {best_checkpoint} {best_score} "
-                        "{stop_step} {reason} are shell-quoted for you (do not quote them "
-                        "yourself: that is refused); see examples/actions/")
+                        "{job} {job_id} {tenant} {source} {best_step} {best_checkpoint} "
+                        "{best_score} {stop_step} {reason} are shell-quoted for you (do not "
+                        "quote them yourself, nor give them to sh -c or eval: that is "
+                        "refused); the shipped actions: evalstop action slurm|kubernetes|ray "
+                        "--tenant {tenant} --job-id {job_id}")
+    p.add_argument("--action-idempotent", action="store_true",
+                   help="the --action command is safe to run twice for one stop: one left "
+                        "running by a killed controller is run again on restart (the "
+                        "shipped evalstop action commands are, without this flag)")
     p.add_argument("--checkpoint-template", default=None,
                    help="where a job's checkpoints are, for {best_checkpoint}, e.g. "
                         "'/ckpt/{tenant}/{job}/checkpoint-{best_step}'")
@@ -148,7 +154,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="decide and print the commands that would run; change no state")
     p.add_argument("--retry-pending", action="store_true",
                    help="re-run actions that were started but not confirmed when the "
-                        "controller last stopped (default: report them only)")
+                        "controller last stopped, and those marked unknown (default: only "
+                        "those safe to run twice; the rest are marked unknown)")
     p.add_argument("--once", action="store_true",
                    help="process what is there and exit (tests, cron)")
     p.add_argument("--interval", type=float, default=10.0,
@@ -362,7 +369,9 @@ def run(args) -> int:
     if args.action is not None:
         action = ShellAction(args.action, checkpoint_template=args.checkpoint_template,
                              checkpoint_root=args.checkpoint_root,
-                             timeout=args.action_timeout)
+                             timeout=args.action_timeout, idempotent=args.action_idempotent)
+    elif args.action_idempotent:
+        raise ValueError("--action-idempotent needs --action")
     if not 1 <= args.action_workers <= 256:
         raise ValueError(f"--action-workers must be in 1..256, got {args.action_workers}")
     sources = _sources(args, policy)

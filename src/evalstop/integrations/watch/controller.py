@@ -22,11 +22,19 @@ delays detection, and, killed at any moment and restarted:
 
 * no streak is lost and no record is fed twice: detector states and offsets are
   committed together;
-* no job is stopped twice: a job has at most one action row, and each transition checks
-  the state it leaves. A ``pending`` row (decided, command never started) is run on
-  restart. A ``running`` row (started, outcome unknown) is **reported and not re-run**
-  by default: the command may already have stopped the job, and stop commands are not
-  all idempotent. ``retry_running=True`` (``--retry-pending``) runs them again.
+* no job is stopped twice and no stop is lost: a job has at most one action row, and
+  each transition checks the state it leaves. A ``pending`` row (decided, command never
+  started) is run on restart. A ``running`` row (started, outcome unknown) is run again
+  when that is safe: a shipped action by job id (``evalstop action ... --job-id``, which
+  finds a job it already stopped ended) or an action declared idempotent
+  (``--action-idempotent``); any other is moved to ``unknown``, reported, and left for
+  the operator (it may or may not have run; it never looks done). ``retry_running=True``
+  (``--retry-pending``) runs those again too.
+
+Each stop acts on the job id of the record it was decided on (``{job_id}``, from the
+record's ``job_id``): a later resubmission under the same name writes a new id, which an
+earlier decision never reaches. An action exiting ``ALREADY_ENDED`` (10: the job had
+already ended) is recorded ``done``.
 
 Rules per tenant: a ``Policy`` (``policy.py``; ``--policy FILE``) gives each tenant its
 metric, mode, detector, stated noise and eval group, action, checkpoint root, dry-run and
@@ -58,6 +66,7 @@ from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from evalstop.actions import ALREADY_ENDED
 from evalstop.detectors import Detector, make_detector
 from evalstop.detectors.shared_noise import SharedNoise, TenantNoise
 from evalstop.evallog import EvalRecord
@@ -83,6 +92,7 @@ class _Job:
     last_score: float | None = None
     skipped: int = 0
     updated: float = 0.0
+    job_id: str | None = None  # the scheduler's id in the last record fed (what a stop acts on)
 
 
 @dataclass(slots=True)
@@ -268,16 +278,28 @@ class Controller:
                 self._say(problem)
 
     def _resume_actions(self, retry_running: bool) -> None:
+        """Reconcile the actions a kill left ``running`` (started, outcome unknown)."""
         for row in self.store.actions("running"):
             key = JobKey(row.source, row.job)
-            if retry_running:
+            rule = self.rule_of(row.tenant)
+            action = None if rule is None else self._actions.get(rule.tenant)
+            safe = action is not None and action.safe_to_rerun(row.command)
+            if retry_running or safe:
+                why = "it is safe to run again" if safe else "--retry-pending"
                 self._say(f"job {label(key)}: re-running its stop action, which was started "
-                          "but not confirmed before the controller stopped")
+                          f"but not confirmed before the controller stopped ({why})")
                 self.store.set_action(row.source, row.job, "pending", expect="running")
             else:
                 self._say(f"job {label(key)}: its stop action was started but not confirmed "
                           "before the controller stopped; it may or may not have run, so it "
-                          "is not re-run (check the job; --retry-pending runs it again)")
+                          "is marked unknown, not re-run (check the job; --retry-pending "
+                          "runs it again)")
+                self.store.set_action(row.source, row.job, "unknown", expect="running",
+                                      output="started, outcome unknown: the controller was "
+                                             "killed; check the job")
+        if retry_running:
+            for row in self.store.actions("unknown"):
+                self.store.set_action(row.source, row.job, "pending", expect="unknown")
 
     # ---- one poll -----------------------------------------------------------------------
     def poll_once(self) -> PollResult:
@@ -453,6 +475,7 @@ class Controller:
             return True
         if math.isfinite(rec.eval):
             job.last_score = rec.eval
+        job.job_id = rec.job_id
         res.fed.append(rec)
         res.fed_by_tenant[job.tenant] += 1
         taken.append((key.source, key.name, rec.step, rec.eval))
@@ -472,7 +495,7 @@ class Controller:
             cmd = action.render(
                 job=key.name, tenant=job.tenant, source=key.source, best_step=det.best_step,
                 best_score=det.best_score, stop_step=det.stop_step,
-                reason=det.state_dict()["stop_reason"],
+                reason=det.state_dict()["stop_reason"], job_id=job.job_id,
             )
         except CheckpointEscape as exc:  # decided and recorded as failed: never run
             return ActionRow(key.source, key.name, job.tenant, "", "failed", None,
@@ -552,7 +575,7 @@ class Controller:
                 rc, output = result.rc, result.output
             except Exception as exc:  # noqa: BLE001 - any failure is recorded, never lost
                 rc, output, seconds = 127, f"could not run: {exc!r}", None
-            status = "done" if rc == 0 else "failed"
+            status = "done" if rc in (0, ALREADY_ENDED) else "failed"
             if self.metrics is not None:
                 self.metrics.actions.labels(outcome=status).inc()
                 if seconds is not None:
@@ -560,11 +583,12 @@ class Controller:
             self.store.set_action(key.source, key.name, status, expect="running", rc=rc,
                                   output=output)
             # Every outcome is logged with the last line the command printed: a failure
-            # as a problem (stderr), a success beside the stop it acted on (stdout).
+            # as a problem (stderr), a success (or "already ended") beside the stop it
+            # acted on (stdout).
             tail = output.strip().splitlines()[-1:]
             said = f"job {label(key)}: action exited {rc}" + (
                 f": {show(tail[0], 300)}" if tail else " (no output)")
-            if rc != 0:
+            if status == "failed":
                 self._say(said)
             else:
                 self.out.write(said + "\n")

@@ -8,7 +8,7 @@
     detector = "default"              # a detector spec NAME[:key=value,...]
     eval_group = "math500"            # jobs of one group share a fleet noise estimate
     eval_n = 500                      # the eval is a pass rate over N items (or sigma=)
-    action = "examples/actions/scancel.sh --tenant {tenant} -- {job}"
+    action = "evalstop action slurm --tenant {tenant} --job-id {job_id}"
     checkpoint_template = "/ckpt/{tenant}/{job}/checkpoint-{best_step}"
     checkpoint_root = "/ckpt"         # {best_checkpoint} must resolve under it
     dry_run = false                   # decide and log, never run the action

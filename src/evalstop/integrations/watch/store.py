@@ -8,7 +8,8 @@ the offsets and the detector states always describe the same records. WAL mode l
 
 An action row goes ``pending`` (the stop is decided, in the same transaction as the
 decision) -> ``running`` (committed just before the command starts) -> ``done`` or
-``failed``. Every transition is a compare-and-set (``UPDATE ... WHERE status=<old>``),
+``failed``; a ``running`` row found at start is reconciled by the controller (back to
+``pending``, or ``unknown`` for the operator). Every transition is a compare-and-set (``UPDATE ... WHERE status=<old>``),
 and the primary key on (source, job) makes a second action for one job impossible.
 
 One controller per database: a writer holds an exclusive ``flock`` on the database file
@@ -110,7 +111,9 @@ CREATE TABLE IF NOT EXISTS tenants(fold TEXT PRIMARY KEY, name TEXT NOT NULL);
 KEEP_EVALS = 2000
 
 # skipped: decided, but the tenant's policy does not allow acting on this job (allow list).
-ACTION_STATES = ("pending", "running", "done", "failed", "dry-run", "skipped")
+# unknown: started, then the controller was killed before its outcome was recorded, and
+# the command is not safe to run twice: the operator's to check (never shown as done).
+ACTION_STATES = ("pending", "running", "done", "failed", "dry-run", "skipped", "unknown")
 
 
 @dataclass(slots=True)
