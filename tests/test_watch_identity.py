@@ -12,9 +12,9 @@ import os
 import pytest
 
 from evalstop.evallog import EvalRecord
+from evalstop.identity import Claims, first_twins, fold, nfc_problem, same_owner
 from evalstop.integrations.watch import Controller, JsonlDirSource, StateStore
 from evalstop.integrations.watch.actions import ShellAction
-from evalstop.integrations.watch.identity import Claims, first_twins, fold, nfc_problem, same_owner
 from evalstop.integrations.watch.policy import PolicyError, parse_policy
 from evalstop.integrations.watch.sources import Batch, Item
 from evalstop.integrations.watch.tenants import JobKey

@@ -27,6 +27,9 @@ from collections.abc import Sequence
 
 from evalstop import jobid
 
+# The one exact-owner rule (Slurm would match --account regardless of case).
+from evalstop.identity import same_owner  # noqa: F401 - re-exported
+
 STOPPED, REFUSED, USAGE, DRY_RUN, ALREADY_ENDED = 0, 1, 2, 3, 10
 TOOL_TIMEOUT = 60.0  # seconds for one scheduler command (squeue, kubectl, an HTTP call)
 
@@ -37,13 +40,6 @@ class Outcome(Exception):  # noqa: N818 - how an action ends, not an error of th
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
         self.code = code
-
-
-def same_owner(owner: str, tenant: str) -> bool:
-    """Whether the scheduler's owner of a job is ``tenant``: exactly the same string.
-    Slurm matches ``--account`` without regard to case, so ``B`` would reach account
-    ``b``'s jobs; here ``B`` is not ``b``, and no Unicode form is folded either."""
-    return owner == tenant
 
 
 def description(doc: str) -> str:

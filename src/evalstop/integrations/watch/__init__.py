@@ -2,9 +2,10 @@
 (JSONL eval logs, TensorBoard runs), runs the EvalStop detector per job, and acts on
 stops, with its state in SQLite so that it can be killed and restarted at any moment.
 
-Parts: ``jsonl``, ``tensorboard`` and ``mlflow_source`` (sources), ``records`` (what is accepted from a
-tenant's log, and how tenant text is shown), ``tenants`` (job identity and tenant
-resolution), ``identity`` (one exact name per tenant), ``store`` (SQLite state), ``actions`` (the stop command), ``controller``
+Parts: ``jsonl``, ``tensorboard`` and ``mlflow_source`` (sources), ``records`` (what is
+accepted from a tenant's log, and how tenant text is shown), ``tenants`` (job identity and
+tenant resolution; one exact name per tenant is ``evalstop.identity``, which the shipped
+actions share), ``store`` (SQLite state), ``actions`` (the stop command), ``controller``
 (the loop), ``status`` (the status view).
 """
 

@@ -70,8 +70,8 @@ from evalstop.actions import ALREADY_ENDED
 from evalstop.detectors import Detector, make_detector
 from evalstop.detectors.shared_noise import SharedNoise, TenantNoise
 from evalstop.evallog import EvalRecord
+from evalstop.identity import Claims
 from evalstop.integrations.watch.actions import CheckpointEscape, ShellAction, check_seconds
-from evalstop.integrations.watch.identity import Claims
 from evalstop.integrations.watch.policy import Policy, Rule, single_rule
 from evalstop.integrations.watch.quota import DEFAULT_TENANT_BYTES, check_bytes, job_bytes
 from evalstop.integrations.watch.records import show

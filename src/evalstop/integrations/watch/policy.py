@@ -49,7 +49,7 @@ from typing import Any
 
 from evalstop.detectors import make_detector
 from evalstop.detectors.shared_noise import DEFAULT_MAX_FACTOR, check_max_factor
-from evalstop.integrations.watch.identity import first_twins, twin
+from evalstop.identity import first_twins, twin
 from evalstop.integrations.watch.records import Refused, show
 from evalstop.integrations.watch.tenants import Tenancy
 

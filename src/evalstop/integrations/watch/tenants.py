@@ -28,7 +28,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from evalstop.integrations.watch.identity import Claims
+from evalstop.identity import Claims
 from evalstop.integrations.watch.records import Refused, name_problem, show
 
 
