@@ -39,6 +39,19 @@ def check_generator(rng) -> np.random.Generator:
 MAX_EVAL_POINTS = 20_000_000
 
 
+def check_curve_knobs(spec, rlhf_curves: str, late_snr, decline_snr) -> None:
+    """The SNR knobs stretch the paper's synthetic RLHF curves and nothing else."""
+    check_choice(rlhf_curves)
+    if late_snr is None and decline_snr is None:
+        return
+    if rlhf_curves != "synthetic":
+        raise ValueError("late_snr and decline_snr set synthetic RLHF curves; lab curves "
+                         "are real runs and keep their own")
+    if spec.rlhf_family != "gao":
+        raise ValueError(f"late_snr and decline_snr stretch the paper's curves; preset "
+                         f"{spec.name!r} has curves fitted to measured runs")
+
+
 def workload_from_table(table: JobTable, rng: np.random.Generator, *, preset: str = "paper",
                         sigma: float = DEFAULT_SIGMA, hacking_frac: float | None = None,
                         eval_interval: float = DEFAULT_EVAL_INTERVAL,
@@ -61,10 +74,7 @@ def workload_from_table(table: JobTable, rng: np.random.Generator, *, preset: st
     frac = resolve_hacking_frac(spec, hacking_frac)
     sigma = real("sigma", sigma, low=0.0)
     grid = eval_grid(eval_interval)
-    check_choice(rlhf_curves)
-    if rlhf_curves != "synthetic" and (late_snr is not None or decline_snr is not None):
-        raise ValueError("late_snr and decline_snr set synthetic RLHF curves; lab curves "
-                         "are real runs and keep their own")
+    check_curve_knobs(spec, rlhf_curves, late_snr, decline_snr)
     c_late, c_decline = scales(grid, sigma, late_snr, decline_snr)
 
     t = table.take(table.arrival_order())
@@ -78,8 +88,9 @@ def workload_from_table(table: JobTable, rng: np.random.Generator, *, preset: st
     hacking = draw_hacking(rng, types, frac)
     est = (t.est_duration_s if t.est_duration_s is not None
            else estimate_durations(rng, t.duration_s, EST_SIGMA))
-    curves = job_curves(types, hacking, grid, rng, late_scale=c_late, decline_scale=c_decline)
-    eval_obs = add_eval_noise(curves.eval_true, sigma, rng)
+    curves = job_curves(types, hacking, grid, rng, late_scale=c_late, decline_scale=c_decline,
+                        rlhf_family=spec.rlhf_family)
+    eval_obs = add_eval_noise(curves.eval_true, sigma, rng, curves=curves, progress=grid)
     lab_runs = (apply_lab_curves(curves, eval_obs, types, grid, rng)
                 if rlhf_curves == "lab" else None)
 

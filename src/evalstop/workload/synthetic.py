@@ -9,6 +9,7 @@ from evalstop.workload.arrivals import DEFAULT_LOAD, arrival_rate, poisson_arriv
 from evalstop.workload.build import (
     DEFAULT_EVAL_INTERVAL,
     DEFAULT_SIGMA,
+    check_curve_knobs,
     check_generator,
     workload_from_table,
 )
@@ -25,7 +26,6 @@ from evalstop.workload.presets import (
     mean_gpu_seconds,
     resolve_hacking_frac,
 )
-from evalstop.workload.real_curves import check_choice
 from evalstop.workload.table import JobTable
 
 DEFAULT_N_JOBS = 300
@@ -57,10 +57,7 @@ def synthetic_workload(rng: np.random.Generator, *, n_jobs: int = DEFAULT_N_JOBS
     resolve_hacking_frac(spec, hacking_frac)
     real("sigma", sigma, low=0.0)
     eval_grid(eval_interval)
-    check_choice(rlhf_curves)
-    if rlhf_curves != "synthetic" and (late_snr is not None or decline_snr is not None):
-        raise ValueError("late_snr and decline_snr set synthetic RLHF curves; lab curves "
-                         "are real runs and keep their own")
+    check_curve_knobs(spec, rlhf_curves, late_snr, decline_snr)
     scales(eval_grid(eval_interval), sigma, late_snr, decline_snr)
     if max_gpus(spec) > n_gpus:
         raise ValueError(f"n_gpus={n_gpus} is smaller than the largest GPU demand of preset "
