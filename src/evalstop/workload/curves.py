@@ -216,12 +216,14 @@ def dpo_curves(progress: np.ndarray, n: int, rng: np.random.Generator) -> Curves
 
 def job_curves(types: np.ndarray, hacking: np.ndarray, progress: np.ndarray,
                rng: np.random.Generator, *, late_scale: float = 1.0,
-               decline_scale: float = 1.0, rlhf_family: str = "gao") -> Curves:
+               decline_scale: float = 1.0, rlhf_family: str = "gao",
+               hack_peak: float | None = None, fall_scale: float = 1.0) -> Curves:
     """Curves for a mixed set of jobs: each row gets its type's family.
 
     ``hacking`` is only read for RLHF rows (other families never hack); the scales go to
     ``rlhf_curves``. ``rlhf_family="fitted"`` draws RLHF rows from the fit to measured runs
-    (``evalstop.workload.fitted_curves``) instead, with their own eval noise.
+    (``evalstop.workload.fitted_curves``) instead, with their own eval noise;
+    ``hack_peak`` and ``fall_scale`` go to it.
     """
     if rlhf_family not in RLHF_FAMILIES:
         raise ValueError(f"rlhf_family must be one of {', '.join(RLHF_FAMILIES)}, "
@@ -236,7 +238,8 @@ def job_curves(types: np.ndarray, hacking: np.ndarray, progress: np.ndarray,
         if name == "rlhf" and rlhf_family == "fitted":
             from evalstop.workload.fitted_curves import fitted_rlhf_curves
 
-            part = fitted_rlhf_curves(progress, np.asarray(hacking, dtype=bool)[rows], rng)
+            part = fitted_rlhf_curves(progress, np.asarray(hacking, dtype=bool)[rows], rng,
+                                      hack_peak=hack_peak, fall_scale=fall_scale)
         elif name == "rlhf":
             part = rlhf_curves(progress, np.asarray(hacking, dtype=bool)[rows], rng,
                                late_scale=late_scale, decline_scale=decline_scale)

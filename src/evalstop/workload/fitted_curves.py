@@ -58,11 +58,14 @@ def fit_columns(fit: dict, cls: str) -> dict[str, np.ndarray]:
 
 
 def shapes(progress: np.ndarray, hacking: np.ndarray, rng: np.random.Generator,
-           fit: dict) -> dict[str, np.ndarray]:
+           fit: dict, *, hack_peak: float | None = None,
+           fall_scale: float = 1.0) -> dict[str, np.ndarray]:
     """The noiseless curves (n, m) and per-job noise of ``hacking.size`` jobs on one grid.
 
-    Draws, in this order: a hacking run per hacking job, a healthy run per healthy job,
-    then a peak level per job."""
+    ``hack_peak`` (None: each run's own) puts every hacking peak there; ``fall_scale``
+    multiplies every hacking fall (both for the savings map: how early, how far). Draws, in
+    this order, whatever they are: a hacking run per hacking job, a healthy run per
+    healthy job, then a peak level per job."""
     hacking = np.asarray(hacking, dtype=bool)
     n, p = hacking.size, np.asarray(progress, dtype=float)[None, :]
     hk, ok = fit_columns(fit, "hacking"), fit_columns(fit, "healthy")
@@ -76,7 +79,9 @@ def shapes(progress: np.ndarray, hacking: np.ndarray, rng: np.random.Generator,
         return np.where(hacking, a, b)
 
     gain_snr, sd, ell = col("gain_snr"), col("sd"), col("ell")
-    fall_snr, fall_c, peak_at = col("fall_snr"), col("fall_c"), col("peak_at")
+    fall_snr, fall_c, peak_at = col("fall_snr") * fall_scale, col("fall_c"), col("peak_at")
+    if hack_peak is not None:
+        peak_at = np.where(hacking, hack_peak, peak_at)
     rise_at, drift = col("rise_at"), col("drift")
     p_sat = np.clip(rise_at / RISE_TO_SAT, 1e-3, 1.0)
     drift = np.maximum(drift, -HEALTHY_DRIFT_FLOOR * gain_snr / np.maximum(1.0 - p_sat, 1e-3))
@@ -105,12 +110,14 @@ def shapes(progress: np.ndarray, hacking: np.ndarray, rng: np.random.Generator,
 
 
 def fitted_rlhf_curves(progress: np.ndarray, hacking: np.ndarray, rng: np.random.Generator,
-                       fit: dict | None = None) -> Curves:
+                       fit: dict | None = None, *, hack_peak: float | None = None,
+                       fall_scale: float = 1.0) -> Curves:
     """RLHF runs of the fitted preset (the shipped fit unless ``fit``); proxy and loss as
     the paper preset's (the proxy keeps rising, the loss keeps falling)."""
     hacking = np.asarray(hacking, dtype=bool)
     n, p = hacking.size, np.asarray(progress, dtype=float)[None, :]
-    s = shapes(progress, hacking, rng, _fit(None) if fit is None else fit)
+    s = shapes(progress, hacking, rng, _fit(None) if fit is None else fit,
+               hack_peak=hack_peak, fall_scale=fall_scale)
     proxy_gain = _uniform(rng, RLHF_PROXY_GAIN, n)
     loss0, loss_inf = _uniform(rng, RLHF_LOSS0, n), _uniform(rng, RLHF_LOSS_INF, n)
     tau = _uniform(rng, RLHF_LOSS_TAU, n)
