@@ -20,16 +20,17 @@ PAPER_EVALS = 20  # the paper preset's eval grid: an eval every 5% of the run
 PAPER_SIGMA = 0.02  # ... and its default eval noise
 
 
-def fitted_table(rng: np.random.Generator, n: int, fit: dict | None = None) -> dict:
-    """The table of ``n`` runs drawn from the fitted generator."""
+def fitted_values(rng: np.random.Generator, n: int, fit: dict | None = None
+                  ) -> tuple[list[dict], list[bool]]:
+    """``(per-run statistics, hacking)`` of ``n`` runs drawn from the fitted generator."""
     from evalstop.workload.fitted_curves import fitted_runs
 
     runs = fitted_runs(rng, n, fit)
-    return table([run_stats(p, e) for p, e, _ in runs], [h for _, _, h in runs])
+    return [run_stats(p, e) for p, e, _ in runs], [h for _, _, h in runs]
 
 
-def paper_table(rng: np.random.Generator, n: int) -> dict:
-    """The table of ``n`` RLHF runs of the paper preset (its curves, hacking share, 20 evals
+def paper_values(rng: np.random.Generator, n: int) -> tuple[list[dict], list[bool]]:
+    """The same of ``n`` RLHF runs of the paper preset (its curves, hacking share, 20 evals
     and white noise 0.02; the start, progress 0, measured as the fitted runs' is)."""
     from evalstop.workload.curves import add_eval_noise, rlhf_curves
     from evalstop.workload.presets import get_preset
@@ -38,7 +39,15 @@ def paper_table(rng: np.random.Generator, n: int) -> dict:
     grid = np.linspace(0.0, 1.0, PAPER_EVALS + 1)
     c = rlhf_curves(grid, hacking, rng)
     obs = add_eval_noise(c.eval_true, PAPER_SIGMA, rng)
-    return table([run_stats(grid, row) for row in obs], hacking)
+    return [run_stats(grid, row) for row in obs], [bool(h) for h in hacking]
+
+
+def fitted_table(rng: np.random.Generator, n: int, fit: dict | None = None) -> dict:
+    return table(*fitted_values(rng, n, fit))
+
+
+def paper_table(rng: np.random.Generator, n: int) -> dict:
+    return table(*paper_values(rng, n))
 
 
 def _share_half_width(real: dict, generated: dict) -> float:
