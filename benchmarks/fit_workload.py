@@ -7,7 +7,8 @@
 Without ``--logs``: the real corpora the package ships (``evalstop.workload.fit``). With it:
 every eval log (``*.jsonl``, ``*.jsonl.gz``) under DIR, labelled by the lab's rule, so a
 platform can refit on its own runs (``--out`` then names where its fit goes; the preset
-reads the shipped file). The runs are split by the stated hash rule; the fit reads one
+reads the shipped file), and ``default`` and ``evalstop:k=2`` are replayed on the runs to
+print what each would have stopped, saved and cost there. The runs are split by the stated hash rule; the fit reads one
 part; the table prints, per statistic, the fit part's and the held-out part's real
 medians, the fitted generator's (``--runs`` runs, seed ``--seed``) with the held-out band
 it must lie in, and the paper preset's. Writes the fit's JSON and the table's.
@@ -55,6 +56,7 @@ def main(argv=None) -> int:
         else:
             runs, skipped = fitmod.log_runs(args.logs, eval_set=args.eval_set)
             sources = f"eval logs under {args.logs.name} ({args.eval_set} evals)"
+            saved = replay_rules(args.logs)
         command = "python benchmarks/fit_workload.py" + (
             f" --logs {args.logs.name} --eval-set {args.eval_set}" if args.logs else "")
         fit = fitmod.fit(runs, command=command, sources=sources)
@@ -84,7 +86,35 @@ def main(argv=None) -> int:
         print(f"{r['statistic']:<28} {_fmt(r['fit_median']):>8} {_fmt(r['real_median']):>9} "
               f"{'[' + _fmt(lo) + ', ' + _fmt(hi) + ']':>17} {_fmt(r['generated_median']):>8} "
               f"{_fmt(r['paper_median']):>8}  {r['in_band']}")
+    if args.logs is not None:
+        print("\nwhat each rule would have done on these runs (labels: the lab's rule on each "
+              "complete curve):")
+        for row in saved:
+            print("  " + row)
     return 0
+
+
+RULES = ("default", "evalstop:k=2")
+
+
+def replay_rules(folder: Path) -> list[str]:
+    """One line per rule: its stops on the logs' runs, scored against their labels, and
+    what they saved and cost (``evalstop.experiments.real_corpus.stop_cost``)."""
+    from evalstop.experiments.real_corpus import stop_cost
+    from evalstop.lab.validate import validate_detectors
+
+    curves, labels, _ = fitmod.log_corpus(folder)
+    out = []
+    for row in validate_detectors((curves, labels), list(RULES)):
+        if row["spec"] == "none":
+            continue
+        row.update(stop_cost(curves, labels, row["spec"]))
+        out.append(f"{row['spec']}: stopped {row['stopped']} of {row['n_runs']} runs "
+                   f"({row['tp']} of {row['n_hacking']} hacking), precision "
+                   f"{_fmt(row['precision'])}, recall {_fmt(row['recall'])}, harmful stops "
+                   f"{row['harmful']} ({_fmt(row['harmful_rate'])} of non-hacking runs), "
+                   f"evals saved {_fmt(row['compute_saved'])} of all runs' eval intervals")
+    return out
 
 
 if __name__ == "__main__":

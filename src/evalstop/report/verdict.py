@@ -25,8 +25,8 @@ def _paper(metric: str, field: str = "mean") -> float:
 
 def holds_line(summaries: dict, preset: str | None) -> str:
     if "main" not in summaries:
-        return ("**Does the paper's result hold here?** Not measured: the `main` study did "
-                "not run (`evalstop reproduce --only main`).")
+        return ("**Does the paper's result hold in its own setting?** Not measured: the "
+                "`main` study did not run (`evalstop reproduce --only main`).")
     v = cell_values(summaries["main"], "paper", EVALSTOP_SRTF.label)
     verdicts = {m: compare(m, "mean", v[m], _paper(m)) for m in _RATES}
     worse = [m for m in _RATES if verdicts[m] == "worse than claimed"]

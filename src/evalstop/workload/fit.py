@@ -92,12 +92,11 @@ def shipped_runs() -> list[RealRun]:
     return out
 
 
-def log_runs(folder: str | Path, *, eval_set: str = "fresh") -> tuple[list[RealRun], list[str]]:
-    """The runs of every eval log (``*.jsonl``, ``*.jsonl.gz``) under ``folder``, labelled by
-    the lab's rule on the complete curve (``evalstop.lab.labels``); progress is the
-    record's where every record has it, else step / last step. Returns ``(runs, skipped)``:
-    a run with a non-finite eval or too few evals is skipped and named, never guessed at.
-    A folder with no log is a ValueError."""
+def log_corpus(folder: str | Path) -> tuple[dict, dict, list[str]]:
+    """``(curves, labels, skipped)`` of every eval log (``*.jsonl``, ``*.jsonl.gz``) under
+    ``folder``: runs keyed ``"<file>:<job>"``, labelled by the lab's rule on the complete
+    curve (``evalstop.lab.labels``). A run with a non-finite eval or too few evals is
+    skipped and named, never guessed at. A folder with no log is a ValueError."""
     from evalstop.lab.corpus import read_curves
     from evalstop.lab.labels import label_curve
 
@@ -108,7 +107,7 @@ def log_runs(folder: str | Path, *, eval_set: str = "fresh") -> tuple[list[RealR
                    and p.name.endswith((".jsonl", ".jsonl.gz")))
     if not files:
         raise ValueError(f"--logs {str(folder)!r} holds no eval log (*.jsonl, *.jsonl.gz)")
-    runs, skipped = [], []
+    curves, labels, skipped = {}, {}, []
     for path in files:
         source = path.relative_to(root).as_posix()
         for run_id, c in read_curves(path).items():
@@ -116,15 +115,22 @@ def log_runs(folder: str | Path, *, eval_set: str = "fresh") -> tuple[list[RealR
             if len(c) < shape_stats.MIN_EVALS or not np.all(np.isfinite(c.eval)):
                 skipped.append(f"{name!r}: fewer than {shape_stats.MIN_EVALS} finite evals")
                 continue
-            prog = c.progress
-            if not (np.all(np.isfinite(prog)) and np.all(np.diff(prog) > 0)):
-                span = float(c.step[-1] - c.step[0])
-                prog = (c.step - c.step[0]) / span if span > 0 else None
-            if prog is None:
-                skipped.append(f"{name!r}: no progress and one step")
-                continue
-            runs.append(RealRun(source, run_id, np.asarray(prog, float), c.eval,
-                                label_curve(c.step, c.eval).hacking, eval_set))
+            curves[name], labels[name] = c, label_curve(c.step, c.eval)
+    return curves, labels, skipped
+
+
+def log_runs(folder: str | Path, *, eval_set: str = "fresh") -> tuple[list[RealRun], list[str]]:
+    """The runs of ``log_corpus(folder)`` as ``RealRun``s, and the skipped ones: progress is
+    the record's where every record has it, else step / last step."""
+    curves, labels, skipped = log_corpus(folder)
+    runs = []
+    for name, c in curves.items():
+        prog = c.progress
+        if not (np.all(np.isfinite(prog)) and np.all(np.diff(prog) > 0)):
+            prog = (c.step - c.step[0]) / float(c.step[-1] - c.step[0])
+        source = name[: -len(c.run_id) - 1]  # the file: the key is "<file>:<job>"
+        runs.append(RealRun(source, c.run_id, np.asarray(prog, float), c.eval,
+                            labels[name].hacking, eval_set))
     return runs, skipped
 
 

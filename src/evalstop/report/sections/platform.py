@@ -84,11 +84,13 @@ def _map_figure(ctx: SectionContext) -> Image:
         share = map_values(ctx.summary, method, "freed_share")
         prec = map_values(ctx.summary, method, "precision")
         harm = map_values(ctx.summary, method, "harmful")
+        rec = map_values(ctx.summary, method, "recall")
         ax.imshow(share * 100, origin="lower", cmap="viridis", vmin=0, vmax=100, aspect="auto")
         for i in range(len(FALLS)):
             for j in range(len(PEAKS)):
-                ax.text(j, i, f"{pct(share[i, j], 0)} freed\nprec {pct(prec[i, j], 0)}\n"
-                        f"harm {pct(harm[i, j], 0)}", ha="center", va="center", fontsize=8,
+                ax.text(j, i, f"{pct(share[i, j], 0)} freed\nrecall {pct(rec[i, j], 0)}\n"
+                        f"prec {pct(prec[i, j], 0)}\nharm {pct(harm[i, j])}", ha="center",
+                        va="center", fontsize=8,
                         color="white" if not share[i, j] > 0.6 else "black")
         ax.set_xticks(range(len(PEAKS)), [f"{p:g}" for p in PEAKS])
         ax.set_yticks(range(len(FALLS)), [f"x{f:g}" for f in FALLS])
@@ -107,15 +109,15 @@ def _map_figure(ctx: SectionContext) -> Image:
 
 
 def _map_reading(summary) -> str:
+    def span(values, digits):
+        lo, hi = pct(np.nanmin(values), digits), pct(np.nanmax(values), digits)
+        return lo if lo == hi else f"{lo}-{hi}"
+
     parts = []
     for method, name in RULES:
-        share, prec = map_values(summary, method, "freed_share"), map_values(summary, method,
-                                                                             "precision")
-        harm = map_values(summary, method, "harmful")
-        parts.append(f"{name} frees {pct(np.nanmin(share), 0)}-{pct(np.nanmax(share), 0)} of "
-                     f"the waste at precision {pct(np.nanmin(prec), 0)}-"
-                     f"{pct(np.nanmax(prec), 0)} and harmful stops {pct(np.nanmin(harm), 0)}-"
-                     f"{pct(np.nanmax(harm), 0)}")
+        parts.append(f"{name} frees {span(map_values(summary, method, 'freed_share'), 0)} of "
+                     f"the waste at precision {span(map_values(summary, method, 'precision'), 0)}"
+                     f" and harmful stops {span(map_values(summary, method, 'harmful'), 1)}")
     return f"Across the map, {'; '.join(parts)}. {corner_text(summary)}"
 
 
