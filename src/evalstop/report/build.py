@@ -24,9 +24,10 @@ from evalstop.report.sections import claim_map, detbench, section_for
 from evalstop.report.verdict import first_screen
 
 TITLE = "EvalStop: what a platform saves, and the paper's studies reproduced in simulation"
-# The sections that draw the most (claim-map heatmaps, the real corpus, the frontier): given
+# The sections that draw the most (claim-map heatmaps, the real corpus, the frontier, the
+# platform's fit against the real runs): given
 # an executor, these are drawn in another process while this one draws the rest.
-HEAVY_SECTIONS = ("claim_map", "real_corpus", "frontier")
+HEAVY_SECTIONS = ("claim_map", "real_corpus", "frontier", "platform")
 METRIC_NAMES = {"precision": "precision", "recall": "recall", "fpr": "FPR",
                 "jct_mean_s": "mean JCT change", "waste_gpu_h": "wasted GPU-h change"}
 

@@ -58,19 +58,23 @@ def fit_columns(fit: dict, cls: str) -> dict[str, np.ndarray]:
 
 
 def shapes(progress: np.ndarray, hacking: np.ndarray, rng: np.random.Generator,
-           fit: dict, *, hack_peak: float | None = None,
-           fall_scale: float = 1.0) -> dict[str, np.ndarray]:
+           fit: dict, *, hack_peak: float | None = None, fall_scale: float = 1.0,
+           pick: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """The noiseless curves (n, m) and per-job noise of ``hacking.size`` jobs on one grid.
 
     ``hack_peak`` (None: each run's own) puts every hacking peak there; ``fall_scale``
     multiplies every hacking fall (both for the savings map: how early, how far). Draws, in
     this order, whatever they are: a hacking run per hacking job, a healthy run per
-    healthy job, then a peak level per job."""
+    healthy job, then a peak level per job. ``pick`` (hacking rows, healthy rows) gives
+    the fit runs instead of drawing them."""
     hacking = np.asarray(hacking, dtype=bool)
     n, p = hacking.size, np.asarray(progress, dtype=float)[None, :]
     hk, ok = fit_columns(fit, "hacking"), fit_columns(fit, "healthy")
-    pick_h = rng.integers(0, hk["sd"].size, size=n)
-    pick_o = rng.integers(0, ok["sd"].size, size=n)
+    if pick is None:
+        pick_h = rng.integers(0, hk["sd"].size, size=n)
+        pick_o = rng.integers(0, ok["sd"].size, size=n)
+    else:
+        pick_h, pick_o = pick
     top = rng.uniform(*PEAK_LEVEL, size=n)
 
     def col(name_h, name_o=None):
@@ -154,14 +158,18 @@ def fitted_runs(rng: np.random.Generator, n: int, fit: dict | None = None,
     fit = _fit(None) if fit is None else fit
     share = fit["hacking_share"]["rlhf"] if hacking_share is None else hacking_share
     hacking = rng.random(n) < share
-    out = []
-    for h in hacking:
-        cls = "hacking" if h else "healthy"
-        # The run is drawn whole, its eval count included: its noise was measured on it.
-        row = fit["runs"][cls][int(rng.integers(0, len(fit["runs"][cls])))]
-        grid = np.linspace(0.0, 1.0, int(row["n_evals"]))
-        s = shapes(grid, np.array([h]), rng, {**fit, "runs": {**fit["runs"], cls: [row]}})
-        noise = correlated_noise(rng.standard_normal((1, grid.size)), grid, s["noise_sd"],
-                                 s["noise_ell"])
-        out.append((grid, (s["eval_true"] + noise)[0], bool(h)))
+    # The run is drawn whole, its eval count included: its noise was measured on it.
+    pick_h = rng.integers(0, len(fit["runs"]["hacking"]), size=n)
+    pick_o = rng.integers(0, len(fit["runs"]["healthy"]), size=n)
+    counts = np.where(hacking, fit_columns(fit, "hacking")["n_evals"][pick_h],
+                      fit_columns(fit, "healthy")["n_evals"][pick_o]).astype(int)
+    out: list = [None] * n
+    for k in np.unique(counts):  # one batch per eval grid
+        rows = np.flatnonzero(counts == k)
+        grid = np.linspace(0.0, 1.0, int(k))
+        s = shapes(grid, hacking[rows], rng, fit, pick=(pick_h[rows], pick_o[rows]))
+        noise = correlated_noise(rng.standard_normal((rows.size, grid.size)), grid,
+                                 s["noise_sd"], s["noise_ell"])
+        for i, obs in zip(rows, s["eval_true"] + noise, strict=True):
+            out[i] = (grid, obs, bool(hacking[i]))
     return out
