@@ -22,7 +22,13 @@ from evalstop.report.sections.common import header
 
 RULES = ((DEFAULT_SRTF.label, "`default`"), (EVALSTOP_SRTF.label, "`evalstop:k=2`"))
 MAP_HEADING = "Savings map: how early and how far hacking runs fall"
-GOF_RUNS = 1000  # generated runs the fit's section measures
+# Generated runs the fit's section measures: 50 a seed of the run, at least 500 (a --quick
+# run's figures are a smoke test; 1,000 at the default 20 seeds).
+GOF_RUNS_PER_SEED, GOF_MIN_RUNS = 50, 500
+
+
+def gof_runs(n_seeds: int) -> int:
+    return max(GOF_MIN_RUNS, GOF_RUNS_PER_SEED * n_seeds)
 
 
 def rule_figures(summary, point: str, method: str) -> dict[str, float]:
@@ -138,14 +144,14 @@ def map_range(summary, method: str) -> tuple[float, float]:
 
 # --- the fit -------------------------------------------------------------------------
 
-def _gof(seed: int):
+def _gof(seed: int, n: int):
     from evalstop.workload import fit as fitmod
     from evalstop.workload.fit_check import fitted_values, paper_values
 
     _, held = fitmod.split(fitmod.shipped_runs())
     rng = np.random.default_rng([seed, 44])
     return {"held-out real runs": (fitmod.measure(held), [r.hacking for r in held]),
-            "fitted": fitted_values(rng, GOF_RUNS), "paper": paper_values(rng, GOF_RUNS)}
+            "fitted": fitted_values(rng, n), "paper": paper_values(rng, n)}
 
 
 def fit_blocks(ctx: SectionContext) -> list[Block]:
@@ -153,7 +159,8 @@ def fit_blocks(ctx: SectionContext) -> list[Block]:
     from evalstop.workload.fit_check import rows
     from evalstop.workload.shape_stats import TABLE, rows_of, table
 
-    values = _gof(ctx.run.settings.base_seed)
+    n_gen = gof_runs(ctx.run.settings.n_seeds)
+    values = _gof(ctx.run.settings.base_seed, n_gen)
     tables = {k: table(*v) for k, v in values.items()}
     checked = rows(tables["held-out real runs"], tables["fitted"])
     fit = load_fit()
@@ -191,7 +198,7 @@ def fit_blocks(ctx: SectionContext) -> list[Block]:
              f"({fit['split_rule']}) and judge the fit. Every statistic is measured by the "
              f"same code on real and generated runs (`evalstop.workload.shape_stats`); the "
              f"band is the held-out runs' middle half (25th to 75th percentile), or 3 "
-             f"standard errors for the share of hacking runs. {GOF_RUNS} runs from each "
+             f"standard errors for the share of hacking runs. {n_gen:,} runs from each "
              f"generator; `tests/test_workload_fit.py` checks the same bands."),
         Table(("Statistic (median)", "Held-out real runs", "Band", "Fitted preset",
                "Paper preset", "Fitted in band"), trows,
