@@ -72,6 +72,18 @@ def test_a_drifted_fit_falls_outside_the_bands(held_table):
     assert out["hacking/peak_at"]["in_band"] is False
 
 
+def test_a_tuner_can_leave_out_the_corpora_that_judge_stop_rules():
+    fit = fitmod.load_fit()
+    corpora = {r["corpus"] for c in fitmod.CLASSES for r in fit["runs"][c]}
+    assert set(fitmod.JUDGING_CORPORA) <= corpora  # the fit part mixes every corpus
+    kept = fitmod.without_corpora(fit)
+    left = {r["corpus"] for c in fitmod.CLASSES for r in kept["runs"][c]}
+    assert left and not left & set(fitmod.JUDGING_CORPORA)
+    assert fitted_runs(np.random.default_rng(0), 20, kept)  # still a generator
+    with pytest.raises(ValueError, match="leaves"):
+        fitmod.without_corpora(fit, sorted(corpora))
+
+
 def test_fixed_set_noise_is_correlated_and_fresh_noise_is_not():
     z = np.random.default_rng(3).standard_normal((2, 4000))
     grid = np.arange(1, 4001) / 4000

@@ -196,7 +196,8 @@ def _params(run: RealRun, st: dict) -> dict:
                    fall_c=math.log(1.0 - half) / math.log(0.5))
     else:
         out.update(rise_at=fin["rise_at"], drift=fin["drift"])
-    return {k: (round(v, DIGITS) if isinstance(v, float) else v) for k, v in out.items()}
+    return {"corpus": run.corpus,
+            **{k: (round(v, DIGITS) if isinstance(v, float) else v) for k, v in out.items()}}
 
 
 def measure(runs: list[RealRun]) -> list[dict]:
@@ -234,6 +235,23 @@ def fit(runs: list[RealRun], *, command: str = "", sources: str = "shipped") -> 
         "table": {"fit": table(fit_stats, [r.hacking for r in fit_part]),
                   "held_out": table(measure(held), [r.hacking for r in held])},
     }
+
+
+# The shipped corpora that judge stop rules (``evalstop.lab``: the second world and the
+# held-out dense corpora). A stop rule tuned on the fitted preset should not see their runs.
+JUDGING_CORPORA = ("lab2", "lab2_dense", "lab2s_held")
+
+
+def without_corpora(fit: dict, corpora=JUDGING_CORPORA) -> dict:
+    """The fit with the runs of ``corpora`` left out (e.g. to tune a stop rule on the
+    fitted shapes without the runs that judge it). Fewer than two runs of a class left is a
+    ValueError."""
+    runs = {c: [r for r in fit["runs"][c] if r.get("corpus") not in set(corpora)]
+            for c in CLASSES}
+    for c, rows in runs.items():
+        if len(rows) < 2:
+            raise ValueError(f"leaving out {list(corpora)} leaves {len(rows)} {c} run(s)")
+    return {**fit, "runs": runs}
 
 
 def load_fit(path: str | Path | None = None) -> dict:

@@ -54,7 +54,8 @@ def _fit(path: str | None):
 def fit_columns(fit: dict, cls: str) -> dict[str, np.ndarray]:
     """The fit's runs of class ``cls`` as arrays, one per parameter."""
     rows = fit["runs"][cls]
-    return {k: np.array([float(r[k]) for r in rows]) for k in rows[0]}
+    return {k: np.array([float(r[k]) for r in rows]) for k, v in rows[0].items()
+            if not isinstance(v, str)}  # the run's corpus is a name, not a parameter
 
 
 def shapes(progress: np.ndarray, hacking: np.ndarray, rng: np.random.Generator,
