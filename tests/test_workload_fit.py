@@ -107,13 +107,21 @@ def test_fitted_workload_uses_the_fit_and_keeps_labels_consistent():
     assert np.all(w.peak_progress[~h] == 1.0)
 
 
-def test_paper_preset_draws_are_unchanged_by_the_fitted_noise_path():
-    a = synthetic_workload(np.random.default_rng(9), preset="paper", n_jobs=50)
-    rng = np.random.default_rng(9)
-    b = synthetic_workload(rng, preset="paper", n_jobs=50)
-    assert np.array_equal(a.eval_obs, b.eval_obs)
-    noise = a.eval_obs - a.eval_true
-    assert np.std(noise) == pytest.approx(0.02, rel=0.15)
+def test_paper_preset_noise_stays_white_at_sigma():
+    """Only rows with their own noise take the correlated path: the paper preset's is white."""
+    w = synthetic_workload(np.random.default_rng(9), preset="paper", n_jobs=200)
+    noise = w.eval_obs - w.eval_true
+    assert np.std(noise) == pytest.approx(0.02, rel=0.05)
+    lag1 = np.corrcoef(noise[:, :-1].ravel(), noise[:, 1:].ravel())[0, 1]
+    assert abs(lag1) < 0.05
+
+
+def test_fitted_rlhf_jobs_carry_their_own_noise_and_others_sigma():
+    w = synthetic_workload(np.random.default_rng(9), preset="fitted", n_jobs=300, sigma=0.05)
+    noise = w.eval_obs - w.eval_true
+    other = w.type != "rlhf"
+    assert np.std(noise[other]) == pytest.approx(0.05, rel=0.1)
+    assert np.std(noise[~other]) < 0.04  # the fitted noise, whatever sigma says
 
 
 def test_snr_knobs_are_refused_on_fitted_curves():
