@@ -41,8 +41,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "reproduce",
         help="run the paper's studies in simulation and write a report",
         description=(
-            "Run the paper's studies (main table, composability, sweeps over eval noise, "
-            "hacking base rate and k) on synthetic workloads, each over many seeds, and "
+            "Run what a platform would save on a workload fitted to measured runs (the "
+            "platform study) and the paper's studies (main table, composability, sweeps over "
+            "eval noise, hacking base rate and k) on synthetic workloads, each over many "
+            "seeds, and "
             "write results (JSON, CSV), figures (PNG), report.md and a self-contained "
             "report.html, with the detector benchmark (bench-detectors) as a section. "
             f"Experiments: {', '.join(names())}."

@@ -52,7 +52,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--preset", default="paper", choices=sorted(PRESETS),
                    help="job mix and curve preset (default: paper)")
     p.add_argument("--sigma", type=float, default=None,
-                   help="eval noise std (default 0.02)")
+                   help="eval noise std (default 0.02; preset fitted's RLHF jobs keep the "
+                        "noise fitted to real runs)")
     p.add_argument("--eval-interval", type=float, default=0.05, metavar="FRACTION",
                    help="evaluate each job every FRACTION of its training (default 0.05: "
                         "20 evals per job)")
