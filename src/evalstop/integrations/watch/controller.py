@@ -128,6 +128,7 @@ class Controller:
         health: Any = None,
         err: TextIO | None = None,
         out: TextIO | None = None,
+        shadow: tuple[str, ...] = (),
         shadow_end_after: float = DEFAULT_END_AFTER,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -139,7 +140,7 @@ class Controller:
             raise ValueError(f"--max-jobs must be an integer >= 1, got {max_jobs!r}")
         self.max_jobs = max_jobs
         self.tenant_bytes = check_bytes(tenant_bytes)
-        if policy is not None and (detector is not None or action is not None):
+        if policy is not None and (detector is not None or action is not None or shadow):
             raise ValueError("give the detector and action in the policy, not beside it")
         self.spec = make_detector(detector or "default", mode=mode).spec  # ValueError if bad
         self.mode = mode
@@ -150,7 +151,8 @@ class Controller:
         self.metrics, self.health = metrics, health
         # One rule per tenant; the flags' rule ("*") is everyone's. Actions per tenant.
         self.policy = policy if policy is not None else single_rule(
-            detector=detector or "default", mode=mode)
+            detector=detector or "default", mode=mode, **({"shadow": list(shadow)}
+                                                          if shadow else {}))
         self._actions: dict[str, ShellAction | None] = {}
         for rule in self.policy.rules:
             self._actions[rule.tenant] = (action if policy is None

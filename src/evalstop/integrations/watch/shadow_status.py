@@ -18,14 +18,14 @@ def shadow_rows(store: StateStore) -> list[dict[str, Any]]:
     return summarise(shadow_store.scores(store), shadow_store.pending(store))
 
 
-def _hours(r: dict[str, Any]) -> str:
+def hours_text(r: dict[str, Any]) -> str:
     text = f"{r['gpu_hours_freed']:.3g}"
     if r["gpu_hours_unknown"]:
         text += f" (+{r['gpu_hours_unknown']} stops of unknown GPUs)"
     return text
 
 
-def _cost(r: dict[str, Any]) -> str:
+def cost_text(r: dict[str, Any]) -> str:
     return "-" if r["median_cost"] is None else f"{100 * r['median_cost']:+.1f}%"
 
 
@@ -46,7 +46,7 @@ def format_shadow(rows: list[dict[str, Any]]) -> str:
             f"  {show(r['tenant'], 80)} {show(r['rule'], 80)}{live}: {r['stops']} stops of "
             f"{r['runs']} runs: {r['right']} right, {r['harmful']} harmful, "
             f"{r['neutral']} neutral; freed {r['evals_freed']} evals, "
-            f"{r['wall_s_freed'] / 3600:.3g} h, {_hours(r)} GPU-hours; cost {_cost(r)}"
+            f"{r['wall_s_freed'] / 3600:.3g} h, {hours_text(r)} GPU-hours; cost {cost_text(r)}"
             + (f" ({'; '.join(more)})" if more else ""))
     return "\n".join(lines) + "\n"
 
@@ -55,27 +55,44 @@ _HEAD = ("tenant", "rule", "shadow stops", "right", "harmful", "neutral", "evals
          "GPU-hours freed", "median cost", "awaiting end")
 
 
-def shadow_html(rows: list[dict[str, Any]], tenant_rules: dict[str, str] | None = None
-                ) -> str:
-    """The score as an HTML table (every tenant-derived string escaped); each tenant's
-    own rule first, marked, so its shadow record stands next to it."""
+def shadow_html(rows: list[dict[str, Any]],
+                tenant_rules: dict[str, tuple[str, bool]] | None = None) -> str:
+    """The score as an HTML table (every tenant-derived string escaped). With
+    ``tenant_rules`` (tenant -> (its rule as the policy names it, dry run?)), each
+    tenant's own rule comes first with its shadow record next to it, marked live or dry
+    run, also when it has no record yet."""
+    tenant_rules = tenant_rules or {}
+    rows = list(rows)
+    have = {(r["tenant"], r["rule"]) for r in rows}
+    for tenant, (rule, _dry) in tenant_rules.items():
+        if tenant != "*" and (tenant, rule) not in have:
+            rows.append({"tenant": tenant, "rule": rule, "live": False, "none": True})
     if not rows:
         return ""
+
+    def own(r):
+        mine = tenant_rules.get(r["tenant"]) or tenant_rules.get("*")
+        return mine if mine is not None and mine[0] == r["rule"] else None
+
     out = ['<h2>Shadow score</h2><p class="muted">Stops each rule would have made, '
            "followed to the job's end. Right: the run fell and stayed down; harmful: the "
            "stop would have cost more than 5% of the run's gain; cost: median share of the "
            'gain lost (negative: gained).</p><table class="shadow"><tr>'
            + "".join(f"<th>{h}</th>" for h in _HEAD) + "</tr>"]
-    for r in sorted(rows, key=lambda r: (r["tenant"], not r["live"], r["rule"])):
+    for r in sorted(rows, key=lambda r: (r["tenant"], own(r) is None and not r["live"],
+                                         r["rule"])):
         rule = escape(show(r["rule"], 200))
-        if r["live"]:
-            rule += ' <span class="live">its rule (dry run)</span>'
-        elif tenant_rules and tenant_rules.get(r["tenant"]):
-            rule += (' <span class="muted">candidate beside '
-                     f'{escape(show(tenant_rules[r["tenant"]], 200))}</span>')
-        cells = [escape(show(r["tenant"], 80)), rule, r["stops"], r["right"], r["harmful"],
-                 r["neutral"], r["evals_freed"], escape(_hours(r)), _cost(r), r["pending"]]
-        out.append(f'<tr class="shadow-rule" data-harmful="{r["harmful"]}">'
+        mine = own(r)
+        if mine is not None or r["live"]:
+            how = "live" if mine is not None and not mine[1] else "dry run"
+            rule += f' <span class="own-rule">its rule ({how})</span>'
+        if r.get("none"):
+            cells = ["no shadow record yet"] + [""] * (len(_HEAD) - 3)
+        else:
+            cells = [r["stops"], r["right"], r["harmful"], r["neutral"], r["evals_freed"],
+                     escape(hours_text(r)), cost_text(r), r["pending"]]
+        out.append(f'<tr class="shadow-rule" data-own="{int(mine is not None)}">'
+                   f"<td>{escape(show(r['tenant'], 80))}</td><td>{rule}</td>"
                    + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     out.append("</table>")
     return "\n".join(out)
