@@ -312,10 +312,10 @@ def _status_json(db) -> list[dict]:
     return [json.loads(x)["shadow"] for x in out.stdout.splitlines() if '"shadow"' in x]
 
 
-def test_sigkill_mid_run_then_resume_gives_the_same_score(tmp_path, lab, live_and_offline):
+def test_sigkill_mid_run_then_resume_gives_the_same_score(tmp_path, lab):
     """A real controller process, SIGKILLed three times at random moments while the logs
-    grow, then run to the end: ``--status --json`` gives the same score."""
-    db, _ = live_and_offline
+    grow, then run to the end: ``--status --json`` gives the score of an uninterrupted
+    run."""
     (tmp_path / "policy.toml").write_text(POLICY)
     (tmp_path / "logs").mkdir()
     cmd = [sys.executable, "-m", "evalstop", "watch", "--jsonl", str(tmp_path / "logs"),
@@ -343,10 +343,6 @@ def test_sigkill_mid_run_then_resume_gives_the_same_score(tmp_path, lab, live_an
     subprocess.run([*cmd, "--once"], check=True, capture_output=True)
     assert kills == 3
     got = _status_json(tmp_path / "k.db")
-    want = [r for r in _score(db) if r["tenant"] != "gamma"]
-    for r in want:  # the uninterrupted run also timed out the unmarked jobs
-        r.update(runs=0, stops=0, right=0, harmful=0, neutral=0, evals_freed=0,
-                 wall_s_freed=0.0, gpu_hours_freed=0.0, median_cost=None, pending=0)
     marked = [x for x in lines if '"end": true' in x[2]]
     assert sum(r["runs"] for r in got) == sum(len(RULES[t]) for t, _f, _l in marked)
     # Same as an uninterrupted in-process run over the same lines.

@@ -23,8 +23,9 @@ record.
 
 Only jobs first seen while their tenant has shadow rules are followed (a job's score
 needs its whole run); a job keeps the rules it started with. A job whose live rule
-really stopped it (no dry run) is ``censored``: its end is no longer the run's, so its
-candidates' scores are kept apart. Records after a job has ended are not followed.
+really stopped it (no dry run), or an MLflow run once its own rule has decided (the
+source reads no further), is ``censored``: its end is no longer the run's, so its scores
+are kept apart. Records after a job has ended are not followed.
 Everything is saved with the poll (``shadow_store``), and a followed job's tables are
 reserved against its tenant's ``--tenant-bytes`` when it is admitted.
 """
@@ -159,8 +160,11 @@ class ShadowTracker:
                 f.stop_step, f.best_step, f.stop_at = live.stop_step, live.best_step, now
                 self._news = True
         rule = self.policy.rule_of(tenant)
-        if live.stopped and not (self.dry_run or (rule is not None and rule.dry_run)):
-            job.censored = True  # really stopped: the rest of the run never comes
+        dry = self.dry_run or (rule is not None and rule.dry_run)
+        # Really stopped, the rest of the run never comes; an MLflow run is not read
+        # past its own rule's stop, dry or not (``mlflow_source``).
+        if live.stopped and (not dry or key.source.startswith("mlflow:")):
+            job.censored = True
         if job.end_reason:
             self._end(key, job, now)
 
