@@ -204,7 +204,7 @@ class ShadowTracker:
     def write(self, db) -> None:
         """The poll's shadow rows (``StateStore.save_batch``'s ``extra``); may run again
         if the transaction is retried, so it only reads."""
-        jobs, rules, evals, scored = [], [], [], []
+        jobs, rules, evals, ended = [], [], [], []
         for key in self._dirty:
             job, ended_at = self._ended.get(key, (self.jobs.get(key), None))
             if job is None:
@@ -220,32 +220,40 @@ class ShadowTracker:
                          for s, v, t in zip(job.steps[start:], job.scores[start:],
                                             job.times[start:], strict=True))
             if ended_at is not None:
-                scored.extend(self._scores(key, job, ended_at))
-        shadow_store.write(db, jobs, rules, evals, scored)
+                ended.append((key, job, ended_at))
+        shadow_store.write(db, jobs, rules, evals, self._scores(ended))
 
-    def _scores(self, key: JobKey, job: _Job, ended_at: float) -> list[tuple]:
-        rule = self.policy.rule_of(job.tenant)
-        gpus = job.gpus if job.gpus is not None else (None if rule is None else rule.gpus)
-        n = len(job.steps)
+    def _scores(self, ended: list[tuple[JobKey, _Job, float]]) -> list[tuple]:
+        """The score rows of the jobs that ended, every (job, rule) costed in one call."""
         stops = []
-        for f in job.follows:
-            s, k = index_of(job.steps, f.stop_step), index_of(job.steps, f.best_step)
-            stops.append(None if s is None else Stop(s, s if k is None else k))
-        loss = costs(job.scores, stops)
+        for _key, job, _at in ended:
+            per = []
+            for f in job.follows:
+                s, k = index_of(job.steps, f.stop_step), index_of(job.steps, f.best_step)
+                per.append(None if s is None else Stop(s, s if k is None else k))
+            stops.append(per)
+        loss = costs([(job.scores, per) for (_k, job, _a), per in zip(ended, stops,
+                                                                      strict=True)])
         out = []
-        for f, stop, c in zip(job.follows, stops, loss, strict=True):
-            after = wall = hours = None
-            if stop is not None:
-                after = n - 1 - stop.stop_idx
-                t0, t1 = job.times[stop.stop_idx], job.times[-1]
-                wall = (t1 - t0 if t0 is not None and t1 is not None
-                        else job.last_seen - (f.stop_at or job.last_seen))
-                wall = max(0.0, wall)
-                hours = None if gpus is None else gpus * wall / 3600.0
-            out.append((key.source, key.name, job.tenant, f.rule, int(f.live),
-                        int(stop is not None), f.stop_step, f.best_step, n, after or 0, wall,
-                        gpus, hours, None if stop is None or math.isnan(c) else c,
-                        None if stop is None else verdict(c), int(job.censored), ended_at))
+        for (key, job, ended_at), per, lost in zip(ended, stops, loss, strict=True):
+            rule = self.policy.rule_of(job.tenant)
+            gpus = job.gpus if job.gpus is not None else (None if rule is None
+                                                          else rule.gpus)
+            n = len(job.steps)
+            for f, stop, c in zip(job.follows, per, lost, strict=True):
+                after = wall = hours = None
+                if stop is not None:
+                    after = n - 1 - stop.stop_idx
+                    t0, t1 = job.times[stop.stop_idx], job.times[-1]
+                    wall = (t1 - t0 if t0 is not None and t1 is not None
+                            else job.last_seen - (f.stop_at or job.last_seen))
+                    wall = max(0.0, wall)
+                    hours = None if gpus is None else gpus * wall / 3600.0
+                out.append((key.source, key.name, job.tenant, f.rule, int(f.live),
+                            int(stop is not None), f.stop_step, f.best_step, n, after or 0,
+                            wall, gpus, hours, None if stop is None or math.isnan(c) else c,
+                            None if stop is None else verdict(c), int(job.censored),
+                            ended_at))
         return out
 
     def saved(self) -> None:

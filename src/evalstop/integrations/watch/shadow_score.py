@@ -53,17 +53,31 @@ class Stop:
     kept_idx: int
 
 
-def costs(scores: Sequence[float], stops: Sequence[Stop | None]) -> list[float]:
-    """The tenant cost (``tenant_harm`` loss) of each stop on one run of ``scores``
-    (NaN where a run never gained; 0 for a rule that did not stop it)."""
-    n = len(scores)
-    if n == 0 or not stops:
-        return [math.nan] * len(stops)
-    table = np.tile(np.asarray(scores, float), (len(stops), 1))
-    stopped = np.array([s is not None for s in stops])
-    kept = np.array([0 if s is None else s.kept_idx for s in stops], np.int64)
-    th = tenant_harm(table, stopped, kept, np.zeros(len(stops), bool))
-    return [float(x) for x in th.loss]
+def costs(runs: Sequence[tuple[Sequence[float], Sequence[Stop | None]]]
+          ) -> list[list[float]]:
+    """The tenant cost (``tenant_harm`` loss) of each stop on each run, for runs given as
+    (scores, stops): NaN where a run never gained, 0 for a rule that did not stop it. All
+    runs are scored in one call (one row per run and rule, ragged runs NaN-padded)."""
+    rows = [(scores, stop) for scores, stops in runs if len(scores) for stop in stops]
+    out_flat: list[float] = []
+    if rows:
+        width = max(len(sc) for sc, _ in rows)
+        table = np.full((len(rows), width), np.nan)
+        for i, (sc, _) in enumerate(rows):
+            table[i, :len(sc)] = sc
+        stopped = np.array([s is not None for _, s in rows])
+        kept = np.array([0 if s is None else s.kept_idx for _, s in rows], np.int64)
+        n = np.array([len(sc) for sc, _ in rows], np.int64)
+        th = tenant_harm(table, stopped, kept, np.zeros(len(rows), bool), n_evals=n)
+        out_flat = [float(x) for x in th.loss]
+    out, i = [], 0
+    for scores, stops in runs:
+        if not len(scores):  # no eval at all: nothing to judge
+            out.append([math.nan] * len(stops))
+            continue
+        out.append(out_flat[i:i + len(stops)])
+        i += len(stops)
+    return out
 
 
 def index_of(steps: Sequence[int], step: int | None) -> int | None:
