@@ -392,6 +392,7 @@ def run(args) -> int:
     from evalstop.detectors import make_detector
     from evalstop.integrations.watch.actions import ShellAction, check_seconds
     from evalstop.integrations.watch.controller import Controller
+    from evalstop.integrations.watch.shadow import check_end_after
     from evalstop.integrations.watch.store import StateStore
 
     # Check every option before touching the state or any log.
@@ -406,6 +407,7 @@ def run(args) -> int:
             make_detector(spec, mode=args.mode or "max")
     if not args.once:
         check_seconds("--interval", args.interval)
+    check_end_after(args.shadow_end_after)
     check_seconds("--action-timeout", args.action_timeout)
     if args.serve is not None:
         _check_serve(args)

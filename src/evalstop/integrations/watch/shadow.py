@@ -49,6 +49,13 @@ from evalstop.integrations.watch.tenants import JobKey
 DEFAULT_END_AFTER = 3600.0  # seconds without a record after which a job has ended
 
 
+def check_end_after(seconds: float) -> float:
+    if not (isinstance(seconds, int | float) and math.isfinite(seconds) and seconds >= 0):
+        raise ValueError(f"--shadow-end-after must be a number of seconds >= 0, got "
+                         f"{seconds!r}")
+    return float(seconds)
+
+
 @dataclass(slots=True)
 class _Follow:
     """One rule followed on one job; ``detector`` is None for the live rule (it reads
@@ -90,12 +97,8 @@ class ShadowTracker:
     def __init__(self, store: StateStore, policy: Policy, *, dry_run: bool = False,
                  end_after: float = DEFAULT_END_AFTER,
                  clock: Callable[[], float] = time.time) -> None:
-        if not (isinstance(end_after, int | float) and math.isfinite(end_after)
-                and end_after >= 0):
-            raise ValueError(f"--shadow-end-after must be a number of seconds >= 0, got "
-                             f"{end_after!r}")
         self.store, self.policy, self.dry_run = store, policy, dry_run
-        self.end_after, self.clock = float(end_after), clock
+        self.end_after, self.clock = check_end_after(end_after), clock
         self.keep_evals = store.keep_evals
         self.jobs: dict[JobKey, _Job] = {}
         self._ended: dict[JobKey, tuple[_Job, float]] = {}  # ended this poll, not saved

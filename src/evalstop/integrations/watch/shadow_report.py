@@ -128,6 +128,19 @@ def curves_plot(path: Path, jobs: list[dict[str, Any]], scores: list[dict[str, A
     return save_png(fig, path, cols)
 
 
+def score_table(rows: list[dict[str, Any]]) -> Table:
+    cells = tuple(
+        (_plain(r["tenant"]), _plain(r["rule"]) + (" (its rule)" if r["live"] else ""),
+         *(str(r[f]) for f in ("runs", "stops", "right", "harmful", "neutral", "evals_freed")),
+         f"{r['wall_s_freed'] / 3600:.3g}", hours_text(r), cost_text(r), str(r["pending"]))
+        for r in rows)
+    return Table(("tenant", "rule", "runs", "stops", "right", "harmful", "neutral",
+                  "evals freed", "hours freed", "GPU-hours freed", "median cost",
+                  "awaiting end"), cells,
+                 caption="Runs: jobs followed to their end (a run a live stop cut short is "
+                         "not scored).")
+
+
 def write_report(store: StateStore, out_dir: str) -> Path:
     """Write ``report.html``, ``report.md`` and their PNGs under ``out_dir``; returns the
     HTML's path."""
@@ -150,32 +163,20 @@ def write_report(store: StateStore, out_dir: str) -> Path:
                  "**cost**: the tenant-harm loss (`evalstop.metrics.tenant_harm`), the "
                  "median over a rule's stops; negative: the stop kept a better checkpoint "
                  "than the run's end.")),
-        Heading(2, "Score per tenant and rule"),
-        Table(("tenant", "rule", "runs", "stops", "right", "harmful", "neutral",
-               "evals freed", "hours freed", "GPU-hours freed", "median cost", "awaiting end"),
-              tuple((_plain(r["tenant"]), _plain(r["rule"]) + (" (its rule)" if r["live"]
-                                                              else ""),
-                     str(r["runs"]), str(r["stops"]), str(r["right"]), str(r["harmful"]),
-                     str(r["neutral"]), str(r["evals_freed"]),
-                     f"{r['wall_s_freed'] / 3600:.3g}", hours_text(r), cost_text(r), str(r["pending"]))
-                    for r in rows),
-              caption="Runs: jobs followed to their end (a run a live stop cut short is not "
-                      "scored)."),
     ]
-    if rows:
+    if not rows:
+        blocks.append(Para("No job has been followed to its end yet."))
+    else:
         savings_plot(out / "shadow_savings.png", rows)
         curves_plot(out / "shadow_curves.png", jobs, scores, rules)
-        blocks += [
-            Heading(2, "Savings against harm"),
-            Image("shadow_savings.png", "Per tenant and rule: evals freed against harmful "
-                  "stops (left) and against the median tenant cost (right; dashed: the "
-                  "harm thresholds)."),
-            Heading(2, "Stops on their runs"),
-            Image("shadow_curves.png", f"Up to {MAX_RUNS} runs, those with a harmful stop "
-                  "first: each rule's would-be stop on the run's curve, coloured by its "
-                  "verdict."),
-        ]
-    else:
-        blocks.append(Para("No job has been followed to its end yet."))
+        blocks += [Heading(2, "Score per tenant and rule"), score_table(rows),
+                   Heading(2, "Savings against harm"),
+                   Image("shadow_savings.png", "Per tenant and rule: evals freed against "
+                         "harmful stops (left) and against the median tenant cost (right; "
+                         "dashed: the harm thresholds)."),
+                   Heading(2, "Stops on their runs"),
+                   Image("shadow_curves.png", f"Up to {MAX_RUNS} runs, up to half with a "
+                         "harmful stop: each rule's would-be stop on the run's curve, "
+                         "coloured by its verdict, with its kept checkpoint.")]
     write_text(out / "report.md", to_markdown(blocks))
     return write_text(out / "report.html", to_html(blocks, out, "Shadow retrospective"))
