@@ -533,3 +533,30 @@ def test_prometheus_gauges_match_the_score(live_and_offline, tmp_path):
         assert f"evalstop_shadow_stops{{{labels}}} {float(r['stops'])}" in text
         assert (f'evalstop_shadow_verdicts{{{labels},verdict="harmful"}} '
                 f"{float(r['harmful'])}") in text
+
+
+def test_a_live_stop_that_acts_censors_the_job(tmp_path, lab):
+    """A tenant whose rule acts: its jobs' candidates are followed, and a job its rule
+    really stopped is counted apart (censored), never judged; with no action its own rule
+    is followed as a dry run's."""
+    policy = ('shadow = ["evalstop:k=2"]\n[tenants.alpha]\naction = "true {job}"\n'
+              '[tenants.beta]\n[tenants.gamma]\ndry_run = true\naction = "true {job}"\n')
+    write_lines(tmp_path / "logs", live_lines(lab))
+    clock = Clock()
+    ctl = controller(tmp_path, clock, policy=policy)
+    ctl.run_until_idle()
+    clock.t += 3600
+    ctl.poll_once()
+    rows = {(r["tenant"], r["rule"]): r for r in shadow_rows(ctl.store)}
+    live_stops = {j.tenant: 0 for j in ctl.jobs.values()}
+    for j in ctl.jobs.values():
+        live_stops[j.tenant] += j.detector.stopped
+    ctl.close()
+    assert set(rows) == {("alpha", "evalstop:k=2"), ("beta", "default"),
+                         ("beta", "evalstop:k=2"), ("gamma", "default"),
+                         ("gamma", "evalstop:k=2")}
+    alpha = rows[("alpha", "evalstop:k=2")]
+    assert alpha["censored"] == live_stops["alpha"] > 0
+    assert alpha["runs"] == 40 - live_stops["alpha"]
+    assert rows[("beta", "default")]["live"] and rows[("beta", "default")]["censored"] == 0
+    assert rows[("gamma", "default")]["stops"] == live_stops["gamma"]

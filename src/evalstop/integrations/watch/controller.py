@@ -176,8 +176,9 @@ class Controller:
             store.bind(self.spec, mode)
         self.jobs: dict[JobKey, _Job] = {}
         # Stops a rule would have made, followed to the job's end (``shadow``).
-        self.shadow = ShadowTracker(store, self.policy, dry_run=dry_run,
-                                    end_after=shadow_end_after, clock=clock)
+        self.shadow = ShadowTracker(
+            store, self.policy, dry_run=dry_run, end_after=shadow_end_after, clock=clock,
+            acts=lambda t: self._actions.get(getattr(self.rule_of(t), "tenant", t)) is not None)
         if metrics is not None:
             from evalstop.integrations.watch.shadow_status import ShadowMetrics
 
@@ -329,10 +330,13 @@ class Controller:
                 if self._feed(key, job, item, res, taken):
                     changed[key] = job
                     job.updated = now
+            act = None
             if job.detector.stopped and not was_stopped:
                 res.stops.append(key)
-                new_actions.append(self._decide_action(key, job, now))
-            self.shadow.take(key, job.tenant, items, job.detector, new)
+                act = self._decide_action(key, job, now)
+                new_actions.append(act)
+            self.shadow.take(key, job.tenant, items, job.detector, new,
+                             acted=act is not None and act.status == "pending")
         self.shadow.end_idle({t for b in batches for t in getattr(b, "over_budget", {})})
         self.store.save_batch(
             (self._row(key, j) for key, j in changed.items()), offsets, gone, new_actions,

@@ -1,11 +1,11 @@
 """Shadow mode that keeps score: stops a rule would have made, followed to the job's end.
 
-A tenant's jobs are followed in shadow when its rule is a dry run (``dry_run``, or the
-controller's ``--dry-run``: the tenant's own rule, marked ``live``) or names candidate
-rules (``shadow = ["evalstop:k=2", "default:sigma=0.01"]``, per tenant and/or top level
-of the policy). Each candidate runs its own detector on the job's evals (never a fleet
-noise: no other job, let alone another tenant, can move it); the live rule's would-be stop
-is the job's own detector's. After a rule's would-be stop the job is still followed, its
+A tenant's jobs are followed in shadow when its own rule acts on nothing (``dry_run``,
+the controller's ``--dry-run``, or no action: that rule is followed, marked ``live``) or
+its policy names candidate rules (``shadow = ["evalstop:k=2", "default:sigma=0.01"]``,
+per tenant and/or at the top level). Each candidate runs its own detector on the job's
+evals (never a fleet noise: no other job, let alone another tenant, can move it); the
+live rule's would-be stop is the job's own detector's. After a rule's would-be stop the job is still followed, its
 evals kept, until it **ends**:
 
 * a record with ``"end": true`` (the job's last; its eval counts if it has one);
@@ -23,9 +23,9 @@ record.
 
 Only jobs first seen while their tenant has shadow rules are followed (a job's score
 needs its whole run); a job keeps the rules it started with. A job whose live rule
-really stopped it (no dry run), or an MLflow run once its own rule has decided (the
-source reads no further), is ``censored``: its end is no longer the run's, so its scores
-are kept apart. Records after a job has ended are not followed.
+really stopped it (its stop action was to run), or an MLflow run once its own rule has
+decided (the source reads no further), is ``censored``: its end is no longer the run's,
+so its scores are kept apart. Records after a job has ended are not followed.
 Everything is saved with the poll (``shadow_store``), and a followed job's tables are
 reserved against its tenant's ``--tenant-bytes`` when it is admitted.
 """
@@ -96,9 +96,11 @@ class ShadowTracker:
 
     def __init__(self, store: StateStore, policy: Policy, *, dry_run: bool = False,
                  end_after: float = DEFAULT_END_AFTER,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 acts: Callable[[str], bool] = lambda tenant: False) -> None:
         self.store, self.policy, self.dry_run = store, policy, dry_run
         self.end_after, self.clock = check_end_after(end_after), clock
+        self.acts = acts  # whether a tenant's stops run an action
         self.keep_evals = store.keep_evals
         self.jobs: dict[JobKey, _Job] = {}
         self._ended: dict[JobKey, tuple[_Job, float]] = {}  # ended this poll, not saved
@@ -114,7 +116,9 @@ class ShadowTracker:
     # ---- what a tenant's jobs cost --------------------------------------------------
     def _rules(self, tenant: str) -> list[tuple[str, bool]]:
         rule = self.policy.rule_of(tenant)
-        return [] if rule is None else rules_of(rule, self.dry_run or rule.dry_run)
+        if rule is None:
+            return []
+        return rules_of(rule, self.dry_run or rule.dry_run or not self.acts(tenant))
 
     def reserve(self, key: JobKey, tenant: str) -> int:
         """The state bytes a new job of ``tenant`` takes in shadow (0: not followed)."""
@@ -128,9 +132,10 @@ class ShadowTracker:
 
     # ---- one poll -------------------------------------------------------------------
     def take(self, key: JobKey, tenant: str, items: Iterable[Any], live: Detector,
-             new: bool) -> None:
+             new: bool, acted: bool = False) -> None:
         """A poll's records of one job (in step order), after its live detector took
-        them; ``new``: the job was admitted in this poll."""
+        them; ``new``: the job was admitted in this poll; ``acted``: its live stop, in this
+        poll, will run a stop action."""
         job = self.jobs.get(key)
         now = self.clock()
         if job is None:
@@ -162,11 +167,9 @@ class ShadowTracker:
             if f.live and f.stop_step is None and live.stopped:
                 f.stop_step, f.best_step, f.stop_at = live.stop_step, live.best_step, now
                 self._news = True
-        rule = self.policy.rule_of(tenant)
-        dry = self.dry_run or (rule is not None and rule.dry_run)
         # Really stopped, the rest of the run never comes; an MLflow run is not read
         # past its own rule's stop, dry or not (``mlflow_source``).
-        if live.stopped and (not dry or key.source.startswith("mlflow:")):
+        if acted or (live.stopped and key.source.startswith("mlflow:")):
             job.censored = True
         if job.end_reason:
             self._end(key, job, now)
