@@ -392,15 +392,15 @@ def test_a_tenants_logs_cannot_change_another_tenants_score(tmp_path, lab):
 
 
 def test_shadow_state_counts_against_the_tenant_bytes(tmp_path):
-    """A followed job reserves its shadow tables too: a quota that holds a job without
-    shadow rules refuses it with them."""
+    """A followed job reserves its shadow tables too: a quota that holds a job not
+    followed refuses it when it is (a candidate rule named)."""
     from evalstop.integrations.watch.quota import job_bytes
 
     (tmp_path / "logs" / "t").mkdir(parents=True)
     (tmp_path / "logs" / "t" / "a.jsonl").write_text(
         json.dumps({"job": "j", "step": 1, "eval": 1.0}) + "\n")
     need = job_bytes(str(tmp_path / "logs" / "t" / "a.jsonl"), "j", 2000)
-    plain = "[tenants.t]\n"
+    plain = '[tenants.t]\naction = "true {job}"\n'  # acts: not followed without shadow
     for policy, refused in ((plain, 0), ('shadow = ["evalstop:k=2"]\n' + plain, 1)):
         ctl = controller(tmp_path, Clock(), db=f"q{refused}.db", policy=policy,
                          tenant_bytes=need + 1000)

@@ -19,7 +19,6 @@ from matplotlib.figure import Figure
 from evalstop.fileio import prepare_out_dir, write_text
 from evalstop.integrations.watch import shadow_store
 from evalstop.integrations.watch.records import show
-from evalstop.integrations.watch.shadow_score import summarise
 from evalstop.integrations.watch.shadow_status import cost_text, hours_text
 from evalstop.integrations.watch.store import StateStore
 from evalstop.metrics.tenant_harm import TENANT_TOL
@@ -146,7 +145,7 @@ def write_report(store: StateStore, out_dir: str) -> Path:
     HTML's path."""
     out = prepare_out_dir(out_dir, "--report")
     scores = shadow_store.scores(store)
-    rows = summarise(scores, shadow_store.pending(store))
+    rows = shadow_store.summary(store)
     jobs = shadow_store.followed(store)
     rules = sorted({r["rule"] for r in rows})
     blocks: list = [

@@ -20,10 +20,8 @@ in a run of ``n`` evals:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from statistics import median
-from typing import Any
 
 import numpy as np
 
@@ -86,51 +84,3 @@ def index_of(steps: Sequence[int], step: int | None) -> int | None:
         return None
     i = int(np.searchsorted(np.asarray(steps, np.int64), step))
     return i if i < len(steps) and steps[i] == step else None
-
-
-def summarise(scores: Iterable[dict[str, Any]],
-              pending: Iterable[tuple[str, str, bool]] = ()) -> list[dict[str, Any]]:
-    """Per (tenant, rule): the runs followed to their end, the shadow stops among them and
-    their verdicts, what they would have freed and the median tenant cost; ``pending``
-    are (tenant, rule, live) of stops whose job has not ended yet. Stops on a job that a
-    live stop cut short (``censored``) are counted apart: their end is not the run's."""
-    out: dict[tuple[str, str], dict[str, Any]] = {}
-
-    def entry(tenant: str, rule: str, live: bool) -> dict[str, Any]:
-        e = out.get((tenant, rule))
-        if e is None:
-            e = out[(tenant, rule)] = {
-                "tenant": tenant, "rule": rule, "live": live, "runs": 0, "stops": 0,
-                **{v: 0 for v in VERDICTS}, "evals_freed": 0, "wall_s_freed": 0.0,
-                "gpu_hours_freed": 0.0, "gpu_hours_unknown": 0, "median_cost": None,
-                "pending": 0, "censored": 0, "_costs": []}
-        e["live"] = e["live"] or live
-        return e
-
-    for r in scores:
-        e = entry(r["tenant"], r["rule"], bool(r["live"]))
-        if r["censored"]:
-            e["censored"] += 1
-            continue
-        e["runs"] += 1
-        if not r["stopped"]:
-            continue
-        e["stops"] += 1
-        e[r["verdict"]] += 1
-        e["evals_freed"] += r["evals_after"]
-        e["wall_s_freed"] += r["wall_s"] or 0.0
-        if r["gpu_hours"] is None:
-            e["gpu_hours_unknown"] += 1
-        else:
-            e["gpu_hours_freed"] += r["gpu_hours"]
-        if r["loss"] is not None and math.isfinite(r["loss"]):
-            e["_costs"].append(r["loss"])
-    for tenant, rule, live in pending:
-        entry(tenant, rule, live)["pending"] += 1
-    rows = []
-    for key in sorted(out):
-        e = out[key]
-        c = e.pop("_costs")
-        e["median_cost"] = float(median(c)) if c else None
-        rows.append(e)
-    return rows

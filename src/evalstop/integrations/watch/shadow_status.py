@@ -1,5 +1,5 @@
 """The shadow score where a team looks: ``--status`` (and ``--json``), the status page
-and Prometheus, per tenant and rule (``shadow_score.summarise``)."""
+and Prometheus, per tenant and rule (``shadow_store.summary``)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,8 @@ from evalstop.integrations.watch.store import StateStore
 
 
 def shadow_rows(store: StateStore) -> list[dict[str, Any]]:
-    """Per (tenant, rule): the score so far (``shadow_score.summarise``)."""
-    from evalstop.integrations.watch.shadow_score import summarise
-
-    return summarise(shadow_store.scores(store), shadow_store.pending(store))
+    """Per (tenant, rule): the score so far (``shadow_store.summary``)."""
+    return shadow_store.summary(store)
 
 
 def hours_text(r: dict[str, Any]) -> str:

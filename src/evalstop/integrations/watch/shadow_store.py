@@ -40,6 +40,8 @@ CREATE TABLE IF NOT EXISTS shadow_scores(
     n_evals INTEGER NOT NULL, evals_after INTEGER NOT NULL, wall_s REAL, gpus REAL,
     gpu_hours REAL, loss REAL, verdict TEXT, censored INTEGER NOT NULL,
     ended_at REAL NOT NULL, PRIMARY KEY (source, job, rule));
+CREATE INDEX IF NOT EXISTS shadow_scores_cost
+    ON shadow_scores(tenant, rule, censored, stopped, loss);
 """
 
 SCORE_COLUMNS = ("source", "job", "tenant", "rule", "live", "stopped", "stop_step",
@@ -77,14 +79,56 @@ def scores(store: StateStore) -> list[dict[str, Any]]:
                          "ORDER BY tenant, rule, source, job")
 
 
-def pending(store: StateStore) -> list[tuple[str, str, bool]]:
-    """(tenant, rule, live) of each would-be stop whose job has not ended yet."""
+_SCORED = "censored = 0 AND stopped = 1"
+_SUMMARY = f"""
+SELECT tenant, rule, MAX(live) AS live, SUM(censored = 0) AS runs, SUM({_SCORED}) AS stops,
+  SUM({_SCORED} AND verdict = 'right') AS right,
+  SUM({_SCORED} AND verdict = 'harmful') AS harmful,
+  SUM({_SCORED} AND verdict = 'neutral') AS neutral,
+  TOTAL(CASE WHEN {_SCORED} THEN evals_after END) AS evals_freed,
+  TOTAL(CASE WHEN {_SCORED} THEN wall_s END) AS wall_s_freed,
+  TOTAL(CASE WHEN {_SCORED} THEN gpu_hours END) AS gpu_hours_freed,
+  SUM({_SCORED} AND gpu_hours IS NULL) AS gpu_hours_unknown,
+  SUM({_SCORED} AND loss IS NOT NULL) AS n_costs,
+  SUM(censored = 1) AS censored
+FROM shadow_scores GROUP BY tenant, rule
+"""
+_PENDING = """
+SELECT j.tenant, r.rule, MAX(r.live), COUNT(*) FROM shadow_rules r JOIN shadow_jobs j
+ON r.source = j.source AND r.job = j.job WHERE j.ended = 0 AND r.stop_step IS NOT NULL
+GROUP BY j.tenant, r.rule
+"""
+
+
+def summary(store: StateStore) -> list[dict[str, Any]]:
+    """Per (tenant, rule), in that order: the runs followed to their end, the shadow stops
+    among them and their verdicts, what they would have freed, the median tenant cost,
+    the stops whose job has not ended (``pending``) and the runs a live stop cut short
+    (``censored``, not scored: their end is not the run's). Aggregated by SQLite, the
+    median read from an index: the cost is one row per tenant and rule, not per job."""
     if not has_tables(store):
         return []
-    return [(t, r, bool(live)) for t, r, live in store.db.execute(
-        "SELECT j.tenant, r.rule, r.live FROM shadow_rules r JOIN shadow_jobs j "
-        "ON r.source = j.source AND r.job = j.job "
-        "WHERE j.ended = 0 AND r.stop_step IS NOT NULL")]
+    rows = {(r["tenant"], r["rule"]): r for r in _dicts(store, _SUMMARY)}
+    for tenant, rule, live, n in store.db.execute(_PENDING):
+        rows.setdefault((tenant, rule), {
+            "tenant": tenant, "rule": rule, "live": live, "runs": 0, "stops": 0, "right": 0,
+            "harmful": 0, "neutral": 0, "evals_freed": 0, "wall_s_freed": 0.0,
+            "gpu_hours_freed": 0.0, "gpu_hours_unknown": 0, "n_costs": 0, "censored": 0,
+        })["pending"] = n
+    out = []
+    for key in sorted(rows):
+        r = rows[key]
+        n = r.pop("n_costs")
+        r["live"] = bool(r["live"])
+        r["evals_freed"] = int(r["evals_freed"])
+        r.setdefault("pending", 0)
+        mid = [c for (c,) in store.db.execute(
+            f"SELECT loss FROM shadow_scores WHERE tenant=? AND rule=? AND {_SCORED} AND "
+            "loss IS NOT NULL ORDER BY loss LIMIT ? OFFSET ?",
+            (*key, 2 - n % 2, (n - 1) // 2))] if n else []
+        r["median_cost"] = sum(mid) / len(mid) if mid else None
+        out.append(r)
+    return out
 
 
 def active(store: StateStore) -> list[dict[str, Any]]:
