@@ -3,8 +3,8 @@ stops would have freed, against what the same rule freed live, measured by sacct
 
 One local testbed (``evalstop testbed``), one workload of the ``paper`` preset replayed
 twice on it: first with no stop action while ``evalstop watch`` follows the logs with the
-rule in shadow (its own rule, with no action: followed to each job's end, which the
-worker marks), then with the rule live (``evalstop testbed replay --detector``: each stop
+rule in shadow (``--shadow RULE``: followed to each job's end, which the worker marks),
+then with the rule live (``evalstop testbed replay --detector``: each stop
 cancels the job through ``scancel``). Per job stopped both ways, the shadow's freed
 GPU-seconds (GPUs x wall seconds from the stop's record to the job's last, from the
 records) against the live run's (GPUs x the job's duration less its run time in sacct).
@@ -46,7 +46,7 @@ def shadow_way(workload, folder: Path, args, env: dict) -> dict[str, dict]:
     src = str(Path(__file__).resolve().parents[1] / "src")
     watch = subprocess.Popen(
         [sys.executable, "-m", "evalstop", "watch", "--jsonl", str(folder / "logs"),
-         "--db", str(folder / "shadow.db"), "--detector", args.rule,
+         "--db", str(folder / "shadow.db"), "--shadow", args.rule,
          "--interval", str(args.poll), "--shadow-end-after", "3600"],
         env={**env, "PYTHONPATH": os.pathsep.join(p for p in (src, env.get("PYTHONPATH"))
                                                   if p)},

@@ -392,15 +392,15 @@ def test_a_tenants_logs_cannot_change_another_tenants_score(tmp_path, lab):
 
 
 def test_shadow_state_counts_against_the_tenant_bytes(tmp_path):
-    """A followed job reserves its shadow tables too: a quota that holds a job not
-    followed refuses it when it is (a candidate rule named)."""
+    """A followed job reserves its shadow tables too: a quota that holds a job without
+    shadow rules refuses it with them."""
     from evalstop.integrations.watch.quota import job_bytes
 
     (tmp_path / "logs" / "t").mkdir(parents=True)
     (tmp_path / "logs" / "t" / "a.jsonl").write_text(
         json.dumps({"job": "j", "step": 1, "eval": 1.0}) + "\n")
     need = job_bytes(str(tmp_path / "logs" / "t" / "a.jsonl"), "j", 2000)
-    plain = '[tenants.t]\naction = "true {job}"\n'  # acts: not followed without shadow
+    plain = "[tenants.t]\n"
     for policy, refused in ((plain, 0), ('shadow = ["evalstop:k=2"]\n' + plain, 1)):
         ctl = controller(tmp_path, Clock(), db=f"q{refused}.db", policy=policy,
                          tenant_bytes=need + 1000)
@@ -439,7 +439,7 @@ def test_status_report_and_corpus_export(live_and_offline, lab, tmp_path):
     text = subprocess.run([*run, "--status"], capture_output=True, text=True,
                           check=True).stdout
     assert "shadow score by tenant and rule" in text
-    assert "alpha default [its rule, dry run]:" in text
+    assert "alpha default [its own rule, dry run]:" in text
     rows = _status_json(db)
     assert rows == json.loads(json.dumps(_score(db)))
     corpus = tmp_path / "fleet.jsonl"
@@ -537,8 +537,8 @@ def test_prometheus_gauges_match_the_score(live_and_offline, tmp_path):
 
 def test_a_live_stop_that_acts_censors_the_job(tmp_path, lab):
     """A tenant whose rule acts: its jobs' candidates are followed, and a job its rule
-    really stopped is counted apart (censored), never judged; with no action its own rule
-    is followed as a dry run's."""
+    really stopped is counted apart (censored), never judged; a stop that runs no action
+    (none configured, or a dry run) censors nothing."""
     policy = ('shadow = ["evalstop:k=2"]\n[tenants.alpha]\naction = "true {job}"\n'
               '[tenants.beta]\n[tenants.gamma]\ndry_run = true\naction = "true {job}"\n')
     write_lines(tmp_path / "logs", live_lines(lab))
@@ -552,11 +552,12 @@ def test_a_live_stop_that_acts_censors_the_job(tmp_path, lab):
     for j in ctl.jobs.values():
         live_stops[j.tenant] += j.detector.stopped
     ctl.close()
-    assert set(rows) == {("alpha", "evalstop:k=2"), ("beta", "default"),
-                         ("beta", "evalstop:k=2"), ("gamma", "default"),
-                         ("gamma", "evalstop:k=2")}
+    assert set(rows) == {("alpha", "evalstop:k=2"), ("beta", "evalstop:k=2"),
+                         ("gamma", "default"), ("gamma", "evalstop:k=2")}
     alpha = rows[("alpha", "evalstop:k=2")]
     assert alpha["censored"] == live_stops["alpha"] > 0
     assert alpha["runs"] == 40 - live_stops["alpha"]
-    assert rows[("beta", "default")]["live"] and rows[("beta", "default")]["censored"] == 0
+    assert live_stops["beta"] > 0 and rows[("beta", "evalstop:k=2")]["censored"] == 0
+    assert rows[("beta", "evalstop:k=2")]["runs"] == 40
+    assert rows[("gamma", "default")]["live"] and rows[("gamma", "default")]["censored"] == 0
     assert rows[("gamma", "default")]["stops"] == live_stops["gamma"]

@@ -176,9 +176,8 @@ class Controller:
             store.bind(self.spec, mode)
         self.jobs: dict[JobKey, _Job] = {}
         # Stops a rule would have made, followed to the job's end (``shadow``).
-        self.shadow = ShadowTracker(
-            store, self.policy, dry_run=dry_run, end_after=shadow_end_after, clock=clock,
-            acts=lambda t: self._actions.get(getattr(self.rule_of(t), "tenant", t)) is not None)
+        self.shadow = ShadowTracker(store, self.policy, dry_run=dry_run,
+                                    end_after=shadow_end_after, clock=clock)
         if metrics is not None:
             from evalstop.integrations.watch.shadow_status import ShadowMetrics
 

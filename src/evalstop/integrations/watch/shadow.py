@@ -1,9 +1,9 @@
 """Shadow mode that keeps score: stops a rule would have made, followed to the job's end.
 
-A tenant's jobs are followed in shadow when its own rule acts on nothing (``dry_run``,
-the controller's ``--dry-run``, or no action: that rule is followed, marked ``live``) or
-its policy names candidate rules (``shadow = ["evalstop:k=2", "default:sigma=0.01"]``,
-per tenant and/or at the top level). Each candidate runs its own detector on the job's
+A tenant's jobs are followed in shadow when its own rule is a dry run (``dry_run``, or
+the controller's ``--dry-run``: that rule is followed, marked ``live``) or its policy
+names candidate rules (``shadow = ["evalstop:k=2", "default:sigma=0.01"]``, per tenant
+and/or at the top level; ``--shadow SPEC`` without a policy). Each candidate runs its own detector on the job's
 evals (never a fleet noise: no other job, let alone another tenant, can move it); the
 live rule's would-be stop is the job's own detector's. After a rule's would-be stop the job is still followed, its
 evals kept, until it **ends**:
@@ -96,11 +96,9 @@ class ShadowTracker:
 
     def __init__(self, store: StateStore, policy: Policy, *, dry_run: bool = False,
                  end_after: float = DEFAULT_END_AFTER,
-                 clock: Callable[[], float] = time.time,
-                 acts: Callable[[str], bool] = lambda tenant: False) -> None:
+                 clock: Callable[[], float] = time.time) -> None:
         self.store, self.policy, self.dry_run = store, policy, dry_run
         self.end_after, self.clock = check_end_after(end_after), clock
-        self.acts = acts  # whether a tenant's stops run an action
         self.keep_evals = store.keep_evals
         self.jobs: dict[JobKey, _Job] = {}
         self._ended: dict[JobKey, tuple[_Job, float]] = {}  # ended this poll, not saved
@@ -116,9 +114,7 @@ class ShadowTracker:
     # ---- what a tenant's jobs cost --------------------------------------------------
     def _rules(self, tenant: str) -> list[tuple[str, bool]]:
         rule = self.policy.rule_of(tenant)
-        if rule is None:
-            return []
-        return rules_of(rule, self.dry_run or rule.dry_run or not self.acts(tenant))
+        return [] if rule is None else rules_of(rule, self.dry_run or rule.dry_run)
 
     def reserve(self, key: JobKey, tenant: str) -> int:
         """The state bytes a new job of ``tenant`` takes in shadow (0: not followed)."""

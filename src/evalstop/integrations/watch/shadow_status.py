@@ -34,7 +34,7 @@ def format_shadow(rows: list[dict[str, Any]]) -> str:
     lines = ["shadow score by tenant and rule (runs followed to their end; cost: median "
              "tenant cost of the stops, share of the run's gain):"]
     for r in rows:
-        live = " [its rule, dry run]" if r["live"] else ""
+        live = " [its own rule, dry run]" if r["live"] else ""
         more = []
         if r["pending"]:
             more.append(f"{r['pending']} stops awaiting their job's end")
