@@ -461,6 +461,9 @@ def test_status_report_and_corpus_export(live_and_offline, lab, tmp_path):
                                "--detector", "evalstop:k=2"], capture_output=True, text=True,
                               check=True).stdout.splitlines() for p in (corpus, orig)]
     assert sorted(replays[0]) == sorted(replays[1])
+    noise = subprocess.run([sys.executable, "-m", "evalstop", "noise", str(corpus)],
+                           capture_output=True, text=True)
+    assert noise.returncode == 0 and "stop rule: --detector" in noise.stdout
     again = subprocess.run([*run, "--export-corpus", str(corpus)], capture_output=True,
                            text=True)
     assert again.returncode == 2 and "exists; not replaced" in again.stderr
@@ -561,3 +564,27 @@ def test_a_live_stop_that_acts_censors_the_job(tmp_path, lab):
     assert rows[("beta", "evalstop:k=2")]["runs"] == 40
     assert rows[("gamma", "default")]["live"] and rows[("gamma", "default")]["censored"] == 0
     assert rows[("gamma", "default")]["stops"] == live_stops["gamma"]
+
+
+def test_export_keeps_two_logs_jobs_of_one_name_apart(tmp_path):
+    """Two logs (of one tenant, and of another) with a job of one name: three runs in the
+    corpus, named apart, each with its own evals; NaN evals written null."""
+    for rel, base in (("alpha/a.jsonl", 0.0), ("alpha/b.jsonl", 10.0), ("beta/a.jsonl", 20.0)):
+        recs = [{"job": "run", "step": s, "eval": base + s, "end": s == 3} for s in range(4)]
+        recs[1]["eval"] = float("nan")
+        write_lines(tmp_path / "logs", [(None, rel, json.dumps(r) + "\n") for r in recs])
+    ctl = controller(tmp_path, Clock())
+    ctl.run_until_idle()
+    ctl.close()
+    store = StateStore(str(tmp_path / "w.db"), readonly=True)
+    try:
+        from evalstop.integrations.watch.shadow_export import export_corpus
+
+        assert export_corpus(store, str(tmp_path / "c.jsonl")) == (3, 12)
+    finally:
+        store.close()
+    recs = [json.loads(x) for x in (tmp_path / "c.jsonl").read_text().splitlines()]
+    firsts = {(r["tenant"], r["job"]): r["eval"] for r in recs if r["step"] == 0}
+    assert firsts == {("alpha", "run"): 0.0, ("alpha", "run~2"): 10.0,
+                      ("beta", "run~3"): 20.0}
+    assert [r["eval"] for r in recs if r["step"] == 1] == [None, None, None]

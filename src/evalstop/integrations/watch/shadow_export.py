@@ -3,7 +3,7 @@
 Every job followed in shadow to its end is written in the eval-log format
 (``evalstop.evallog``: ``{"job", "step", "eval"}``, plus ``tenant``, and ``time`` and
 ``gpus`` where known), one record per eval, each job's records in step order, so
-``evalstop replay`` and ``evalstop bench-detectors`` read it as they read any log. Job
+``evalstop replay`` and ``evalstop noise`` read it as they read any log. Job
 names are unique per file: a name that two followed logs share (one tenant's, or two
 tenants') is written ``NAME~2``, ``NAME~3``... in (tenant, source) order. A NaN eval is
 written ``null``. The file is written whole or not at all, and an existing file is never
