@@ -66,20 +66,24 @@ class _Follow:
     detector: Detector | None
     stop_step: int | None = None
     best_step: int | None = None
-    stop_at: float | None = None
+    stop_at: float | None = None  # the controller's clock when it was decided
+    stop_time: float | None = None  # the deciding record's own ``time``
 
 
 @dataclass(slots=True)
 class _Job:
+    """A followed job: its curve is in the database (``shadow_evals``), but for the evals
+    of this poll (``fresh``), so what a job holds in memory does not grow with its run."""
+
     tenant: str
     follows: list[_Follow]
     gpus: float | None = None
     last_seen: float = 0.0
     censored: bool = False
-    steps: list[int] = field(default_factory=list)
-    scores: list[float] = field(default_factory=list)
-    times: list[float | None] = field(default_factory=list)
-    fresh: int = 0  # evals at the end of the curve not saved yet
+    n: int = 0  # evals taken
+    last_step: int | None = None
+    last_time: float | None = None  # the last eval's own ``time``
+    fresh: list[tuple[int, float, float | None]] = field(default_factory=list)
     end_reason: str = ""
 
 
@@ -147,7 +151,7 @@ class ShadowTracker:
         job.last_seen = now
         for item in items:
             rec = item.rec
-            if job.steps and rec.step <= job.steps[-1]:
+            if job.last_step is not None and rec.step <= job.last_step:
                 continue  # as the live detector: a step already taken is not taken again
             if rec.gpus is not None:
                 job.gpus = rec.gpus
@@ -155,13 +159,15 @@ class ShadowTracker:
                 self._eval(job, rec, now)
             if rec.end:
                 job.end_reason = "end marker"
-            elif len(job.steps) >= self.keep_evals:
+            elif job.n >= self.keep_evals:
                 job.end_reason = "eval cap"
             if job.end_reason:
                 break
         for f in job.follows:
             if f.live and f.stop_step is None and live.stopped:
                 f.stop_step, f.best_step, f.stop_at = live.stop_step, live.best_step, now
+                f.stop_time = next((it.rec.time for it in items
+                                    if it.rec.step == live.stop_step), None)
                 self._news = True
         # Really stopped, the rest of the run never comes; an MLflow run is not read
         # past its own rule's stop, dry or not (``mlflow_source``).
@@ -171,10 +177,9 @@ class ShadowTracker:
             self._end(key, job, now)
 
     def _eval(self, job: _Job, rec: Any, now: float) -> None:
-        job.steps.append(rec.step)
-        job.scores.append(rec.eval)
-        job.times.append(rec.time)
-        job.fresh += 1
+        job.fresh.append((rec.step, rec.eval, rec.time))
+        job.n += 1
+        job.last_step, job.last_time = rec.step, rec.time
         for f in job.follows:
             d = f.detector
             if d is None or d.stopped:
@@ -185,6 +190,7 @@ class ShadowTracker:
                 continue
             if d.stopped:
                 f.stop_step, f.best_step, f.stop_at = d.stop_step, d.best_step, now
+                f.stop_time = rec.time
                 self._news = True
 
     def end_idle(self, busy: set[str]) -> None:
@@ -204,8 +210,10 @@ class ShadowTracker:
 
     # ---- saving -----------------------------------------------------------------------
     def write(self, db) -> None:
-        """The poll's shadow rows (``StateStore.save_batch``'s ``extra``); may run again
-        if the transaction is retried, so it only reads."""
+        """The poll's shadow rows (``StateStore.save_batch``'s ``extra``): the evals
+        first, then the scores of the jobs that ended, read back whole in the same
+        transaction. It may run again if the transaction is retried, so it changes
+        nothing in memory."""
         jobs, rules, evals, ended = [], [], [], []
         for key in self._dirty:
             job, ended_at = self._ended.get(key, (self.jobs.get(key), None))
@@ -216,44 +224,46 @@ class ShadowTracker:
             for f in job.follows:
                 state = "" if f.detector is None else json.dumps(f.detector.state_dict())
                 rules.append((key.source, key.name, f.rule, int(f.live), state, f.stop_step,
-                              f.best_step, f.stop_at))
-            start = len(job.steps) - job.fresh
+                              f.best_step, f.stop_at, f.stop_time))
             evals.extend((key.source, key.name, s, None if math.isnan(v) else v, t)
-                         for s, v, t in zip(job.steps[start:], job.scores[start:],
-                                            job.times[start:], strict=True))
+                         for s, v, t in job.fresh)
             if ended_at is not None:
                 ended.append((key, job, ended_at))
-        shadow_store.write(db, jobs, rules, evals, self._scores(ended))
+        shadow_store.write(db, jobs, rules, evals)
+        shadow_store.write_scores(db, self._scores(db, ended))
 
-    def _scores(self, ended: list[tuple[JobKey, _Job, float]]) -> list[tuple]:
+    def _scores(self, db, ended: list[tuple[JobKey, _Job, float]]) -> list[tuple]:
         """The score rows of the jobs that ended, every (job, rule) costed in one call."""
-        stops = []
-        for _key, job, _at in ended:
+        curves, stops = [], []
+        for key, job, _at in ended:
+            steps, scores = shadow_store.read_curve(db, key.source, key.name)
+            curves.append(scores)
             per = []
             for f in job.follows:
-                s, k = index_of(job.steps, f.stop_step), index_of(job.steps, f.best_step)
+                s, k = index_of(steps, f.stop_step), index_of(steps, f.best_step)
                 per.append(None if s is None else Stop(s, s if k is None else k))
             stops.append(per)
-        loss = costs([(job.scores, per) for (_k, job, _a), per in zip(ended, stops,
-                                                                      strict=True)])
+        loss = costs(list(zip(curves, stops, strict=True)))
         out = []
-        for (key, job, ended_at), per, lost in zip(ended, stops, loss, strict=True):
+        for (key, job, ended_at), curve, per, lost in zip(ended, curves, stops, loss,
+                                                          strict=True):
+            n = len(curve)
             rule = self.policy.rule_of(job.tenant)
             gpus = job.gpus if job.gpus is not None else (None if rule is None
                                                           else rule.gpus)
-            n = len(job.steps)
             for f, stop, c in zip(job.follows, per, lost, strict=True):
                 after = wall = hours = None
                 if stop is not None:
                     after = n - 1 - stop.stop_idx
-                    t0, t1 = job.times[stop.stop_idx], job.times[-1]
-                    wall = (t1 - t0 if t0 is not None and t1 is not None
+                    wall = (job.last_time - f.stop_time
+                            if f.stop_time is not None and job.last_time is not None
                             else job.last_seen - (f.stop_at or job.last_seen))
                     wall = max(0.0, wall)
                     hours = None if gpus is None else gpus * wall / 3600.0
                 out.append((key.source, key.name, job.tenant, f.rule, int(f.live),
-                            int(stop is not None), f.stop_step, f.best_step, n, after or 0,
-                            wall, gpus, hours, None if stop is None or math.isnan(c) else c,
+                            int(stop is not None), f.stop_step, f.best_step, n,
+                            after or 0, wall, gpus, hours,
+                            None if stop is None or math.isnan(c) else c,
                             None if stop is None else verdict(c), int(job.censored),
                             ended_at))
         return out
@@ -263,7 +273,7 @@ class ShadowTracker:
         for key in self._dirty:
             job = self.jobs.get(key)
             if job is not None:
-                job.fresh = 0
+                job.fresh = []
         self._dirty.clear()
         self._ended.clear()
         news, self._news = self._news, False
@@ -279,10 +289,6 @@ def _restore(row: dict[str, Any]) -> _Job:
             det = make_detector(r["state"]["spec"], mode=r["state"]["mode"])
             det.load_state_dict(r["state"])
         follows.append(_Follow(r["rule"], bool(r["live"]), det, r["stop_step"],
-                               r["best_step"], r["stop_at"]))
-    job = _Job(row["tenant"], follows, row["gpus"], row["last_seen"], bool(row["censored"]))
-    for step, score, t in row["curve"]:
-        job.steps.append(step)
-        job.scores.append(math.nan if score is None else score)
-        job.times.append(t)
-    return job
+                               r["best_step"], r["stop_at"], r["stop_time"]))
+    return _Job(row["tenant"], follows, row["gpus"], row["last_seen"], bool(row["censored"]),
+                row["n"], row["last_step"], row["last_time"])

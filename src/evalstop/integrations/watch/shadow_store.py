@@ -17,6 +17,7 @@ and scores in step with its read offsets, as the live detectors are:
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from evalstop.integrations.watch.quota import JOB_ROW_BYTES, eval_row_bytes
@@ -29,7 +30,7 @@ CREATE TABLE IF NOT EXISTS shadow_jobs(
     censored INTEGER NOT NULL, PRIMARY KEY (source, job));
 CREATE TABLE IF NOT EXISTS shadow_rules(
     source TEXT NOT NULL, job TEXT NOT NULL, rule TEXT NOT NULL, live INTEGER NOT NULL,
-    state TEXT NOT NULL, stop_step INTEGER, best_step INTEGER, stop_at REAL,
+    state TEXT NOT NULL, stop_step INTEGER, best_step INTEGER, stop_at REAL, stop_time REAL,
     PRIMARY KEY (source, job, rule));
 CREATE TABLE IF NOT EXISTS shadow_evals(
     source TEXT NOT NULL, job TEXT NOT NULL, step INTEGER NOT NULL, score REAL, time REAL,
@@ -132,17 +133,22 @@ def summary(store: StateStore) -> list[dict[str, Any]]:
 
 
 def active(store: StateStore) -> list[dict[str, Any]]:
-    """The followed jobs that have not ended, each with its rules and curve."""
+    """The followed jobs that have not ended, each with its rules, its eval count, and
+    its last eval's step and time."""
     jobs = _dicts(store, "SELECT source, job, tenant, gpus, last_seen, censored FROM "
                          "shadow_jobs WHERE ended = 0 ORDER BY source, job")
     for j in jobs:
         key = (j["source"], j["job"])
-        j["rules"] = _dicts(store, "SELECT rule, live, state, stop_step, best_step, stop_at "
-                                   "FROM shadow_rules WHERE source=? AND job=? ORDER BY "
-                                   "rowid", key)
+        j["rules"] = _dicts(store, "SELECT rule, live, state, stop_step, best_step, stop_at, "
+                                   "stop_time FROM shadow_rules WHERE source=? AND job=? "
+                                   "ORDER BY rowid", key)
         for r in j["rules"]:
             r["state"] = json.loads(r["state"]) if r["state"] else None
-        j["curve"] = curve(store, *key)
+        (j["n"],) = store.db.execute("SELECT COUNT(*) FROM shadow_evals WHERE source=? AND "
+                                     "job=?", key).fetchone()
+        last = store.db.execute("SELECT step, time FROM shadow_evals WHERE source=? AND "
+                                "job=? ORDER BY step DESC LIMIT 1", key).fetchone()
+        j["last_step"], j["last_time"] = last if last is not None else (None, None)
     return jobs
 
 
@@ -159,6 +165,14 @@ def curve(store: StateStore, source: str, job: str
                                  "AND job=? ORDER BY step", (source, job)))
 
 
+def read_curve(db, source: str, job: str) -> tuple[list[int], list[float]]:
+    """One followed job's steps and scores (NaN where none), in step order, through the
+    connection ``db`` (inside the poll's transaction: what it wrote counts)."""
+    rows = db.execute("SELECT step, score FROM shadow_evals WHERE source=? AND job=? "
+                      "ORDER BY step", (source, job)).fetchall()
+    return [s for s, _ in rows], [math.nan if v is None else v for _, v in rows]
+
+
 def followed(store: StateStore, ended_only: bool = True) -> list[dict[str, Any]]:
     """The followed jobs (those that ended, by default), with their curves."""
     if not has_tables(store):
@@ -171,9 +185,8 @@ def followed(store: StateStore, ended_only: bool = True) -> list[dict[str, Any]]
     return jobs
 
 
-def write(db, jobs: list[tuple], rules: list[tuple], evals: list[tuple],
-          scored: list[tuple]) -> None:
-    """One poll's shadow rows, inside the poll's transaction."""
+def write(db, jobs: list[tuple], rules: list[tuple], evals: list[tuple]) -> None:
+    """One poll's followed jobs, rules and evals, inside the poll's transaction."""
     db.executemany(
         "INSERT INTO shadow_jobs(source, job, tenant, gpus, last_seen, ended, end_reason, "
         "censored) VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(source, job) DO UPDATE SET "
@@ -181,10 +194,15 @@ def write(db, jobs: list[tuple], rules: list[tuple], evals: list[tuple],
         "end_reason=excluded.end_reason, censored=excluded.censored", jobs)
     db.executemany(
         "INSERT INTO shadow_rules(source, job, rule, live, state, stop_step, best_step, "
-        "stop_at) VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(source, job, rule) DO UPDATE SET "
-        "state=excluded.state, stop_step=excluded.stop_step, best_step=excluded.best_step, "
-        "stop_at=excluded.stop_at", rules)
+        "stop_at, stop_time) VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(source, job, rule) DO "
+        "UPDATE SET state=excluded.state, stop_step=excluded.stop_step, "
+        "best_step=excluded.best_step, stop_at=excluded.stop_at, "
+        "stop_time=excluded.stop_time", rules)
     db.executemany("INSERT OR IGNORE INTO shadow_evals(source, job, step, score, time) "
                    "VALUES (?,?,?,?,?)", evals)
+
+
+def write_scores(db, scored: list[tuple]) -> None:
+    """The scores of the jobs that ended this poll, inside the poll's transaction."""
     db.executemany(f"INSERT OR IGNORE INTO shadow_scores({', '.join(SCORE_COLUMNS)}) "
                    f"VALUES ({','.join('?' * len(SCORE_COLUMNS))})", scored)
