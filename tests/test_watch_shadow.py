@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 from importlib import resources
 from statistics import median
 
@@ -22,8 +23,7 @@ import numpy as np
 import pytest
 from conftest import kill_store
 
-from evalstop.integrations.watch import Controller, JsonlDirSource, StateStore
-from evalstop.integrations.watch import shadow_store
+from evalstop.integrations.watch import Controller, JsonlDirSource, StateStore, shadow_store
 from evalstop.integrations.watch.policy import PolicyError, PolicyTenancy, parse_policy
 from evalstop.integrations.watch.shadow_status import shadow_rows
 from evalstop.metrics.tenant_harm import TENANT_TOL, tenant_harm
@@ -101,11 +101,11 @@ class Clock:
 
 
 def controller(tmp_path, clock, db="w.db", policy=POLICY, end_after=600.0, **kw):
-    pol = parse_policy(__import__("tomllib").loads(policy), "policy.toml")
+    pol = parse_policy(tomllib.loads(policy), "policy.toml")
     store = StateStore(str(tmp_path / db))
     (tmp_path / "logs").mkdir(parents=True, exist_ok=True)
     src = JsonlDirSource(str(tmp_path / "logs"), tenancy=PolicyTenancy(pol))
-    return Controller(store, [src], policy=pol, shadow_end_after=end_after, clock=clock,
+    return Controller(store, [src], policy=pol, shadow_end_after=end_after, shadow_clock=clock,
                       err=io.StringIO(), out=io.StringIO(), **kw)
 
 
@@ -418,7 +418,7 @@ def test_shadow_state_counts_against_the_tenant_bytes(tmp_path):
 ])
 def test_bad_shadow_policy_is_one_line(text, problem):
     with pytest.raises(PolicyError) as exc:
-        parse_policy(__import__("tomllib").loads(text), "policy.toml")
+        parse_policy(tomllib.loads(text), "policy.toml")
     assert problem in str(exc.value) and "\n" not in str(exc.value)
 
 

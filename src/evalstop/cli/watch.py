@@ -178,6 +178,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def _status(args) -> int:
     import sqlite3
 
+    from evalstop.integrations.watch.shadow_status import format_shadow, shadow_rows
     from evalstop.integrations.watch.status import (
         fleet_rows,
         format_actions,
@@ -185,7 +186,6 @@ def _status(args) -> int:
         format_table,
         status_rows,
     )
-    from evalstop.integrations.watch.shadow_status import format_shadow, shadow_rows
     from evalstop.integrations.watch.store import StateStore
 
     try:

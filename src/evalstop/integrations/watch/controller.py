@@ -130,7 +130,7 @@ class Controller:
         out: TextIO | None = None,
         shadow: tuple[str, ...] = (),
         shadow_end_after: float = DEFAULT_END_AFTER,
-        clock: Callable[[], float] = time.time,
+        shadow_clock: Callable[[], float] = time.time,
     ) -> None:
         if not sources:
             raise ValueError("give at least one source (--jsonl DIR or --tensorboard DIR)")
@@ -177,7 +177,7 @@ class Controller:
         self.jobs: dict[JobKey, _Job] = {}
         # Stops a rule would have made, followed to the job's end (``shadow``).
         self.shadow = ShadowTracker(store, self.policy, dry_run=dry_run,
-                                    end_after=shadow_end_after, clock=clock)
+                                    end_after=shadow_end_after, clock=shadow_clock)
         if metrics is not None:
             from evalstop.integrations.watch.shadow_status import ShadowMetrics
 

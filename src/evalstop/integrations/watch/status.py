@@ -123,9 +123,8 @@ def page_html(db: str, health: str = "", page: int = 1, per_page: int | None = N
     bounded by ``per_page``, whatever the fleet's size (but for the shadow score, one row
     per tenant and rule). ``tenant_rules``: each tenant's rule, shown beside its shadow
     record (``shadow_status.shadow_html``)."""
-    from evalstop.integrations.watch.shadow_status import shadow_html, shadow_rows
-
     from evalstop.integrations.watch.page import PAGE_SIZE, Paging, render_page
+    from evalstop.integrations.watch.shadow_status import shadow_html, shadow_rows
 
     try:
         store = StateStore(db, readonly=True)
