@@ -517,6 +517,38 @@ def test_page_shows_each_tenants_rule_beside_its_record(live_and_offline):
     assert "no shadow record yet" in html  # delta: named, never followed
 
 
+def test_page_with_the_score_in_a_real_browser(live_and_offline, tmp_path):
+    from headless_browser import chromium_or_skip
+
+    chromium_or_skip()
+    from playwright.sync_api import sync_playwright
+
+    from evalstop.integrations.watch.status import page_html
+
+    db, _ = live_and_offline
+    page_file = tmp_path / "page.html"
+    page_file.write_text(page_html(str(db), per_page=5,
+                                   tenant_rules={"alpha": ("default", True)}))
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_or_skip(), args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1366, "height": 800})
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(page_file.as_uri(), wait_until="load")
+            info = page.evaluate("""() => ({
+                rules: document.querySelectorAll('tr.shadow-rule').length,
+                own: [...document.querySelectorAll('tr.shadow-rule[data-own="1"] td')]
+                    .slice(0, 3).map(td => td.textContent),
+                jobs: document.querySelectorAll('tr.job').length})""")
+        finally:
+            browser.close()
+    assert errors == []
+    assert info["rules"] == 7 and info["jobs"] == 5
+    assert info["own"][:2] == ["alpha", "default its rule (dry run)"]
+
+
 def test_prometheus_gauges_match_the_score(live_and_offline, tmp_path):
     pytest.importorskip("prometheus_client")
     from evalstop.integrations.watch.observe import WatchMetrics
