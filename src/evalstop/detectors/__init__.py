@@ -38,6 +38,8 @@ for _cls in (KDecline, StopAt, LossPlateau, Patience, NoiseDrop, SlopeTest, Cusu
 CUSUM_DEFAULT_SPEC = "cusum-drop:h=2.5,k=1.5,clip=3.0,smooth=15,min_evals=4,trim=3,smooth_min=3"
 DEFAULT_SPEC = ("block-cusum:h=2.5,k=1.5,clip=3.0,smooth=15,min_evals=4,trim=3,smooth_min=3,"
                 "blocks=16,wblocks=4,rel=0.05,hg=0.0,hn=20,lags=4,gmin=5.0")
+RULE21_DEFAULT_SPEC = ("block-cusum:h=2.5,k=1.5,clip=3.0,smooth=15,min_evals=4,trim=3,smooth_min=3,"
+                       "blocks=16,wblocks=4,rel=0.05,hg=0.0,hn=20,lags=4,gmin=5.0")
 ROUND1_DEFAULT_SPEC = "cusum-drop:h=3.0,k=1.5,clip=2.5,smooth=15,min_evals=4,trim=3,smooth_min=3"
 PREVIOUS_DEFAULT_SPEC = "cusum-drop:h=2.0,k=0.75,clip=2.0,smooth=9,min_evals=6,trim=2"
 alias("default", DEFAULT_SPEC)
@@ -48,6 +50,7 @@ __all__ = [
     "DEFAULT_SPEC",
     "PREVIOUS_DEFAULT_SPEC",
     "ROUND1_DEFAULT_SPEC",
+    "RULE21_DEFAULT_SPEC",
     "BlockCusum",
     "CusumDrop",
     "CusumKnown",
