@@ -1,8 +1,10 @@
 """Score a stop rule on ``failshape`` cells, per family, as the issue-46 targets read.
 
-* ``rising`` and ``dip`` (not hacking): the share stopped (``false_stop``) and the share
+* ``rising`` and ``dip`` (not hacking): the share stopped (``stopped``) and the share
   stopped with a smoothed (tenant) loss above 5% of the gain (``tenant_harmful``,
-  ``metrics.tenant_harm``);
+  ``metrics.tenant_harm``), and of those the share stopped within the first ``EARLY``
+  evals (``tenant_harmful_early``: where the default is the short-run rule, which a long
+  run's first evals cannot be told from);
 * ``collapse``: the share caught and the median delay in evals from the fall's first eval
   (the first eval below the peak) to the stop (``delay_evals_median``; 1 = stopped at the
   second eval of the fall);
@@ -25,6 +27,7 @@ from evalstop.detectors import make_detector
 from evalstop.metrics.tenant_harm import tenant_harm
 
 DEAD_REASON = "no gain left"
+EARLY = 20  # evals: harmful stops this early are the short-run rule's (``hn``), reported apart
 
 
 def run_cell(spec: str, cell: FailCell, mode: str):
@@ -62,7 +65,10 @@ def pool(cells: list[FailCell], outcomes: list[dict]) -> dict:
         st = np.concatenate([o["stopped"] for _, o in pairs])
         row: dict = {"runs": runs, "stopped": float(st.mean())}
         if fam in ("rising", "dip"):
-            row["tenant_harmful"] = float(np.concatenate([o["harmful"] for _, o in pairs]).mean())
+            harmful = np.concatenate([o["harmful"] for _, o in pairs])
+            first = np.concatenate([o["stop_idx"] < EARLY for _, o in pairs])
+            row["tenant_harmful"] = float(harmful.mean())
+            row["tenant_harmful_early"] = float((harmful & first).mean())
         else:
             first = np.concatenate([o["stop_idx"] - c.fall_idx - 1 for c, o in pairs])
             left = np.concatenate([(c.evals - 1 - o["stop_idx"]) / c.evals for c, o in pairs])
