@@ -41,7 +41,7 @@ for _cls in (KDecline, StopAt, LossPlateau, Patience, NoiseDrop, SlopeTest, Cusu
 # smooth=9; the paper's rule stays as evalstop:k=2. All are still spellable unchanged.
 CUSUM_DEFAULT_SPEC = "cusum-drop:h=2.5,k=1.5,clip=3.0,smooth=15,min_evals=4,trim=3,smooth_min=3"
 DEFAULT_SPEC = ("block-cusum:h=2.5,k=1.5,clip=3.0,smooth=15,min_evals=4,trim=3,smooth_min=3,"
-                "blocks=16,wblocks=4,rel=0.05,hg=0.0,hn=20,lags=4,gmin=5.0,wander=2.0,last=0.0,"
+                "blocks=16,wblocks=4,rel=0.05,hg=0.0,hn=20,lags=4,gmin=5.0,wander=0.0,last=0.0,"
                 "fast=3.5,frel=0.35,dead=0.2,idle=0")
 RULE21_DEFAULT_SPEC = ("block-cusum:h=2.5,k=1.5,clip=3.0,smooth=15,min_evals=4,trim=3,smooth_min=3,"
                        "blocks=16,wblocks=4,rel=0.05,hg=0.0,hn=20,lags=4,gmin=5.0")

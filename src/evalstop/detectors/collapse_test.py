@@ -6,16 +6,18 @@ evals. This test reads the evals themselves. The two newest evals a, b are compa
 the median of the ``REF`` evals before them (the recent level, not the best one, so a
 level that wandered down slowly is no collapse):
 
-    collapse  <=>  ref - max(a, b) >= z * sigma  and  ref - max(a, b) >= rel * gain
+    D = ref - max(a, b)
+    collapse  <=>  D >= z * scale  and  D >= rel * gain  and  gain >= GAIN_Z * z * scale
 
-Both evals must sit below the recent level by both bars, so one wild eval never stops a
-job. ``sigma`` is the noise of one eval: the stated (or fleet) noise, raised by the job's
-own estimate over the reference evals (which holds the level's wander from eval to eval);
-``gain`` is the rule's (best level less start level). With z = 3.5 a healthy run sets off
-both bars with a chance of about 2e-6 per eval at the noise alone, and a fall of 4 noise
-sigmas passes about half the time at its first pair, nearly always by its second; the gain
-bar keeps a wandering level whose few-eval steps are many sigmas (a large N, a large
-wander) from reading as a collapse.
+Both evals must sit below the recent level, so one wild eval never stops a job. ``scale``
+is the larger of the stated (or fleet) noise of one eval and ``PAST_SD`` times the run's
+own mean |D| so far (``PairHistory``: the same statistic, so it holds whatever the level
+does from a few evals to the next, the wander included); with neither, the job's own
+noise estimate over the reference evals. ``gain`` is the rule's (best level less start
+level): early in a slow riser the gain so far is small and a few-eval wander step would
+be "most of it", hence the bar on the gain itself. With z = 3.5 and Gaussian noise alone
+a steady run sets off the test with a chance of about 1e-5 per eval; a fall of 4 noise
+sigmas passes about half the time at its first pair, and mostly by its second.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ CLIP_PAST = 3.0
 # mean |D| times 1.25 stands for a sigma of one eval, a little above it when the noise is
 # all there is, and as large as the level's few-eval wander makes the pairs' drops
 PAST_SD = 1.25
+# chosen by hand on issue 46's tuning material: 0 let a few-eval wander step early in a
+# slow riser read as a collapse; 1.5 and 2 missed collapses of runs with a large wander
 GAIN_Z = 1.0
 
 
@@ -57,7 +61,7 @@ def collapse_fall(recent: list[float], one: float | None, past: float | None, ga
     scale = max(s for s in (one, None if past is None else PAST_SD * past, 0.0)
                 if s is not None)
     if fall < z * scale or gain < GAIN_Z * z * scale:
-        return None  # a fall of half the gain and z sigmas needs a gain of 2 z sigmas
+        return None
     return fall, scale
 
 

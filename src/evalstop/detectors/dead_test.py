@@ -28,6 +28,7 @@ import math
 
 FLOOR_SHARE = 0.2
 PEAK_SHARE = 0.5
+MIN_PINNED = 3  # two equal values of a coarse score can be chance
 
 
 def at_floor(recent: list[float], start: float, gain: float, sigma: float, w0: int,
@@ -36,7 +37,7 @@ def at_floor(recent: list[float], start: float, gain: float, sigma: float, w0: i
     rise of ``gain`` (see the module doc)."""
     if not recent or gain <= 0.0:
         return False
-    if min(recent) == max(recent) <= start:
+    if len(recent) >= MIN_PINNED and min(recent) == max(recent) <= start:
         return True  # pinned at one value at or below the start: the metric's floor
     if gain < scale:
         return False
