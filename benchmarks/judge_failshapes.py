@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -32,6 +33,9 @@ import numpy as np
 from evalstop.detbench.failshape import fail_cells
 from evalstop.detbench.failshape_score import cell_outcome, pool
 from evalstop.detectors import DEFAULT_SPEC, RULE21_DEFAULT_SPEC
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from judge_long_default import run_panel
 
 LASTS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3)
 TARGETS = {
@@ -205,14 +209,9 @@ def plots(result, mats, outcomes, out: Path) -> None:
         b = outcomes[("issue-21 default", "stated", "long")][ci]
         differ = np.flatnonzero((a["stopped"] != b["stopped"]) | (a["stop_idx"] != b["stop_idx"]))
         i = int(differ[0]) if differ.size else 0
-        ax.plot(c.eval[i], ".", ms=2, color="0.6", label="evals")
-        ax.plot(c.true[i], color="k", lw=1, label="true rate")
-        for o, colour, name in ((a, "C0", "default"), (b, "C3", "issue-21 default")):
-            if o["stopped"][i]:
-                ax.axvline(o["stop_idx"][i], color=colour, label=f"{name} stops")
-        ax.set_title(f"{fam}, 400 evals, N=700 (run {i})", fontsize=9)
-        ax.set_xlabel("eval", fontsize=8)
-    axes[0].legend(fontsize=7)
+        run_panel(ax, c, i, ((a, "C0", "default"), (b, "C3", "issue-21 default")),
+                  f"{fam}, 400 evals, N=700 (run {i})")
+        ax.legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(out / "examples.png", dpi=90)
     plt.close(fig)

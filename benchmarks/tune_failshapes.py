@@ -97,6 +97,16 @@ def shortfalls(row: dict, base: dict, freq: bool = False) -> dict[str, float]:
     return out
 
 
+def scored(spec: str, mats: dict, base: dict, t0: float, freq: bool = False) -> dict:
+    """A candidate's figures and shortfalls, printed as they come."""
+    row = {"spec": spec, **score(spec, mats)}
+    row["shortfalls"] = shortfalls(row, base, freq=freq)
+    row["shortfall"] = sum(row["shortfalls"].values())
+    print(f"{time.perf_counter() - t0:6.0f}s {line(spec, row)} | short "
+          f"{row['shortfall']:.3f}", flush=True)
+    return row
+
+
 def mean(row: dict, part: str, fam: str, key: str) -> float:
     return sum(row[m][part][fam][key] or 0.0 for m in MODES) / len(MODES)
 
@@ -136,13 +146,7 @@ def main(argv=None):
           flush=True)
     rows = []
     for fast, frel, wander in itertools.product(FASTS, FRELS, WANDERS):
-        spec = spec_of(fast, frel, wander)
-        row = {"spec": spec, **score(spec, mats)}
-        row["shortfalls"] = shortfalls(row, base)
-        row["shortfall"] = sum(row["shortfalls"].values())
-        rows.append(row)
-        print(f"{time.perf_counter() - t0:6.0f}s {line(spec, row)} | short "
-              f"{row['shortfall']:.3f}", flush=True)
+        rows.append(scored(spec_of(fast, frel, wander), mats, base, t0))
     passing = [r for r in rows if r["shortfall"] == 0.0]
     if passing:
         pick = min(passing, key=lambda r: (mean(r, "long", "rising", "tenant_harmful"),
@@ -161,13 +165,8 @@ def main(argv=None):
     base = score(DEFAULT_SPEC, mats)
     knob = []
     for last in LASTS:
-        spec = spec_of(fast, frel, wander, last)
-        row = {"spec": spec, "last": last, **score(spec, mats)}
-        row["shortfalls"] = shortfalls(row, base, freq=True)
-        row["shortfall"] = sum(row["shortfalls"].values())
-        knob.append(row)
-        print(f"{time.perf_counter() - t0:6.0f}s {line(spec, row)} | short "
-              f"{row['shortfall']:.3f}", flush=True)
+        knob.append({"last": last, **scored(spec_of(fast, frel, wander, last), mats, base, t0,
+                                            freq=True)})
     ok = [r for r in knob if r["shortfall"] == 0.0]
     if ok:
         chosen = min(ok, key=lambda r: (mean(r, "long", "dip", "tenant_harmful"), r["last"]))

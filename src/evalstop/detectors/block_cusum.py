@@ -36,6 +36,17 @@ set the level also wanders slowly, which eval-to-eval noise does not show.
   that has not yet gained has no scale to judge a fall on (and a late riser, stopped in
   its flat start, would lose all of its gain).
 
+* **After ``hn`` evals** (issue 46; each off at 0, the default turns on ``fast`` and
+  ``dead``): ``fast``/``frel``, a collapse test at every eval (``collapse_test``: the two
+  newest evals far below the median of the 8 before them, in noise and in gain);
+  ``dead``, a run back at its start floor for the last ``dead`` of the run is stopped
+  ("no gain left", ``dead_test``; the reason of any stop at the floor says so too);
+  ``idle``, a run that has not gained ``gmin`` block sigmas in ``idle`` evals is stopped;
+  ``wander``, a stop also needs the fall to be ``wander`` times the level's wander
+  measured on the block means (``_wander_sd``); ``last``, a fall must have lasted
+  ``last * (1 - depth)`` of the run so far (the dip knob; depth: the fall's share of the
+  gain). Up to ``hn`` evals none of them acts.
+
 With ``rel=0``, up to ``hn`` evals (or up to ``2 * blocks`` evals with ``gmin=0`` and
 ``hg=0``), the rule is ``cusum-drop`` with the same options, stop for stop (with a fleet:
 once the fleet is ready): a short run is judged as before.
@@ -60,9 +71,6 @@ from evalstop.detectors.cusum_drop import check_cusum_args
 from evalstop.detectors.dead_test import at_floor
 from evalstop.detectors.noise import MIN_DIFFS, diff_scale, sigma_hat
 from evalstop.detectors.stated_noise import NOISE_PARAMS, NoiseAware, binomial_sigma
-
-
-LAST_POWER = 1.0
 
 
 class BlockCusum(NoiseAware):
@@ -317,7 +325,7 @@ class BlockCusum(NoiseAware):
         """How many evals a fall must last to stop the run: ``last`` of the run so far for a
         shallow fall, less in proportion for a deeper one (none at the whole gain)."""
         depth = min(fall / gain, 1.0) if gain > 0.0 else 1.0
-        return self.last * self._n_evals * (1.0 - depth) ** LAST_POWER
+        return self.last * self._n_evals * (1.0 - depth)
 
     # ---- the paths after hn evals: a collapse, no gain left --------------------------
     def _one_sigma(self) -> float | None:
