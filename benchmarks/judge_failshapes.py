@@ -35,7 +35,7 @@ from evalstop.detbench.failshape_score import cell_outcome, pool
 from evalstop.detectors import DEFAULT_SPEC, RULE21_DEFAULT_SPEC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from judge_long_default import run_panel
+from judge_long_default import run_panel, with_option
 
 LASTS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3)
 TARGETS = {
@@ -46,12 +46,6 @@ TARGETS = {
     "dead runs (long): stopped": (">=", 0.9),
     "dead runs (short): stopped": (">=", 0.9),
 }
-
-
-def with_last(spec: str, last: float) -> str:
-    head, _, rest = spec.partition(":")
-    parts = [p for p in rest.split(",") if p and not p.startswith("last=")]
-    return f"{head}:" + ",".join([*parts, f"last={last:g}"])
 
 
 # The tuning's pick, judged first: on issue 21's held-out long runs its wander gate caught
@@ -67,7 +61,7 @@ def rules() -> list[tuple[str, str, str]]:
                                                  ("issue-21 default", RULE21_DEFAULT_SPEC),
                                                  ("first pick (wander=2)", FIRST_PICK))
            for mode in ("stated", "own")]
-    return out + [(f"default, last={v:g} (shown)", with_last(DEFAULT_SPEC, v), "stated")
+    return out + [(f"default, last={v:g} (shown)", with_option(DEFAULT_SPEC, "last", f"{v:g}"), "stated")
                   for v in LASTS]
 
 
