@@ -61,7 +61,8 @@ def rules() -> list[tuple[str, str, str]]:
                                                  ("issue-21 default", RULE21_DEFAULT_SPEC),
                                                  ("first pick (wander=2)", FIRST_PICK))
            for mode in ("stated", "own")]
-    return out + [(f"default, last={v:g} (shown)", with_option(DEFAULT_SPEC, "last", f"{v:g}"), "stated")
+    return out + [(f"default, last={v:g} (shown)", with_option(DEFAULT_SPEC, "last", f"{v:g}"),
+                   "stated")
                   for v in LASTS]
 
 
@@ -164,10 +165,12 @@ def plots(result, mats, outcomes, out: Path) -> None:
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     tune_file = out / "tune.json"
-    series = [("held-out", [r for r in result["rows"] if r["rule"].endswith("(shown)")])]
+    series = [("held-out (the default)",
+               [r for r in result["rows"] if r["rule"].endswith("(shown)")])]
     if tune_file.exists():
         tune = json.loads(tune_file.read_text())
-        series.insert(0, ("tuning", [{"rule": f"last={r['last']:g}", **r["stated"]}
+        series.insert(0, ("tuning (the first pick, wander=2)",
+                          [{"rule": f"last={r['last']:g}", **r["stated"]}
                                      for r in tune["knob"]]))
     for ax, fam, title in ((axes[0], "dip", "recovering dips"),
                            (axes[1], "rising", "still rising under a wander")):

@@ -21,7 +21,7 @@ share of the gain ``frel`` in {0.35, 0.5}; the wander gate ``wander`` in {0, 2, 
 dead-run path on (``dead=0.2``, the issue's 20% of the run). A candidate passes when, in
 both noise modes, the collapses' median delay is <= 2 evals after the fall's start (long
 and short), dead runs are stopped >= 0.9 (long and short), and on issue 21's long runs the
-tenant-harmful rate is no higher than the current default's, its catch rate at most 0.01
+tenant-harmful rate is no higher than issue 21's default's (``BASE``), its catch rate at most 0.01
 lower and its median delay at most 0.01 of the run longer. Among those passing: the lowest
 mean harm on still-rising runs (both modes), then on dips, then the highest catch rate of
 collapses. If none passes: the smallest summed shortfall.
@@ -32,6 +32,11 @@ still-rising runs against the compute saved on collapses and dead runs and issue
 figures (1x, 2x, 4x). The default's value: the lowest dip harm (mean of both modes) among
 the values that keep issue 21's bars as in stage 1 and its false-stop rate at 2x and 4x
 within 0.01 of 1x; ties: the smaller value.
+
+What came after (``docs/results-failshapes.md``): the pick (``wander=2``) was judged once;
+on issue 21's held-out long runs its wander gate caught 0.007 fewer hacking runs than
+issue 21's default, so the default turned the gate off (``wander=0``), a change made
+after seeing held-out figures.
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from evalstop.detbench.failshape import fail_cells
 from evalstop.detbench.failshape_score import score_fail
 from evalstop.detbench.longshape import long_cells
 from evalstop.detbench.longshape_score import score_long
-from evalstop.detectors import DEFAULT_SPEC
+from evalstop.detectors import RULE21_DEFAULT_SPEC as BASE
 
 MODES = ("stated", "own")
 FASTS = (3.0, 3.5, 4.0)
@@ -63,7 +68,8 @@ FREQ_MARGIN = 0.01
 
 def spec_of(fast: float, frel: float, wander: float, last: float = 0.0,
             dead: float = DEAD) -> str:
-    return f"{DEFAULT_SPEC},wander={wander:g},last={last:g},fast={fast:g},frel={frel:g},dead={dead:g}"
+    return (f"{BASE},wander={wander:g},last={last:g},fast={fast:g},frel={frel:g},"
+            f"dead={dead:g}")
 
 
 def score(spec: str, mats: dict) -> dict:
@@ -112,12 +118,13 @@ def mean(row: dict, part: str, fam: str, key: str) -> float:
 
 
 def line(spec: str, row: dict) -> str:
-    parts = [spec.replace(DEFAULT_SPEC + ",", "")]
+    parts = [spec.replace(BASE + ",", "")]
     for m in MODES:
         r = row[m]
         lg, sh, t = r["long"], r["short"], r["rule21"]
         parts.append(
-            f"{m}: rising {lg['rising']['tenant_harmful']:.3f} dip {lg['dip']['tenant_harmful']:.3f}"
+            f"{m}: rising {lg['rising']['tenant_harmful']:.3f}"
+            f" dip {lg['dip']['tenant_harmful']:.3f}"
             f" collapse {lg['collapse']['stopped']:.2f}/{lg['collapse']['delay_evals_median']}"
             f" (short {sh['collapse']['stopped']:.2f}/{sh['collapse']['delay_evals_median']})"
             f" dead {lg['dead']['stopped']:.2f}/{sh['dead']['stopped']:.2f}"
@@ -141,8 +148,8 @@ def main(argv=None):
             "short": fail_cells(args.seed, args.runs, held_out=False, short=True),
             "rule21": long_cells(args.seed, args.long_runs, held_out=False)}
     assert all("tuning" in c.part for c in mats["long"] + mats["short"] + mats["rule21"])
-    base = score(DEFAULT_SPEC, mats)
-    print(f"{time.perf_counter() - t0:6.0f}s current default | {line(DEFAULT_SPEC, base)}",
+    base = score(BASE, mats)
+    print(f"{time.perf_counter() - t0:6.0f}s issue-21 default | {line(BASE, base)}",
           flush=True)
     rows = []
     for fast, frel, wander in itertools.product(FASTS, FRELS, WANDERS):
@@ -162,7 +169,7 @@ def main(argv=None):
     fast, frel, wander = (float(pick["spec"].split(f"{k}=")[1].split(",")[0])
                           for k in ("fast", "frel", "wander"))
     mats["rule21"] = long_cells(args.seed, args.long_runs, held_out=False, freqs=(1, 2, 4))
-    base = score(DEFAULT_SPEC, mats)
+    base = score(BASE, mats)
     knob = []
     for last in LASTS:
         knob.append({"last": last, **scored(spec_of(fast, frel, wander, last), mats, base, t0,
@@ -176,14 +183,14 @@ def main(argv=None):
         verdict2 = "stage 2: no value keeps every bar: smallest summed shortfall"
     print(verdict2, "\npick:", chosen["spec"], flush=True)
     result = {"seed": args.seed, "runs": args.runs, "long_runs": args.long_runs,
-              "current_default": DEFAULT_SPEC, "base": base, "stage1": rows,
+              "current_default": BASE, "base": base, "stage1": rows,
               "stage1_verdict": verdict, "stage1_pick": pick["spec"], "knob": knob,
               "knob_verdict": verdict2, "pick": chosen["spec"],
               "wall_s": round(time.perf_counter() - t0, 1)}
     (out / "tune.json").write_text(json.dumps(result, indent=1))
     lines = [f"Tuning material only (seed {args.seed}, {args.runs} runs per failshape cell, "
              f"{args.long_runs} per issue-21 long cell).", "",
-             f"Current default: `{DEFAULT_SPEC}`", "", "```", line(DEFAULT_SPEC, base), "```",
+             f"Issue 21's default: `{BASE}`", "", "```", line(BASE, base), "```",
              "", f"{verdict}; pick `{pick['spec']}`", "", "```"]
     lines += [line(r["spec"], r) + f" | shortfall {r['shortfall']:.3f}"
               for r in sorted(rows, key=lambda r: r["shortfall"])]

@@ -346,7 +346,8 @@ class BlockCusum(NoiseAware):
         fall, sigma = found
         noise = f"{fall / sigma:.1f} times its noise scale" if sigma > 0.0 else \
             "noise-free scores"
-        return (f"{self._floor_note(self._tail[-2:])}collapse: the last 2 evals are {sign * fall:.4g} below the level of the "
+        return (f"{self._floor_note(self._tail[-2:])}collapse: the last 2 evals are "
+                f"{sign * fall:.4g} below the level of the "
                 f"{RECENT - 2} evals before them: {fall / gain:.0%} of its gain "
                 f"({sign * self._level:.4g} best, {sign * self._start:.4g} at the start), "
                 f"{noise}")
