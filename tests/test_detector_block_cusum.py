@@ -101,7 +101,9 @@ def test_short_runs_are_judged_as_cusum_drop(values, kw, noise):
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.one_of(st.floats(0.0, 1.0), st.just(NAN)), min_size=2, max_size=120),
-       st.sampled_from([{}, {"eval_n": 200}, {"lags": 4, "gmin": 2.0, "hg": 0.5}]),
+       st.sampled_from([{}, {"eval_n": 200}, {"lags": 4, "gmin": 2.0, "hg": 0.5},
+                        {"hn": 8, "fast": 3.5, "frel": 0.5, "dead": 0.2, "last": 0.1,
+                         "wander": 2.0}]),
        st.data())
 def test_state_round_trip(values, kw, data):
     cut = data.draw(st.integers(1, len(values) - 1))
