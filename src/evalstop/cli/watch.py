@@ -155,7 +155,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="seconds between polls when not --once (default: 10)")
     p.add_argument("--status", action="store_true",
                    help="print each job's last score, streak, best step and stop, then exit")
-    p.add_argument("--json", action="store_true", help="with --status: JSON Lines output")
+    p.add_argument("--json", action="store_true",
+                   help="with --status: JSON Lines output, one line per job")
+    p.add_argument("--fleet", action="store_true",
+                   help="with --status: each eval group's pooled noise instead of the jobs "
+                        "(with --json, one line per group)")
     return p
 
 
@@ -180,11 +184,13 @@ def _status(args) -> int:
             store.close()
     except sqlite3.Error as exc:  # e.g. an unreadable file: one line, like the run path
         raise ValueError(f"cannot read --db {args.db!r}: {exc}") from None
-    if args.json:
+    # One kind of line per output, so a reader of --json lines needs no type test.
+    if args.fleet:
+        sys.stdout.write("".join(json.dumps(f) + "\n" for f in fleet) if args.json
+                         else format_fleet(fleet))
+    elif args.json:
         for r in rows:
             sys.stdout.write(json.dumps(r) + "\n")
-        for f in fleet:
-            sys.stdout.write(json.dumps({"fleet": f}) + "\n")
     else:
         sys.stdout.write(format_table(rows))
         sys.stdout.write(format_actions(rows))
@@ -335,6 +341,8 @@ def run(args) -> int:
         if args.db is None:
             raise ValueError("--status needs --db FILE")
         return _status(args)
+    if args.fleet:
+        raise ValueError("--fleet goes with --status")
     import sqlite3
 
     from evalstop.detectors import make_detector
@@ -366,18 +374,22 @@ def run(args) -> int:
     if not 1 <= args.action_workers <= 256:
         raise ValueError(f"--action-workers must be in 1..256, got {args.action_workers}")
     sources = _sources(args, policy)
+    # The server first: a refused --serve (port taken, extra missing) ends the run before
+    # the state database is created.
+    server = metrics = health = None
+    if args.serve is not None:
+        server, metrics, health = _serve(args, args.interval)
     try:
         store = StateStore(args.db, dry_run=args.dry_run, on_wait=_say_wait,
                            keep_evals=args.keep_evals)
     except sqlite3.Error as exc:
+        if server is not None:
+            server.close()
         raise ValueError(f"cannot open --db {args.db!r}: {exc}") from None
     stop = threading.Event()
     old = {}
-    controller = server = None
+    controller = None
     try:
-        metrics = health = None
-        if args.serve is not None:
-            server, metrics, health = _serve(args, args.interval)
         rules = ({"policy": policy} if policy is not None else
                  {"detector": args.detector or "default", "mode": args.mode or "max",
                   "action": action})
