@@ -81,6 +81,7 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
+    from evalstop.testbed import procs
     from evalstop.testbed.cluster import LocalCluster, check_tenants, require_slurm
 
     if args.testbed_command == "up":
@@ -92,7 +93,10 @@ def _run(args) -> int:
               f"{', '.join(tenants)}. Use it with:\n  export SLURM_CONF={cluster.slurm_conf}")
         return 0
     if args.testbed_command == "down":
-        stopped = LocalCluster(args.dir, tenants=["x"]).down()
+        cluster = LocalCluster(args.dir, tenants=["x"])
+        if not cluster.slurm_conf.is_file() and not procs.read_pids(cluster.root):
+            raise InputError(f"--dir {args.dir}: no testbed there (nothing to stop)")
+        stopped = cluster.down()
         print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
         return 0
     require_slurm()
@@ -104,6 +108,7 @@ def _replay(args) -> int:
 
     import numpy as np
 
+    from evalstop.detectors import make_detector
     from evalstop.testbed import compare, preflight, study
     from evalstop.testbed.specs import to_wall
     from evalstop.testbed.submit import SubmitOptions
@@ -114,6 +119,8 @@ def _replay(args) -> int:
         raise InputError("--hour-s, --poll and --timeout must be > 0")
     if args.gpus < 1 or args.seed < 0:
         raise InputError("--gpus must be >= 1 and --seed >= 0")
+    if args.detector is not None:
+        make_detector(args.detector)
     env = preflight.slurm_env(dict(os.environ), args.dir)
     out = Path(args.out).resolve()  # the jobs run elsewhere: sbatch --output must be absolute
     rng = np.random.default_rng(args.seed)
@@ -128,6 +135,7 @@ def _replay(args) -> int:
     if last_s >= args.timeout:
         raise InputError(f"--timeout {args.timeout:g} s ends before the last submission "
                          f"({last_s:.0f} s into the replay at --hour-s {args.hour_s:g})")
+    out.mkdir(parents=True, exist_ok=True)  # an --out that cannot be made: before any job
     # The simulator's makespan at this time scale, plus what Slurm adds (about a fifth in
     # a busy FIFO queue, docs/testbed.md) and the controller's polls at the end.
     makespan_s = float(np.nanmax(compare.simulated(workload, args.gpus, args.detector).finish_s))

@@ -367,6 +367,11 @@ def run(args) -> int:
     if not args.jsonl and not args.tensorboard and not args.mlflow:
         raise ValueError("give at least one --jsonl DIR, --tensorboard DIR or --mlflow URI")
     action = None
+    if args.action is None and policy is None and (args.checkpoint_template or
+                                                   args.checkpoint_root):
+        # Only an action reads them ({best_checkpoint}): alone they would do nothing.
+        raise ValueError("--checkpoint-template and --checkpoint-root name the checkpoint an "
+                         "--action is given ({best_checkpoint}); give --action too")
     if args.action is not None:
         action = ShellAction(args.action, checkpoint_template=args.checkpoint_template,
                              checkpoint_root=args.checkpoint_root,
