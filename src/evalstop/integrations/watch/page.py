@@ -59,6 +59,7 @@ svg{background:#fafafa;border:1px solid #e4e4e4}
 .curve{fill:none;stroke:#1f6feb;stroke-width:1.5}
 .best{fill:#1a7f37}.stop{stroke:#b00020;stroke-width:1.5;stroke-dasharray:3 2}
 .muted{color:#777}code{font-size:12px}
+td code,pre{overflow-wrap:anywhere;white-space:pre-wrap}
 """
 
 
@@ -154,7 +155,10 @@ def render_page(rows: list[dict[str, Any]], curves: dict[str, list[tuple[int, fl
         if r.get("reason"):
             detector.append(_fmt(r["reason"]))
         if r.get("rule"):
-            detector.append(f'<span class="muted rule">rule {_fmt(r["rule"])}</span>')
+            # The name the rule was given; its full spec one click away (no script).
+            detector.append(f'<details class="muted rule"><summary>rule '
+                            f'{_fmt(r.get("rule_label") or r["rule"])}</summary>'
+                            f'<code>{_fmt(r["rule"])}</code></details>')
         action = _fmt(r.get("action"))
         if r.get("action_rc") is not None:
             action += f" (rc {_fmt(r['action_rc'])})"
