@@ -49,6 +49,7 @@ def _nav(p: Paging) -> str:
     return (f'<p class="pages">Jobs {first}-{last} of {p.total}, page {p.page} of {p.pages} '
             f"({p.per_page} per page). {' '.join(links)}</p>")
 
+# Long names (a spec, a log's path) may break anywhere, so the page fits a laptop's window.
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
 table{border-collapse:collapse;width:100%}
@@ -59,7 +60,7 @@ svg{background:#fafafa;border:1px solid #e4e4e4}
 .curve{fill:none;stroke:#1f6feb;stroke-width:1.5}
 .best{fill:#1a7f37}.stop{stroke:#b00020;stroke-width:1.5;stroke-dasharray:3 2}
 .muted{color:#777}code{font-size:12px}
-td code,pre{overflow-wrap:anywhere;white-space:pre-wrap}
+td code,pre{overflow-wrap:anywhere;white-space:pre-wrap}td .muted{overflow-wrap:anywhere}
 """
 
 
