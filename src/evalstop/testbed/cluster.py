@@ -109,7 +109,7 @@ class LocalCluster:
 
     def up(self) -> LocalCluster:
         require_slurm()
-        if procs.read_pids(self.root):
+        if any(procs.alive(pid, str(self.root)) for pid in procs.read_pids(self.root).values()):
             raise TestbedError(f"{self.root}: a testbed is already running there "
                                "(evalstop testbed down --dir ...)")
         self._clear_stopped()
@@ -150,7 +150,8 @@ class LocalCluster:
             return
         for name in (*STATE_DIRS, "etc"):
             shutil.rmtree(self.root / name, ignore_errors=True)
-        (self.root / "env.sh").unlink(missing_ok=True)
+        for name in ("env.sh", procs.PIDS):  # the pids of daemons that no longer run
+            (self.root / name).unlink(missing_ok=True)
 
     # -- the daemons, in start order ----------------------------------------------
     def _munge(self, s: config.Settings) -> None:
