@@ -100,8 +100,11 @@ def walk():
 
 
 def _action_packaged(wheel: Path) -> bool:
+    """Whether the wheel holds a Slurm action: the shell script, or the package's own
+    ``evalstop action slurm`` (branch jobid's)."""
     with zipfile.ZipFile(wheel) as zf:
-        return any(name.endswith("scancel.sh") for name in zf.namelist())
+        return any(name.endswith(("scancel.sh", "evalstop/actions/slurm.py"))
+                   for name in zf.namelist())
 
 
 def test_the_page_runs_from_the_wheel_not_the_checkout(walk):
@@ -113,7 +116,7 @@ def test_every_block_of_the_page_runs_in_order(walk, request):
     # EXPECTED TO FAIL until branch `jobid` lands: from a wheel the Slurm action
     # (examples/actions/scancel.sh) is not installed, so no stop is enforced and the page's
     # `sacct ... | grep EvalStop` finds nothing. Strict: it must pass once the action is
-    # packaged.
+    # packaged (evalstop/actions/slurm.py in the wheel).
     if not _action_packaged(walk["wheel"]):
         request.applymarker(pytest.mark.xfail(
             reason="the Slurm action is not in the wheel (branch jobid packages it)",
