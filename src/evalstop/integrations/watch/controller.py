@@ -177,7 +177,7 @@ class Controller:
                 self._fleet_jobs.setdefault(group, set()).add(key)
             self.jobs[key] = _Job(
                 det, row.tenant, row.last_step, row.last_score, row.skipped, row.updated,
-                str(row.detector.get("label") or det.spec))
+                label=str(row.detector.get("label") or det.spec))
             self._tenant_jobs[row.tenant] += 1
             self._tenant_held[row.tenant] += self._job_bytes(key)
         offsets = store.offsets()
