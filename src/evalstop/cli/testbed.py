@@ -164,9 +164,9 @@ def _replay(args) -> int:
           f"{sim['jct_mean_s'] / 3600:.3g} h simulated; {real['n_stopped']} stopped "
           f"({sim['n_stopped']} simulated); {w['within']} jobs within tolerance -> "
           f"{args.out}/summary.json", file=sys.stderr)
-    failed = [r for r in w["jobs"] if r["state"] not in ("COMPLETED", "CANCELLED")]
-    if failed:  # a worker that could not run measures nothing: loud, not a quiet summary
-        raise InputError(f"{len(failed)} of {w['n_jobs']} jobs ended {failed[0]['state']} on "
+    broken = [r for r in w["jobs"] if r["state"] not in ("COMPLETED", "CANCELLED")]
+    if broken:  # a worker that could not run measures nothing: loud, not a quiet summary
+        raise InputError(f"{len(broken)} of {w['n_jobs']} jobs ended {broken[0]['state']} on "
                          f"Slurm, not as the workload says (their output: "
                          f"{out / name / 'out'}/)")
     return 0
