@@ -152,7 +152,7 @@ def test_stops_are_enforced_and_cancelled_in_sacct(walk, request):
         stopped = {r["job"] for r in status_rows(store) if r["stopped"]}
     finally:
         store.close()
-    assert stopped, "the page's replay stops b-1 (it did in the simulator)"
+    assert stopped, "the page's replay stops a-2 (it does in the simulator)"
     assert not [j for j, r in recs.items() if r.state == "FAILED"]
     for job in stopped:
         r = recs[job]
