@@ -159,10 +159,10 @@ def _replay(args) -> int:
     real, sim = w["real"], w["sim"]
     print(json.dumps({"real": real, "sim": sim, "within": w["within"],
                       "n_jobs": w["n_jobs"]}, allow_nan=True))
-    print(f"{w['n_jobs']} jobs in {time.monotonic() - began:.0f} s: mean JCT "
-          f"{real['jct_mean_s'] / 3600:.3g} h on Slurm, "
+    print(f"{w['n_jobs']} jobs: mean JCT {real['jct_mean_s'] / 3600:.3g} h on Slurm, "
           f"{sim['jct_mean_s'] / 3600:.3g} h simulated; {real['n_stopped']} stopped "
-          f"({sim['n_stopped']} simulated); {w['within']} jobs within tolerance -> "
+          f"({sim['n_stopped']} simulated); {w['within']} jobs within tolerance; took "
+          f"{time.monotonic() - began:.0f} s of about {estimate:.0f} -> "
           f"{args.out}/summary.json", file=sys.stderr)
     broken = [r for r in w["jobs"] if r["state"] not in ("COMPLETED", "CANCELLED")]
     if broken:  # a worker that could not run measures nothing: loud, not a quiet summary
