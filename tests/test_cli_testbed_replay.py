@@ -108,7 +108,7 @@ def test_replay_whose_actions_failed_exits_1_saying_how_many_and_why(tmp_path, m
     is that stops that were not enforced make the command fail, with their count."""
     from evalstop.cli.main import main
     from evalstop.integrations.watch.store import ActionRow, StateStore
-    from evalstop.testbed import study
+    from evalstop.testbed import preflight, study
 
     (tmp_path / "tb" / "etc").mkdir(parents=True)
     (tmp_path / "tb" / "etc" / "slurm.conf").write_text("")
@@ -129,6 +129,7 @@ def test_replay_whose_actions_failed_exits_1_saying_how_many_and_why(tmp_path, m
         return {"ways": {"replay": {"real": side, "sim": side, "within": 1, "n_jobs": 1}}}
 
     monkeypatch.setattr(study, "run_ways", fake_run_ways)
+    monkeypatch.setattr(preflight, "check_cluster", lambda *a, **k: None)  # no Slurm here
     code = main(["testbed", "replay", "--jobs", str(jobs), "--gpus", "1", "--hour-s", "1",
                  "--detector", "default", "--dir", str(tmp_path / "tb"),
                  "--out", str(tmp_path / "out")])

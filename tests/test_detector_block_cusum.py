@@ -152,6 +152,16 @@ def test_stop_reason_says_how_far_in_gain_and_noise_and_over_how_much():
     assert "over the last" in d.reason and "of the run" in d.reason
 
 
+def test_a_fall_against_a_near_zero_noise_reads_as_far_beyond_it():
+    det = BlockCusum(sigma=1e-12)
+    for i, v in enumerate([0.0] * 3 + [1.0] * 12 + [0.5] * 3):
+        d = det.update(i + 1, v)
+        if d.stop:
+            break
+    assert d.stop and "far beyond the noise (over 1000 sigmas of 1e-12)" in d.reason
+    assert "noise sigmas" not in d.reason and "e+" not in d.reason
+
+
 def test_fleet_is_fed_and_used():
     fleet = FleetNoise(name="g")
     dets = [make_detector("block-cusum", fleet=fleet) for _ in range(4)]

@@ -107,3 +107,25 @@ def test_the_first_screen_answers_before_the_contents(seen):
     assert all("platform" in line for line in lines[:3])  # each names its study
     assert first["bottom"] <= VIEWPORT["height"]  # all four on the first screen
     assert info["toc"] is not None and info["toc"] > first["bottom"] - 1
+
+
+def test_the_page_fits_a_1366_px_window(report_html):
+    """No table wider than a 1366 px laptop window: rules are labelled by name, their
+    150-character specs wrap (they made the page 1,704 px wide)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_or_skip(), args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1366, "height": 768})
+            page.goto(report_html.as_uri(), wait_until="load")
+            wide = page.evaluate("""() => {
+                const w = document.documentElement.clientWidth;
+                return Array.from(document.querySelectorAll('table, figure, pre'))
+                    .filter(e => e.getBoundingClientRect().right > w + 1)
+                    .map(e => (e.querySelector('caption') || e).innerText.slice(0, 80));
+            }""")
+            width = page.evaluate("document.documentElement.scrollWidth")
+        finally:
+            browser.close()
+    assert wide == [] and width <= 1366, (width, wide)

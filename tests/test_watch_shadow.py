@@ -307,14 +307,15 @@ def test_crash_before_commit_then_resume_gives_the_same_score(tmp_path, lab,
 
 
 def _status_json(db) -> list[dict]:
-    out = subprocess.run([sys.executable, "-m", "evalstop", "watch", "--status", "--json",
-                          "--db", str(db)], capture_output=True, text=True, check=True)
-    return [json.loads(x)["shadow"] for x in out.stdout.splitlines() if '"shadow"' in x]
+    out = subprocess.run([sys.executable, "-m", "evalstop", "watch", "--status", "--score",
+                          "--json", "--db", str(db)], capture_output=True, text=True,
+                         check=True)
+    return [json.loads(x) for x in out.stdout.splitlines()]
 
 
 def test_sigkill_mid_run_then_resume_gives_the_same_score(tmp_path, lab):
     """A real controller process, SIGKILLed three times at random moments while the logs
-    grow, then run to the end: ``--status --json`` gives the score of an uninterrupted
+    grow, then run to the end: ``--status --score --json`` gives the score of an uninterrupted
     run."""
     (tmp_path / "policy.toml").write_text(POLICY)
     (tmp_path / "logs").mkdir()

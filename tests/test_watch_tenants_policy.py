@@ -135,6 +135,27 @@ def test_an_eval_group_pools_each_tenants_own_noise_and_survives_a_restart(tmp_p
     assert "math [alice]: sigma" in format_fleet(list(rows.values()))
 
 
+def test_status_json_is_one_line_per_job_and_the_fleet_is_behind_a_flag(tmp_path, capsys):
+    from evalstop.cli.main import main
+
+    ctl, store, root, out, err = make(tmp_path, FLEET)
+    rng = __import__("numpy").random.default_rng(1)
+    for j in range(3):
+        write(root / "alice" / f"{j}.jsonl", f"alice-{j}", list(0.5 + 0.02 * rng.standard_normal(12)))
+    ctl.run_until_idle()
+    ctl.close()
+    db = str(tmp_path / "state.db")
+    capsys.readouterr()
+    assert main(["watch", "--status", "--json", "--db", db]) == 0
+    rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert sorted(r["job"] for r in rows) == ["alice-0", "alice-1", "alice-2"]
+    assert main(["watch", "--status", "--json", "--fleet", "--db", db]) == 0
+    fleet = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [(f["group"], f["jobs"]) for f in fleet] == [("math", 3)]
+    assert main(["watch", "--status", "--fleet", "--db", db]) == 0
+    assert capsys.readouterr().out.startswith("fleet noise by eval group:\n  math: sigma")
+
+
 def test_a_job_keeps_the_rule_it_started_with(tmp_path):
     ctl, store, root, out, err = make(tmp_path, '[tenants.alice]\ndetector = "evalstop:k=3"\n')
     write(root / "alice" / "a.jsonl", "alice-1", DOWN[:3])

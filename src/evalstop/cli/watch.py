@@ -163,7 +163,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="seconds between polls when not --once (default: 10)")
     p.add_argument("--status", action="store_true",
                    help="print each job's last score, streak, best step and stop, then exit")
-    p.add_argument("--json", action="store_true", help="with --status: JSON Lines output")
+    p.add_argument("--json", action="store_true",
+                   help="with --status: JSON Lines output, one line per job")
+    p.add_argument("--fleet", action="store_true",
+                   help="with --status: each eval group's pooled noise instead of the jobs "
+                        "(with --json, one line per group)")
+    p.add_argument("--score", action="store_true",
+                   help="with --status: the shadow score, per tenant and rule, instead of "
+                        "the jobs (with --json, one line per tenant and rule)")
     p.add_argument("--shadow", action="append", default=None, metavar="SPEC",
                    help="a candidate rule followed in shadow on every job (repeatable): "
                         "its would-be stops are followed to the job's end and scored (see "
@@ -205,13 +212,14 @@ def _status(args) -> int:
             store.close()
     except sqlite3.Error as exc:  # e.g. an unreadable file: one line, like the run path
         raise ValueError(f"cannot read --db {args.db!r}: {exc}") from None
-    if args.json:
+    # One kind of line per output, so a reader of --json lines needs no type test.
+    if args.fleet or args.score:
+        both = (fleet, format_fleet) if args.fleet else (shadow, format_shadow)
+        sys.stdout.write("".join(json.dumps(f) + "\n" for f in both[0]) if args.json
+                         else both[1](both[0]))
+    elif args.json:
         for r in rows:
             sys.stdout.write(json.dumps(r) + "\n")
-        for f in fleet:
-            sys.stdout.write(json.dumps({"fleet": f}) + "\n")
-        for s in shadow:
-            sys.stdout.write(json.dumps({"shadow": s}) + "\n")
     else:
         sys.stdout.write(format_table(rows))
         sys.stdout.write(format_actions(rows))
@@ -394,6 +402,8 @@ def run(args) -> int:
         return _status(args)
     if args.report is not None or args.export_corpus is not None:
         return _shadow_output(args)
+    if args.fleet or args.score:
+        raise ValueError(f"--{'fleet' if args.fleet else 'score'} goes with --status")
     import sqlite3
 
     from evalstop.detectors import make_detector
@@ -421,6 +431,11 @@ def run(args) -> int:
     if not args.jsonl and not args.tensorboard and not args.mlflow:
         raise ValueError("give at least one --jsonl DIR, --tensorboard DIR or --mlflow URI")
     action = None
+    if args.action is None and policy is None and (args.checkpoint_template or
+                                                   args.checkpoint_root):
+        # Only an action reads them ({best_checkpoint}): alone they would do nothing.
+        raise ValueError("--checkpoint-template and --checkpoint-root name the checkpoint an "
+                         "--action is given ({best_checkpoint}); give --action too")
     if args.action is not None:
         action = ShellAction(args.action, checkpoint_template=args.checkpoint_template,
                              checkpoint_root=args.checkpoint_root,
@@ -430,20 +445,24 @@ def run(args) -> int:
     if not 1 <= args.action_workers <= 256:
         raise ValueError(f"--action-workers must be in 1..256, got {args.action_workers}")
     sources = _sources(args, policy)
+    # The server first: a refused --serve (port taken, extra missing) ends the run before
+    # the state database is created.
+    server = metrics = health = None
+    if args.serve is not None:
+        shown = policy.rules if policy is not None else ()
+        server, metrics, health = _serve(args, args.interval, {
+            r.tenant: (r.detector_spec(), r.dry_run or args.dry_run) for r in shown})
     try:
         store = StateStore(args.db, dry_run=args.dry_run, on_wait=_say_wait,
                            keep_evals=args.keep_evals)
     except sqlite3.Error as exc:
+        if server is not None:
+            server.close()
         raise ValueError(f"cannot open --db {args.db!r}: {exc}") from None
     stop = threading.Event()
     old = {}
-    controller = server = None
+    controller = None
     try:
-        metrics = health = None
-        if args.serve is not None:
-            shown = policy.rules if policy is not None else ()
-            server, metrics, health = _serve(args, args.interval, {
-                r.tenant: (r.detector_spec(), r.dry_run or args.dry_run) for r in shown})
         rules = ({"policy": policy} if policy is not None else
                  {"detector": args.detector or "default", "mode": args.mode or "max",
                   "action": action, "shadow": args.shadow or ()})

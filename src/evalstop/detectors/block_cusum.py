@@ -309,12 +309,7 @@ class BlockCusum(NoiseAware):
         if self.last > 0.0 and self._late() and span < self._must_last(fall, gain):
             return None  # not yet long enough to tell from a dip that recovers
         share = f"{fall / gain:.0%} of its gain" if gain > 0.0 else "it never gained"
-        if sigma <= 0.0:
-            noise = "noise-free scores"
-        elif self._b > 1:
-            noise = f"{fall / sigma:.1f} noise sigmas of a mean of {self._b} evals"
-        else:
-            noise = f"{fall / sigma:.1f} noise sigmas"
+        noise = _in_sigmas(fall, sigma, self._b)
         first = self._n_evals - span + 1
         return (f"{self._floor_note(recent)}the level is {self._sign * fall:.4g} below its best "
                 f"({self._sign * level:.4g}): {share}, {noise}, over the last {span} evals "
@@ -419,6 +414,21 @@ class BlockCusum(NoiseAware):
         total, count = state.get("pairs", (0.0, 0))
         self._pairs = PairHistory(float(total), int(count))
         self._load_noise_state(state)
+
+
+# Past this many sigmas a count says nothing more (a sigma of ~0 reads as 3.5e14 sigmas).
+FAR_SIGMAS = 1000.0
+
+
+def _in_sigmas(fall: float, sigma: float, b: int) -> str:
+    """A fall in noise sigmas for the stop reason: capped, so a near-zero noise reads as
+    "far beyond the noise", not as a 15-digit count."""
+    of = f" of a mean of {b} evals" if b > 1 else ""
+    if sigma <= 0.0:
+        return "noise-free scores"
+    if fall > FAR_SIGMAS * sigma:
+        return f"far beyond the noise{of} (over {FAR_SIGMAS:.0f} sigmas of {sigma:.3g})"
+    return f"{fall / sigma:.1f} noise sigmas{of}"
 
 
 def _ordinal(n: int) -> str:

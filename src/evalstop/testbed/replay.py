@@ -165,22 +165,43 @@ def wait_done(ids, env: dict, timeout_s: float, poll_s: float = 0.5) -> None:
     raise TimeoutError(f"jobs still queued or running after {timeout_s:.0f} s")
 
 
+def cancel(ids, env: dict) -> None:
+    """``scancel`` the replay's own jobs (those still held; the others are left as they
+    ended): a replay that fails or times out leaves nothing running behind it."""
+    ids = [str(i) for i in ids]
+    if ids:
+        subprocess.run(["scancel", *ids], env=env, capture_output=True, text=True,
+                       timeout=60, check=False)
+
+
 def replay(workload: Workload, folder: Path, hour_s: float, env: dict, *,
            detector: str | None = None, poll_s: float = 1.0, action: str | None = None,
-           opts: SubmitOptions | None = None, timeout_s: float = 3600.0) -> ReplayRun:
+           opts: SubmitOptions | None = None, timeout_s: float = 3600.0,
+           ticker=None) -> ReplayRun:
     """Submit the workload, wait for every job to end, export Slurm's accounting to
-    ``sacct.txt``; with ``detector``, ``evalstop watch`` runs alongside (stopped by pid)."""
+    ``sacct.txt``; with ``detector``, ``evalstop watch`` runs alongside (stopped by pid).
+    ``timeout_s`` bounds the whole replay, submissions included: past it the jobs still
+    held are cancelled and ``TimeoutError`` raised (as on any failure, the jobs already
+    submitted are cancelled). ``ticker`` (``ReplayTicker``) reports progress meanwhile."""
+    began = time.monotonic()
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "logs").mkdir(exist_ok=True)
     watch = None if detector is None else start_watch(folder, detector, env, poll_s, action)
+    run = ReplayRun(folder=folder, hour_s=hour_s, watch_pid=watch and watch.pid)
+    if ticker is not None:
+        ticker.start(run, env)
     try:
-        run = ReplayRun(folder=folder, hour_s=hour_s, watch_pid=watch and watch.pid)
         submit_all(workload, folder, hour_s, env, opts, run=run)
-        wait_done(run.ids.values(), env, timeout_s)
+        wait_done(run.ids.values(), env, max(0.0, timeout_s - (time.monotonic() - began)))
         if watch is not None:
             time.sleep(poll_s)  # the controller's last poll reads the last records
             settle_actions(folder, poll_s)
+    except BaseException:
+        cancel(run.ids.values(), env)
+        raise
     finally:
+        if ticker is not None:
+            ticker.stop()
         if watch is not None:
             stop_process(watch)
     sacct.export(run.ids.values(), env, folder / "sacct.txt")

@@ -94,6 +94,9 @@ class _Job:
     skipped: int = 0
     updated: float = 0.0
     job_id: str | None = None  # the scheduler's id in the last record fed (what a stop acts on)
+    # The rule as the user named it ("default"): a short, stable label for pages; the
+    # detector's spec spells it out (and changes when the default does).
+    label: str = ""
 
 
 @dataclass(slots=True)
@@ -206,7 +209,8 @@ class Controller:
                 group = self.rule_of(row.tenant).eval_group
                 self._fleet_jobs.setdefault((group, row.tenant), set()).add(key)
             self.jobs[key] = _Job(
-                det, row.tenant, row.last_step, row.last_score, row.skipped, row.updated)
+                det, row.tenant, row.last_step, row.last_score, row.skipped, row.updated,
+                label=str(row.detector.get("label") or det.spec))
             self._tenant_jobs[row.tenant] += 1
             self._tenant_held[row.tenant] += self._job_bytes(key) + self.shadow.held(key)
         offsets = store.offsets()
@@ -418,7 +422,8 @@ class Controller:
         else:
             self._tenant_jobs[tenant] += 1
             self._tenant_held[tenant] += need
-            job = self.jobs[key] = _Job(self._new_detector(tenant), tenant)
+            job = self.jobs[key] = _Job(self._new_detector(tenant), tenant,
+                                        label=self.rule_of(tenant).detector_spec())
             return job
         res.refused["quota"] += len(items)
         self.throttle.note(tenant, "quota", f"tenant {show(tenant)}: {said}; records of "
@@ -527,7 +532,7 @@ class Controller:
 
     def _row(self, key: JobKey, job: _Job) -> JobRow:
         det = job.detector
-        state = det.state_dict()
+        state = {**det.state_dict(), "label": job.label or det.spec}
         return JobRow(
             key.name, key.source, job.tenant, state, state["n_evals"], state["last_step"],
             job.last_score, det.best_step, det.best_score, det.stopped, det.stop_step,

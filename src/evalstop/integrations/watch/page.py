@@ -49,6 +49,7 @@ def _nav(p: Paging) -> str:
     return (f'<p class="pages">Jobs {first}-{last} of {p.total}, page {p.page} of {p.pages} '
             f"({p.per_page} per page). {' '.join(links)}</p>")
 
+# Long names (a spec, a log's path) may break anywhere, so the page fits a laptop's window.
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
 table{border-collapse:collapse;width:100%}
@@ -60,6 +61,7 @@ svg{background:#fafafa;border:1px solid #e4e4e4}
 .best{fill:#1a7f37}.stop{stroke:#b00020;stroke-width:1.5;stroke-dasharray:3 2}
 .muted{color:#777}code{font-size:12px}
 .own-rule{background:#e8f0fe;border-radius:3px;padding:0 4px;font-size:12px}
+td code,pre{overflow-wrap:anywhere;white-space:pre-wrap}td .muted{overflow-wrap:anywhere}
 """
 
 
@@ -161,7 +163,10 @@ def render_page(rows: list[dict[str, Any]], curves: dict[str, list[tuple[int, fl
         if r.get("reason"):
             detector.append(_fmt(r["reason"]))
         if r.get("rule"):
-            detector.append(f'<span class="muted rule">rule {_fmt(r["rule"])}</span>')
+            # The name the rule was given; its full spec one click away (no script).
+            detector.append(f'<details class="muted rule"><summary>rule '
+                            f'{_fmt(r.get("rule_label") or r["rule"])}</summary>'
+                            f'<code>{_fmt(r["rule"])}</code></details>')
         action = _fmt(r.get("action"))
         if r.get("action_rc") is not None:
             action += f" (rc {_fmt(r['action_rc'])})"

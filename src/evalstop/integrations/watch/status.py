@@ -45,8 +45,10 @@ def status_rows(store: StateStore, *, offset: int = 0,
             "action_rc": None if act is None else act.rc,
             "command": None if act is None else act.command,
             "action_output": None if act is None else act.output,
-            # The rule this job runs (its detector keeps the spec it started with).
+            # The rule this job runs (its detector keeps the spec it started with), and the
+            # name it was given ("default"), short enough for a page's column.
             "rule": _rule(job.detector),
+            "rule_label": job.detector.get("label") or job.detector.get("spec"),
         })
     return rows
 
