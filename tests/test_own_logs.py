@@ -164,3 +164,27 @@ def test_links_and_short_runs_are_skipped_and_named(tmp_path, rng):
     assert list(own.curves) == ["a.jsonl:ok"]
     assert any("link.jsonl" in s and "not a regular file" in s for s in own.skipped)
     assert any("short.jsonl:s" in s and "fewer than" in s for s in own.skipped)
+
+
+def test_an_older_mlflow_sqlite_store_is_migrated_in_a_copy_only(tmp_path, rng):
+    """verl's default store is an MLflow 2 SQLite file: MLflow 3's client refuses its
+    schema, so the reader migrates its private copy, never the platform's file."""
+    db = tmp_path / "logs" / "mlflow.db"
+    db.parent.mkdir()
+    write_mlflow(f"sqlite:///{db}", "acme", {"bad": curve(True, rng)})
+    import sqlalchemy
+    from alembic import command
+    from mlflow.store.db import utils
+
+    engine = sqlalchemy.create_engine(f"sqlite:///{db}")
+    config = utils._get_alembic_config(f"sqlite:///{db}")
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "-3")  # the schema of an older MLflow
+    with pytest.raises(Exception, match="out-of-date database schema"):
+        utils._verify_schema(engine)
+    engine.dispose()
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+    own = read_own_runs(tmp_path / "logs")
+    assert own.labels["mlflow.db:acme/bad"].hacking
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == before

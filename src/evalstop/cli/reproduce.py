@@ -55,8 +55,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
             f"Experiments: {', '.join(names())}."
         ),
     )
-    p.add_argument("--out", default="evalstop-results", metavar="DIR",
-                   help="output folder (default: evalstop-results), replaced whole once the "
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="output folder (default: evalstop-results; evalstop-own-runs with "
+                        "--logs), replaced whole once the "
                         "run is complete; a folder holding files reproduce did not write, or "
                         "a symlink, is refused")
     p.add_argument("--quick", action="store_true",
@@ -163,6 +164,8 @@ def _check(args) -> None:
 
 def run(args) -> int:
     _check(args)
+    if args.out is None:  # apart by default: own runs' figures never replace the studies'
+        args.out = "evalstop-results" if args.logs is None else "evalstop-own-runs"
     if args.logs is not None:
         from evalstop.cli.reproduce_logs import run_logs
 

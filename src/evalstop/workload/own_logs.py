@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import io
+import logging
 import os
 import shutil
 import sqlite3
@@ -136,9 +137,12 @@ def read_own_runs(folder: str | Path, *, metric: str = "eval",
         for rel in dbs:
             with _sqlite_copy(str(root), rel) as copy:
                 got = ([] if copy is None else
-                       _mlflow_curves(rel, f"sqlite:///{copy}", metric, out.skipped))
+                       _mlflow_curves(rel, f"sqlite:///{copy}", metric, out.skipped,
+                                      upgrade=True))
             if copy is None:
                 out.skipped.append(f"{rel!r}: not an MLflow SQLite store; not read")
+                bar.update()
+                continue
             for exp_run, c in got:
                 _take(out, f"{rel}:{exp_run}", c.run_id, rel, "mlflow", c)
             bar.update()
@@ -207,7 +211,7 @@ def _tensorboard_curve(root: str, name: str, files: list[str], metric: str) -> R
             pos = 0
             while True:
                 got = read_events(fd, pos, max_events=MAX_EVENTS_PER_READ,
-                                  max_bytes=1 << 30)
+                                  max_bytes=64 << 20)
                 for ev in got.events:
                     if not ev.HasField("summary"):
                         continue
@@ -295,10 +299,33 @@ def _sqlite_copy(root: str, rel: str):
         yield copy if MLFLOW_TABLES <= tables else None
 
 
-def _mlflow_curves(store: str, uri: str, metric: str, skipped: list[str]) -> list:
-    """``(experiment/run name, curve)`` of every run of every experiment of the store
-    logging ``metric``, read with MLflow's own client on a ``file://`` URI; a run whose
-    name cannot be shown (control characters, a leading '-') is skipped and named."""
+def _upgrade_copy(uri: str) -> None:
+    """Bring a private copy of an older MLflow's SQLite store to this MLflow's schema
+    (MLflow's client refuses an out-of-date one); the platform's own file is not touched."""
+    import sqlalchemy
+    from mlflow.store.db import utils
+
+    engine = sqlalchemy.create_engine(uri)
+    quiet = [logging.getLogger(n) for n in ("mlflow", "alembic")]
+    levels = [q.level for q in quiet]
+    try:
+        utils._verify_schema(engine)
+    except Exception:  # noqa: BLE001 - MLflow's "out-of-date database schema"
+        for q in quiet:  # its "Updating database tables" is about our copy, not theirs
+            q.setLevel(logging.WARNING)
+        utils._upgrade_db(engine)
+    finally:
+        for q, level in zip(quiet, levels, strict=True):
+            q.setLevel(level)
+        engine.dispose()
+
+
+def _mlflow_curves(store: str, uri: str, metric: str, skipped: list[str], *,
+                   upgrade: bool = False) -> list:
+    """``(experiment/run name, curve)`` of every run of every experiment of the store at
+    ``uri`` logging ``metric``, read with MLflow's own client (``upgrade``: the store is a
+    private SQLite copy, migrated first when older); a run whose name cannot be shown
+    (control characters, a leading '-') is skipped and named."""
     from evalstop.integrations._extras import require
     from evalstop.integrations.watch.records import name_problem, show
 
@@ -308,6 +335,8 @@ def _mlflow_curves(store: str, uri: str, metric: str, skipped: list[str]) -> lis
     with warnings.catch_warnings():  # MLflow warns that file stores are deprecated
         warnings.simplefilter("ignore")
         try:
+            if upgrade:
+                _upgrade_copy(uri)
             client = mlflow.MlflowClient(tracking_uri=uri)
             for exp in sorted(_paged(client.search_experiments),
                               key=lambda x: str(x.experiment_id)):
