@@ -90,7 +90,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="cluster size for --trace (default: the study's, 512)")
     p.add_argument("--logs", default=None, metavar="DIR",
                    help="instead of the studies: read your own finished runs under DIR "
-                        "(JSONL eval logs, TensorBoard event files, an MLflow file store "
+                        "(JSONL eval logs, TensorBoard event files, MLflow stores: mlflow.db, "
                         "mlruns/), refit the workload on them and write what each stop rule "
                         "would have saved and cost there (own_runs.md, own_runs.json, "
                         "own_fit.json); see docs/reproduce.md")
@@ -101,9 +101,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--metric", default="eval", metavar="NAME",
                    help="with --logs: the TensorBoard scalar tag, MLflow metric or JSONL "
                         "field holding the eval score (default: eval)")
-    p.add_argument("--eval-set", choices=("fresh", "fixed"), default="fresh",
-                   help="with --logs: how your evals were drawn, fresh samples each time or "
-                        "one fixed eval set (the fit models fixed-set noise as correlated)")
+    p.add_argument("--eval-set", choices=("fresh", "fixed"), default="fresh", metavar="KIND",
+                   help="with --logs: how your evals were drawn: fresh (new samples each "
+                        "time; the default) or fixed (one eval set; the fit models its noise "
+                        "as correlated)")
     p.add_argument("--no-progress", action="store_true",
                    help="no progress bar (on a terminal) or progress lines (elsewhere)")
     add_ray_option(p)
