@@ -72,7 +72,8 @@ def main(argv=None) -> int:
                      own_runs.sacct_sizes(args.sacct, own)[0])
             saved = own_runs.lines(own_runs.replay_rules(own, sizes, progress=True))
         command = "python benchmarks/fit_workload.py" + (
-            f" --logs {args.logs.name} --eval-set {args.eval_set}" if args.logs else "")
+            f" --logs {args.logs.name} --eval-set {args.eval_set} --metric {args.metric}"
+            if args.logs else "")
         fit = fitmod.fit(runs, command=command, sources=sources)
     except (ValueError, OSError) as exc:
         print(f"fit_workload: {exc}", file=sys.stderr)

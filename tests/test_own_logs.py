@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import json
 import os
+import sqlite3
 
 import numpy as np
 import pytest
@@ -112,10 +113,15 @@ def test_an_mlflow_sqlite_store_is_read_and_never_written(tmp_path, rng):
     db.parent.mkdir()
     write_mlflow(f"sqlite:///{db}", "acme", {"bad": curve(True, rng)})
     (tmp_path / "logs" / "other.db").write_bytes(b"not a database at all")
+    con = sqlite3.connect(tmp_path / "logs" / "notes.db")
+    con.execute("CREATE TABLE notes (text)")
+    con.commit()
+    con.close()
     before = hashlib.sha256(db.read_bytes()).hexdigest()
     own = read_own_runs(tmp_path / "logs")
     assert list(own.curves) == ["mlflow.db:acme/bad"] and own.labels["mlflow.db:acme/bad"].hacking
-    assert any("other.db" in s and "not an MLflow" in s for s in own.skipped)
+    for name in ("other.db", "notes.db"):
+        assert any(name in s and "not an MLflow" in s for s in own.skipped)
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
 
 
@@ -188,3 +194,18 @@ def test_an_older_mlflow_sqlite_store_is_migrated_in_a_copy_only(tmp_path, rng):
     own = read_own_runs(tmp_path / "logs")
     assert own.labels["mlflow.db:acme/bad"].hacking
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
+
+
+def test_hostile_names_reach_the_report_escaped(tmp_path, rng):
+    from evalstop.experiments import own_runs
+
+    write_jsonl(tmp_path / "evil|x.jsonl", {"ok": curve(True, rng), "ok2": curve(False, rng),
+                                            "a\x1b[31m|b\u202e": curve(True, rng)[:3]})
+    own = read_own_runs(tmp_path)
+    rows = own_runs.replay_rules(own)
+    md = own_runs.markdown({"logs": "logs", "rules": rows, "skipped": own.skipped,
+                            "runs": {"read": 2, "hacking": 1, "by_format": own.counts()}})
+    assert len(own.skipped) == 1 and "evil\\|x.jsonl" in md  # skipped, named, escaped
+    assert "\x1b" not in md and "\u202e" not in md
+    # Every line is a table row of the table's 7 cells (8 bars) or holds no bare bar.
+    assert all(line.count("|") - line.count("\\|") in (0, 8) for line in md.splitlines())

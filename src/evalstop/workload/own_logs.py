@@ -273,6 +273,7 @@ def _file_store_allowed():
 
 
 MLFLOW_TABLES = {"experiments", "runs", "metrics", "alembic_version"}
+SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 @contextlib.contextmanager
@@ -280,22 +281,27 @@ def _sqlite_copy(root: str, rel: str):
     """A private copy of the SQLite file ``rel`` when it is an MLflow store (its tables
     are there), else None; the copy is removed after."""
     fd = _open(root, rel)
-    with tempfile.TemporaryDirectory(prefix="evalstop-mlflow-") as tmp:
+    with os.fdopen(fd, "rb") as src, tempfile.TemporaryDirectory(prefix="evalstop-mlflow-") as tmp:
         copy = os.path.join(tmp, "mlflow.db")
         try:
-            with os.fdopen(fd, "rb") as src, open(copy, "wb") as dst:
-                shutil.copyfileobj(src, dst)
+            is_sqlite = src.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+            if is_sqlite:  # anything else is not copied
+                src.seek(0)
+                with open(copy, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
         except OSError as exc:
             raise ValueError(f"--logs: cannot read {rel!r} ({exc.strerror or exc})") from None
-        try:
-            con = sqlite3.connect(f"file:{copy}?mode=ro", uri=True)
+        tables = set()
+        if is_sqlite:
             try:
-                tables = {r[0] for r in con.execute(
-                    "SELECT name FROM sqlite_master WHERE type='table'")}
-            finally:
-                con.close()
-        except sqlite3.Error:
-            tables = set()
+                con = sqlite3.connect(f"file:{copy}?mode=ro", uri=True)
+                try:
+                    tables = {r[0] for r in con.execute(
+                        "SELECT name FROM sqlite_master WHERE type='table'")}
+                finally:
+                    con.close()
+            except sqlite3.Error:
+                pass  # a damaged SQLite file: not an MLflow store we can read
         yield copy if MLFLOW_TABLES <= tables else None
 
 
