@@ -106,6 +106,8 @@ def test_an_mlflow_file_store_is_read_with_mlflows_client(tmp_path, rng, monkeyp
     assert own.labels["mlruns:acme/bad"].hacking and not own.labels["mlruns:acme/good"].hacking
     assert own.name["mlruns:acme/bad"] == "bad"
     assert "MLFLOW_ALLOW_FILE_STORE" not in os.environ
+    other = read_own_runs(tmp_path / "logs", metric="reward")  # runs without it: named
+    assert not other.curves and sum("no metric 'reward'" in s for s in other.skipped) == 2
 
 
 def test_an_mlflow_sqlite_store_is_read_and_never_written(tmp_path, rng):

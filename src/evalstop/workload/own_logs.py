@@ -49,7 +49,7 @@ import numpy as np
 from evalstop.evallog import parse_record
 from evalstop.lab.corpus import RunCurve, curves_from_records
 from evalstop.lines import bounded_lines
-from evalstop.progress import progress_bar
+from evalstop.progress import note, progress_bar
 from evalstop.workload.shape_stats import MIN_EVALS
 
 FORMATS = ("jsonl", "tensorboard", "mlflow")
@@ -130,7 +130,8 @@ def read_own_runs(folder: str | Path, *, metric: str = "eval",
         for store in stores:
             uri = (root / store if store else root).resolve().as_uri()
             with _file_store_allowed():
-                got = _mlflow_curves(store or root.name, uri, metric, out.skipped)
+                got = _mlflow_curves(store or root.name, uri, metric, out.skipped,
+                                     progress=progress)
             for exp_run, c in got:
                 _take(out, f"{store or '.'}:{exp_run}", c.run_id, store or ".", "mlflow", c)
             bar.update()
@@ -138,7 +139,7 @@ def read_own_runs(folder: str | Path, *, metric: str = "eval",
             with _sqlite_copy(str(root), rel) as copy:
                 got = ([] if copy is None else
                        _mlflow_curves(rel, f"sqlite:///{copy}", metric, out.skipped,
-                                      upgrade=True))
+                                      upgrade=True, progress=progress))
             if copy is None:
                 out.skipped.append(f"{rel!r}: not an MLflow SQLite store; not read")
                 bar.update()
@@ -327,7 +328,7 @@ def _upgrade_copy(uri: str) -> None:
 
 
 def _mlflow_curves(store: str, uri: str, metric: str, skipped: list[str], *,
-                   upgrade: bool = False) -> list:
+                   upgrade: bool = False, progress: bool = False) -> list:
     """``(experiment/run name, curve)`` of every run of every experiment of the store at
     ``uri`` logging ``metric``, read with MLflow's own client (``upgrade``: the store is a
     private SQLite copy, migrated first when older); a run whose name cannot be shown
@@ -344,24 +345,26 @@ def _mlflow_curves(store: str, uri: str, metric: str, skipped: list[str], *,
             if upgrade:
                 _upgrade_copy(uri)
             client = mlflow.MlflowClient(tracking_uri=uri)
-            for exp in sorted(_paged(client.search_experiments),
-                              key=lambda x: str(x.experiment_id)):
-                for run in _paged(client.search_runs, experiment_ids=[exp.experiment_id],
-                                  order_by=["attributes.start_time ASC"]):
-                    name = run.info.run_name or run.info.run_id
-                    where = f"{show(str(exp.name))}/{show(name)}"
-                    problem = (name_problem(str(exp.name), "experiment name")
-                               or name_problem(name, "run name"))
-                    if problem is not None:
-                        skipped.append(f"MLflow run {where!r}: {problem}; not read")
-                        continue
-                    if metric not in run.data.metrics:
-                        continue
-                    points: dict[int, float] = {}
-                    for m in sorted(client.get_metric_history(run.info.run_id, metric),
-                                    key=lambda m: (m.step, m.timestamp)):
-                        points[int(m.step)] = float(m.value)
-                    out.append((f"{exp.name}/{name}", _curve(name, points)))
+            runs = [(exp, run) for exp in sorted(_paged(client.search_experiments),
+                                                 key=lambda x: str(x.experiment_id))
+                    for run in _paged(client.search_runs, experiment_ids=[exp.experiment_id],
+                                      order_by=["attributes.start_time ASC"])]
+            note(f"MLflow store {show(store)!r}: reading {len(runs)} runs", enabled=progress)
+            for exp, run in runs:
+                name = run.info.run_name or run.info.run_id
+                where = f"{show(str(exp.name))}/{show(name)}"
+                problem = (name_problem(str(exp.name), "experiment name")
+                           or name_problem(name, "run name"))
+                if problem is None and metric not in run.data.metrics:
+                    problem = f"no metric {show(metric)!r}"
+                if problem is not None:
+                    skipped.append(f"MLflow run {where!r}: {problem}; not read")
+                    continue
+                points: dict[int, float] = {}
+                for m in sorted(client.get_metric_history(run.info.run_id, metric),
+                                key=lambda m: (m.step, m.timestamp)):
+                    points[int(m.step)] = float(m.value)
+                out.append((f"{exp.name}/{name}", _curve(name, points)))
         except Exception as exc:  # noqa: BLE001 - MLflow's MlflowException and kin
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise ValueError(f"--logs: cannot read the MLflow store {store!r} "
