@@ -120,3 +120,19 @@ def test_a_malformed_log_is_one_line_and_writes_nothing(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2 and "broken.jsonl:1" in err and "Traceback" not in err
     assert not (tmp_path / "o").exists()
+
+
+def test_committed_lab_results_are_what_the_command_gives(tmp_path, monkeypatch):
+    """benchmarks/results/own_runs (quoted in docs/reproduce.md) is the shipped lab corpus
+    run through reproduce --logs, as the page's block does."""
+    import shutil
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "lab-runs").mkdir()
+    shutil.copy(root / "src" / "evalstop" / "data" / "lab_corpus.jsonl.gz", tmp_path / "lab-runs")
+    assert main(["reproduce", "--out", "out", "--logs", "lab-runs", "--no-progress"]) == 0
+    committed = json.loads((root / "benchmarks/results/own_runs/own_runs.json").read_text())
+    fresh = json.loads((tmp_path / "out" / "own_runs.json").read_text())
+    assert fresh["rules"] == committed["rules"] and fresh["runs"] == committed["runs"]
