@@ -26,6 +26,7 @@ from evalstop.integrations.watch.controller import DEFAULT_MAX_JOBS
 from evalstop.integrations.watch.http_guard import MAX_CONNECTIONS, ServeLimits
 from evalstop.integrations.watch.page import MAX_PAGE_SIZE, PAGE_SIZE
 from evalstop.integrations.watch.quota import DEFAULT_TENANT_BYTES
+from evalstop.integrations.watch.shadow import DEFAULT_END_AFTER
 from evalstop.integrations.watch.store import KEEP_EVALS
 
 
@@ -163,12 +164,28 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--status", action="store_true",
                    help="print each job's last score, streak, best step and stop, then exit")
     p.add_argument("--json", action="store_true", help="with --status: JSON Lines output")
+    p.add_argument("--shadow", action="append", default=None, metavar="SPEC",
+                   help="a candidate rule followed in shadow on every job (repeatable): "
+                        "its would-be stops are followed to the job's end and scored (see "
+                        "docs/watch.md, shadow mode); a policy names them with `shadow`")
+    p.add_argument("--shadow-end-after", type=float, default=DEFAULT_END_AFTER,
+                   metavar="SECONDS",
+                   help="a job followed in shadow has ended after this long without a "
+                        "record (or at a record with \"end\": true) (default: "
+                        f"{DEFAULT_END_AFTER:g})")
+    p.add_argument("--report", default=None, metavar="DIR",
+                   help="with --db: write the shadow retrospective (report.html, report.md, "
+                        "plots) to DIR, then exit")
+    p.add_argument("--export-corpus", default=None, metavar="FILE",
+                   help="with --db: write the jobs followed in shadow to their end as an "
+                        "eval log (JSONL, plus tenant) to FILE, a new file, then exit")
     return p
 
 
 def _status(args) -> int:
     import sqlite3
 
+    from evalstop.integrations.watch.shadow_status import format_shadow, shadow_rows
     from evalstop.integrations.watch.status import (
         fleet_rows,
         format_actions,
@@ -183,6 +200,7 @@ def _status(args) -> int:
         try:
             rows = status_rows(store)
             fleet = fleet_rows(store)
+            shadow = shadow_rows(store)
         finally:
             store.close()
     except sqlite3.Error as exc:  # e.g. an unreadable file: one line, like the run path
@@ -192,10 +210,42 @@ def _status(args) -> int:
             sys.stdout.write(json.dumps(r) + "\n")
         for f in fleet:
             sys.stdout.write(json.dumps({"fleet": f}) + "\n")
+        for s in shadow:
+            sys.stdout.write(json.dumps({"shadow": s}) + "\n")
     else:
         sys.stdout.write(format_table(rows))
         sys.stdout.write(format_actions(rows))
         sys.stdout.write(format_fleet(fleet))
+        sys.stdout.write(format_shadow(shadow))
+    return 0
+
+
+def _shadow_output(args) -> int:
+    """``--report DIR`` / ``--export-corpus FILE``: read the state, write, exit."""
+    import sqlite3
+
+    from evalstop.integrations.watch.store import StateStore
+
+    if args.db is None:
+        raise ValueError("--report and --export-corpus need --db FILE")
+    try:
+        store = StateStore(args.db, readonly=True)
+        try:
+            if args.export_corpus is not None:
+                from evalstop.integrations.watch.shadow_export import export_corpus
+
+                jobs, records = export_corpus(store, args.export_corpus)
+                sys.stderr.write(f"evalstop watch: wrote {records} evals of {jobs} runs to "
+                                 f"{args.export_corpus}\n")
+            if args.report is not None:
+                from evalstop.integrations.watch.shadow_report import write_report
+
+                path = write_report(store, args.report)
+                sys.stderr.write(f"evalstop watch: wrote {path}\n")
+        finally:
+            store.close()
+    except sqlite3.Error as exc:
+        raise ValueError(f"cannot read --db {args.db!r}: {exc}") from None
     return 0
 
 
@@ -246,7 +296,7 @@ def _sources(args, policy=None) -> list:
 
 
 _POLICY_REPLACES = ("detector", "mode", "action", "checkpoint_template", "checkpoint_root",
-                    "tenant_pattern", "tb_tag", "mlflow_metric")
+                    "tenant_pattern", "tb_tag", "mlflow_metric", "shadow")
 
 
 def _policy(args):
@@ -306,7 +356,7 @@ def _check_serve(args) -> tuple[str, int, str | None, ServeLimits]:
     return host, port, token, ServeLimits(max_connections=args.serve_connections)
 
 
-def _serve(args, controller_interval: float):
+def _serve(args, controller_interval: float, tenant_rules=None):
     """Start the metrics/health/page server; returns (server, metrics, health)."""
     from evalstop.integrations.watch.observe import Health, StatusServer, WatchMetrics
     from evalstop.integrations.watch.status import page_html
@@ -322,7 +372,7 @@ def _serve(args, controller_interval: float):
     def page(number: int) -> str:
         ok, msg = health.check()
         return page_html(db, health=("Healthy." if ok else f"Unhealthy: {msg}."),
-                         page=number, per_page=per_page)
+                         page=number, per_page=per_page, tenant_rules=tenant_rules)
 
     server = StatusServer(host, port, metrics=metrics, health=health, page=page, token=token,
                           limits=limits).start()
@@ -342,11 +392,14 @@ def run(args) -> int:
         if args.db is None:
             raise ValueError("--status needs --db FILE")
         return _status(args)
+    if args.report is not None or args.export_corpus is not None:
+        return _shadow_output(args)
     import sqlite3
 
     from evalstop.detectors import make_detector
     from evalstop.integrations.watch.actions import ShellAction, check_seconds
     from evalstop.integrations.watch.controller import Controller
+    from evalstop.integrations.watch.shadow import check_end_after
     from evalstop.integrations.watch.store import StateStore
 
     # Check every option before touching the state or any log.
@@ -357,9 +410,11 @@ def run(args) -> int:
     if args.db is None:
         raise ValueError("--db FILE is required (the controller's state)")
     if policy is None:
-        make_detector(args.detector or "default", mode=args.mode or "max")
+        for spec in [args.detector or "default", *(args.shadow or ())]:
+            make_detector(spec, mode=args.mode or "max")
     if not args.once:
         check_seconds("--interval", args.interval)
+    check_end_after(args.shadow_end_after)
     check_seconds("--action-timeout", args.action_timeout)
     if args.serve is not None:
         _check_serve(args)
@@ -386,16 +441,19 @@ def run(args) -> int:
     try:
         metrics = health = None
         if args.serve is not None:
-            server, metrics, health = _serve(args, args.interval)
+            shown = policy.rules if policy is not None else ()
+            server, metrics, health = _serve(args, args.interval, {
+                r.tenant: (r.detector_spec(), r.dry_run or args.dry_run) for r in shown})
         rules = ({"policy": policy} if policy is not None else
                  {"detector": args.detector or "default", "mode": args.mode or "max",
-                  "action": action})
+                  "action": action, "shadow": args.shadow or ()})
         controller = Controller(store, sources, **rules, dry_run=args.dry_run,
                                 action_timeout=args.action_timeout,
                                 retry_running=args.retry_pending,
                                 action_workers=args.action_workers,
                                 max_jobs=args.max_jobs, tenant_bytes=args.tenant_bytes,
-                                metrics=metrics, health=health)
+                                metrics=metrics, health=health,
+                                shadow_end_after=args.shadow_end_after)
         page = None
         if server is not None:
             h, p = server.address

@@ -6,7 +6,9 @@ Parts: ``jsonl``, ``tensorboard`` and ``mlflow_source`` (sources), ``records`` (
 accepted from a tenant's log, and how tenant text is shown), ``tenants`` (job identity and
 tenant resolution; one exact name per tenant is ``evalstop.identity``, which the shipped
 actions share), ``store`` (SQLite state), ``actions`` (the stop command), ``controller``
-(the loop), ``status`` (the status view).
+(the loop), ``status`` (the status view), ``shadow`` (stops a rule would have made,
+followed to the job's end: ``shadow_score``, ``shadow_store``, ``shadow_status``,
+``shadow_report``, ``shadow_export``).
 """
 
 from evalstop.integrations.watch.actions import ShellAction

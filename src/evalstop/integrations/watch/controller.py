@@ -75,6 +75,7 @@ from evalstop.integrations.watch.actions import CheckpointEscape, ShellAction, c
 from evalstop.integrations.watch.policy import Policy, Rule, single_rule
 from evalstop.integrations.watch.quota import DEFAULT_TENANT_BYTES, check_bytes, job_bytes
 from evalstop.integrations.watch.records import show
+from evalstop.integrations.watch.shadow import DEFAULT_END_AFTER, ShadowTracker
 from evalstop.integrations.watch.sources import Batch, Item
 from evalstop.integrations.watch.store import ActionRow, JobRow, StateStore
 from evalstop.integrations.watch.tenants import JobKey
@@ -137,6 +138,9 @@ class Controller:
         health: Any = None,
         err: TextIO | None = None,
         out: TextIO | None = None,
+        shadow: tuple[str, ...] = (),
+        shadow_end_after: float = DEFAULT_END_AFTER,
+        shadow_clock: Callable[[], float] = time.time,
     ) -> None:
         if not sources:
             raise ValueError("give at least one source (--jsonl DIR or --tensorboard DIR)")
@@ -146,7 +150,7 @@ class Controller:
             raise ValueError(f"--max-jobs must be an integer >= 1, got {max_jobs!r}")
         self.max_jobs = max_jobs
         self.tenant_bytes = check_bytes(tenant_bytes)
-        if policy is not None and (detector is not None or action is not None):
+        if policy is not None and (detector is not None or action is not None or shadow):
             raise ValueError("give the detector and action in the policy, not beside it")
         self.spec = make_detector(detector or "default", mode=mode).spec  # ValueError if bad
         self.mode = mode
@@ -157,7 +161,8 @@ class Controller:
         self.metrics, self.health = metrics, health
         # One rule per tenant; the flags' rule ("*") is everyone's. Actions per tenant.
         self.policy = policy if policy is not None else single_rule(
-            detector=detector or "default", mode=mode)
+            detector=detector or "default", mode=mode, **({"shadow": list(shadow)}
+                                                          if shadow else {}))
         self._actions: dict[str, ShellAction | None] = {}
         for rule in self.policy.rules:
             self._actions[rule.tenant] = (action if policy is None
@@ -180,6 +185,14 @@ class Controller:
         if policy is None:
             store.bind(self.spec, mode)
         self.jobs: dict[JobKey, _Job] = {}
+        # Stops a rule would have made, followed to the job's end (``shadow``).
+        self.shadow = ShadowTracker(store, self.policy, dry_run=dry_run,
+                                    end_after=shadow_end_after, clock=shadow_clock)
+        if metrics is not None:
+            from evalstop.integrations.watch.shadow_status import ShadowMetrics
+
+            self.shadow.on_saved = ShadowMetrics(metrics, store).refresh
+            self.shadow.on_saved()
         self._announced: set[JobKey] = set()  # dry-run: actions already printed
         self._pool = ThreadPoolExecutor(max_workers=action_workers,
                                         thread_name_prefix="evalstop-action")
@@ -195,7 +208,7 @@ class Controller:
             self.jobs[key] = _Job(
                 det, row.tenant, row.last_step, row.last_score, row.skipped, row.updated)
             self._tenant_jobs[row.tenant] += 1
-            self._tenant_held[row.tenant] += self._job_bytes(key)
+            self._tenant_held[row.tenant] += self._job_bytes(key) + self.shadow.held(key)
         offsets = store.offsets()
         for src in sources:
             src.load(offsets)
@@ -328,6 +341,7 @@ class Controller:
         taken: list[tuple[str, str, int, float]] = []
         for key, items in by_job.items():
             items.sort(key=lambda it: it.rec.step)  # stable: file order breaks ties
+            new = key not in self.jobs
             job = self.jobs.get(key) or self._admit(key, items, res)
             if job is None:
                 continue
@@ -337,14 +351,21 @@ class Controller:
                 if self._feed(key, job, item, res, taken):
                     changed[key] = job
                     job.updated = now
+            act = None
             if job.detector.stopped and not was_stopped:
                 res.stops.append(key)
-                new_actions.append(self._decide_action(key, job, now))
+                act = self._decide_action(key, job, now)
+                new_actions.append(act)
+            self.shadow.take(key, job.tenant, items, job.detector, new,
+                             acted=act is not None and act.status == "pending")
+        self.shadow.end_idle({t for b in batches for t in getattr(b, "over_budget", {})})
         self.store.save_batch(
             (self._row(key, j) for key, j in changed.items()), offsets, gone, new_actions,
             evals=taken, fleet=self._fleet_rows(changed),
             tenants=None if self.claims is None else self.claims.fresh(),
+            extra=self.shadow.write,
         )
+        self.shadow.saved()
         if self.claims is not None:
             self.claims.saved()
         res.committed_at = time.time()
@@ -387,7 +408,7 @@ class Controller:
             res.refused["tenant"] += len(items)
             self.throttle.refused(tenant, "tenant", f"{items[0].where}: {problem}; not read")
             return None
-        need = self._job_bytes(key)
+        need = self._job_bytes(key) + self.shadow.reserve(key, tenant)
         if self._tenant_jobs[tenant] >= self.max_jobs:
             said = f"has {self.max_jobs} jobs, its quota (--max-jobs)"
         elif self._tenant_held[tenant] + need > self.tenant_bytes:

@@ -59,6 +59,7 @@ svg{background:#fafafa;border:1px solid #e4e4e4}
 .curve{fill:none;stroke:#1f6feb;stroke-width:1.5}
 .best{fill:#1a7f37}.stop{stroke:#b00020;stroke-width:1.5;stroke-dasharray:3 2}
 .muted{color:#777}code{font-size:12px}
+.own-rule{background:#e8f0fe;border-radius:3px;padding:0 4px;font-size:12px}
 """
 
 
@@ -115,10 +116,12 @@ def curve_svg(points: Sequence[tuple[int, float]], *, best_step: int | None,
 
 def render_page(rows: list[dict[str, Any]], curves: dict[str, list[tuple[int, float]]], *,
                 fleet: list[dict[str, Any]] | None = None, health: str = "",
-                now: float | None = None, paging: Paging | None = None) -> str:
+                now: float | None = None, paging: Paging | None = None,
+                extra: str = "") -> str:
     """The whole page. ``rows`` are ``status.status_rows`` dicts; ``curves`` maps a row's
     ``key`` (or ``job``) to its ``(step, eval)`` history. With ``paging``, ``rows`` are
-    one page of the fleet and the page links to its neighbours."""
+    one page of the fleet and the page links to its neighbours. ``extra``: more sections,
+    HTML already escaped (the shadow score), put before the jobs."""
     now = time.time() if now is None else now
     total = len(rows) if paging is None else paging.total
     stopped = (sum(1 for r in rows if r.get("stopped")) if paging is None
@@ -141,6 +144,8 @@ def render_page(rows: list[dict[str, Any]], curves: dict[str, list[tuple[int, fl
                        f"<td>{_fmt(g.get('sigma'))}</td><td>{_fmt(g.get('own'))}</td>"
                        f"<td>{_fmt(g.get('jobs'))}</td><td>{_fmt(g.get('n'))}</td></tr>")
         out.append("</table>")
+    if extra:
+        out.append(extra)
     out.append("<h2>Jobs</h2>")
     if paging is not None:
         out.append(_nav(paging))

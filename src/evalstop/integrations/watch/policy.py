@@ -14,6 +14,8 @@
     dry_run = false                   # decide and log, never run the action
     allow = ["*"]                     # job-name globs this controller may stop
     rotated = ["{name}-{date}.gz"]    # names its rotated logs take (beside "{name}.{n}")
+    shadow = ["evalstop:k=2"]         # candidate rules followed in shadow (``shadow``)
+    gpus = 8                          # the jobs' GPU count, for shadow GPU-hours
 
     [tenants.alice]                   # sources default to ["alice/**"]
     mode = "min"
@@ -22,6 +24,8 @@
     [tenants.bob]
     sources = ["teams/bob/**", "legacy/bob-*.jsonl"]
     dry_run = true
+
+    shadow = ["default:sigma=0.01"]   # top level: every tenant's candidates too
 
     [eval_groups.math500]             # optional: only to share a group between tenants
     shared = true                     # tenants weigh equally (detectors.shared_noise)
@@ -55,7 +59,8 @@ from evalstop.integrations.watch.tenants import Tenancy
 
 TENANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 _KEYS = ("metric", "mode", "detector", "eval_group", "eval_n", "sigma", "action",
-         "checkpoint_template", "checkpoint_root", "dry_run", "allow", "rotated")
+         "checkpoint_template", "checkpoint_root", "dry_run", "allow", "rotated", "shadow",
+         "gpus")
 MAX_POLICY_BYTES = 1 << 20
 
 
@@ -81,6 +86,8 @@ class Rule:
     dry_run: bool = False
     allow: tuple[str, ...] = ("*",)
     rotated: tuple[str, ...] = ()
+    shadow: tuple[str, ...] = ()  # candidate rules followed in shadow (``shadow``)
+    gpus: float | None = None  # the jobs' GPU count, when the log does not say
 
     def matches(self, source: str) -> bool:
         return any(fnmatch.fnmatchcase(source, pat) for pat in self.sources)
@@ -197,14 +204,21 @@ def load_policy(path: str) -> Policy:
 
 
 def parse_policy(doc: dict[str, Any], path: str = "<policy>") -> Policy:
-    unknown = set(doc) - {"defaults", "tenants", "eval_groups"}
+    unknown = set(doc) - {"defaults", "tenants", "eval_groups", "shadow"}
     if unknown:
         raise PolicyError(f"{path}: {min(unknown)}: unknown table "
-                          "(expected [defaults], [tenants.NAME] and [eval_groups.NAME])")
+                          "(expected [defaults], [tenants.NAME], [eval_groups.NAME] and "
+                          "shadow = [...])")
     defaults = doc.get("defaults", {})
     if not isinstance(defaults, dict):
         raise PolicyError(f"{path}: defaults: must be a table")
     base = _checked(Rule(tenant="", sources=()), defaults, path, "defaults.")
+    # A top-level shadow list is every tenant's, before its own (a tenant's own list,
+    # or [defaults]', adds to it).
+    everyone = ()
+    if "shadow" in doc:
+        everyone = _value("shadow", doc["shadow"], f"{path}: shadow")
+        _check_shadow(everyone, "max", f"{path}: shadow")
     tenants = doc.get("tenants")
     if not isinstance(tenants, dict) or not tenants:
         raise PolicyError(f"{path}: tenants: give at least one [tenants.NAME] table")
@@ -226,8 +240,9 @@ def parse_policy(doc: dict[str, Any], path: str = "<policy>") -> Policy:
         if any(s.startswith("/") or ".." in s.split("/") for s in sources):
             raise PolicyError(f"{path}: {where}.sources: globs are relative to the watched "
                               "root (no leading '/', no '..')")
-        rule = replace(base, tenant=name, sources=tuple(sources))
-        rules.append(_checked(rule, table, path, where + "."))
+        rule = _checked(replace(base, tenant=name, sources=tuple(sources)), table, path,
+                        where + ".")
+        rules.append(replace(rule, shadow=tuple(dict.fromkeys(everyone + rule.shadow))))
     twins = first_twins(r.tenant for r in rules)
     if twins is not None:
         raise PolicyError(f"{path}: tenants.{twins[0]}: {twin(*twins)}")
@@ -284,11 +299,25 @@ def _checked(rule: Rule, values: dict[str, Any], path: str, prefix: str) -> Rule
             make_detector(rule.detector_spec(), mode=rule.mode, fleet=FleetNoise())
         except ValueError as exc:
             raise PolicyError(f"{path}: {prefix}eval_group: {exc}") from None
+    _check_shadow(rule.shadow, rule.mode, f"{path}: {prefix}shadow")
     try:
         rule.shell_action()  # checked exactly as the controller will build it
     except ValueError as exc:
         raise PolicyError(f"{path}: {prefix}action: {exc}") from None
     return rule
+
+
+MAX_SHADOW_RULES = 16  # candidates per tenant: each costs a detector per job
+
+
+def _check_shadow(specs: tuple[str, ...], mode: str, where: str) -> None:
+    if len(specs) > MAX_SHADOW_RULES:
+        raise PolicyError(f"{where}: at most {MAX_SHADOW_RULES} rules, got {len(specs)}")
+    for spec in specs:
+        try:
+            make_detector(spec, mode=mode)
+        except ValueError as exc:
+            raise PolicyError(f"{where}: {show(spec)}: {exc}") from None
 
 
 def _value(key: str, v: Any, where: str) -> Any:
@@ -319,6 +348,17 @@ def _value(key: str, v: Any, where: str) -> Any:
         return float(v)
     if key == "rotated":
         return _rotated(v, where)
+    if key == "gpus":
+        if (isinstance(v, bool) or not isinstance(v, int | float)
+                or not (math.isfinite(v) and 0 < v <= 1e6)):
+            raise PolicyError(f"{where}: must be a number in (0, 1e6] (GPUs per job)")
+        return float(v)
+    if key == "shadow":
+        if (not isinstance(v, list)
+                or not all(isinstance(s, str) and s.strip() and s.isprintable() for s in v)):
+            raise PolicyError(f"{where}: must be a list of detector specs, e.g. "
+                              "[\"evalstop:k=2\", \"default:sigma=0.01\"]")
+        return tuple(dict.fromkeys(v))
     # allow
     if (not isinstance(v, list) or not v
             or not all(isinstance(s, str) and s for s in v)):

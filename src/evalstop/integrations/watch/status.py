@@ -116,11 +116,15 @@ def format_fleet(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def page_html(db: str, health: str = "", page: int = 1, per_page: int | None = None) -> str:
+def page_html(db: str, health: str = "", page: int = 1, per_page: int | None = None,
+              tenant_rules: dict[str, tuple[str, bool]] | None = None) -> str:
     """Page ``page`` (1-based, ``per_page`` jobs: ``page.PAGE_SIZE`` by default) of the
     status page from the state database at ``db`` (read-only, per call). Its cost is
-    bounded by ``per_page``, whatever the fleet's size."""
+    bounded by ``per_page``, whatever the fleet's size (but for the shadow score, one row
+    per tenant and rule). ``tenant_rules``: each tenant's rule, shown beside its shadow
+    record (``shadow_status.shadow_html``)."""
     from evalstop.integrations.watch.page import PAGE_SIZE, Paging, render_page
+    from evalstop.integrations.watch.shadow_status import shadow_html, shadow_rows
 
     try:
         store = StateStore(db, readonly=True)
@@ -132,9 +136,10 @@ def page_html(db: str, health: str = "", page: int = 1, per_page: int | None = N
         rows = status_rows(store, offset=paging.offset, limit=paging.per_page)
         curves = store.curves_of((r["source"], r["job"]) for r in rows)
         fleet = fleet_rows(store)
+        shadow = shadow_html(shadow_rows(store), tenant_rules)
     finally:
         store.close()
     for r in rows:
         r["key"] = f"{r['source']}\0{r['job']}"
     keyed = {f"{s}\0{j}": pts for (s, j), pts in curves.items()}
-    return render_page(rows, keyed, fleet=fleet, health=health, paging=paging)
+    return render_page(rows, keyed, fleet=fleet, health=health, paging=paging, extra=shadow)

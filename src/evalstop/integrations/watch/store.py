@@ -421,10 +421,12 @@ class StateStore:
         evals: Iterable[tuple[str, str, int, float | None]] = (),
         fleet: dict[tuple[str, str], tuple[dict[str, Any], int, float | None]] | None = None,
         tenants: dict[str, str] | None = None,
+        extra: Callable[[sqlite3.Connection], None] | None = None,
     ) -> None:
         """One poll's changes, all or nothing: ``evals`` are (source, job, step, score)
         taken this poll; ``fleet`` maps (eval group, tenant) to (FleetNoise state, jobs,
-        sigma read); ``tenants`` are new identity claims (fold key -> name)."""
+        sigma read); ``tenants`` are new identity claims (fold key -> name); ``extra``
+        writes more in the same transaction (the shadow score: ``shadow_store``)."""
         eval_rows = [(s, j, st, _finite_or_none(v)) for s, j, st, v in evals]
         fleet_rows = [(g, t, json.dumps(st), n, sigma)
                       for (g, t), (st, n, sigma) in (fleet or {}).items()]
@@ -487,6 +489,8 @@ class StateStore:
                     "output, decided, started, finished) VALUES (?,?,?,?,?,?,?,?,?,?)",
                     action_rows,
                 )
+                if extra is not None:
+                    extra(self.db)
         self._retry(write)
 
     def set_action(self, source: str, job: str, status: str, *, expect: str,
