@@ -68,8 +68,7 @@ def main(argv=None) -> int:
             own = fitmod.log_corpus(args.logs, metric=args.metric, progress=True)
             runs, skipped = fitmod.log_runs(args.logs, eval_set=args.eval_set, own=own)
             sources = f"eval logs under {args.logs.name} ({args.eval_set} evals)"
-            sizes = (None if args.sacct is None else
-                     own_runs.sacct_sizes(args.sacct, own)[0])
+            sizes = own_runs.sizes(own, args.sacct)[0]
             saved = own_runs.lines(own_runs.replay_rules(own, sizes, progress=True))
         command = "python benchmarks/fit_workload.py" + (
             f" --logs {args.logs.name} --eval-set {args.eval_set} --metric {args.metric}"

@@ -45,7 +45,7 @@ def test_own_runs_report_with_gpu_hours_from_sacct(tmp_path, capsys):
     assert "not ground truth" in printed.out and "reading logs" in printed.err
     data = json.loads((out / "own_runs.json").read_text())
     assert data["runs"]["read"] == 12 and data["runs"]["hacking"] == 6
-    assert data["sacct"]["runs_matched"] == 10 and data["sacct"]["runs_unmatched"] == 2
+    assert data["sizes"]["runs_matched"] == 10 and data["sizes"]["unsized"] == 2
     rules = _rules(out)
     assert rules["none"]["stopped"] == 0 and rules["none"]["gpu_hours_freed"] == 0
     assert rules["none"]["post_peak_freed"] == 0
@@ -136,3 +136,39 @@ def test_committed_lab_results_are_what_the_command_gives(tmp_path, monkeypatch)
     committed = json.loads((root / "benchmarks/results/own_runs/own_runs.json").read_text())
     fresh = json.loads((tmp_path / "out" / "own_runs.json").read_text())
     assert fresh["rules"] == committed["rules"] and fresh["runs"] == committed["runs"]
+
+
+def _logs_with_sizes(tmp_path, gpus=8, every_s=60.0):
+    """Six runs whose records carry the scheduler's job id, the GPUs and the time."""
+    rng = np.random.default_rng(3)
+    lines = [{"job": f"run{i}", "step": s, "eval": float(v), "job_id": str(5000 + i),
+              "gpus": gpus, "time": 1e9 + every_s * s}
+             for i in range(6) for s, v in enumerate(curve(i % 2 == 0, rng))]
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "runs.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return tmp_path / "logs"
+
+
+def test_sizes_come_from_the_logs_own_gpus_and_time(tmp_path):
+    out = tmp_path / "out"
+    assert main(["reproduce", "--logs", str(_logs_with_sizes(tmp_path)), "--out", str(out),
+                 "--no-progress"]) == 0
+    data = json.loads((out / "own_runs.json").read_text())
+    assert data["sizes"] == {"from_logs": 6, "unsized": 0}
+    hours = (N - 1) * 60.0 / 3600.0  # first eval to last, a minute apart
+    for r in data["rules"]:
+        assert r["gpu_hours"] == pytest.approx(6 * 8 * hours)
+
+
+def test_sacct_matches_the_logged_job_id_and_wins_over_the_log(tmp_path):
+    logs = _logs_with_sizes(tmp_path)
+    rows = [HEADER] + [f"{5000 + i}|other{i}|acme|COMPLETED|1000|2000|{2000 + 7200}|"
+                       "gres/gpu=2" for i in range(3)]  # three of the six runs' jobs
+    (tmp_path / "jobs.txt").write_text("\n".join(rows) + "\n")
+    out = tmp_path / "out"
+    assert main(["reproduce", "--logs", str(logs), "--sacct", str(tmp_path / "jobs.txt"),
+                 "--out", str(out), "--no-progress"]) == 0
+    data = json.loads((out / "own_runs.json").read_text())
+    assert data["sizes"]["runs_matched"] == 3 and data["sizes"]["from_logs"] == 3
+    hours = (N - 1) * 60.0 / 3600.0
+    assert data["rules"][0]["gpu_hours"] == pytest.approx(3 * 2 * 2.0 + 3 * 8 * hours)

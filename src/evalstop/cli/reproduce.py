@@ -96,8 +96,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "own_fit.json); see docs/reproduce.md")
     p.add_argument("--sacct", default=None, metavar="FILE",
                    help="with --logs: a Slurm accounting export (sacct --parsable2) giving "
-                        "each run's GPUs and wall time, matched by JobIDRaw or JobName to the "
-                        "run's name, so GPU-hours freed are real")
+                        "each run's GPUs and wall time, matched by JobIDRaw to the job_id its "
+                        "log records or by JobIDRaw or JobName to the run's name, so "
+                        "GPU-hours freed are real (without it: the logs' gpus and time)")
     p.add_argument("--metric", default="eval", metavar="NAME",
                    help="with --logs: the TensorBoard scalar tag, MLflow metric or JSONL "
                         "field holding the eval score (default: eval)")

@@ -32,7 +32,7 @@ def run_logs(args) -> int:
 
         read_sacct_rows(args.sacct)  # a bad export fails before the logs are read
     own = read_own_runs(args.logs, metric=args.metric, progress=progress)
-    sizes, sacct = (None, None) if args.sacct is None else own_runs.sacct_sizes(args.sacct, own)
+    sizes, sized = own_runs.sizes(own, args.sacct)
     rows = own_runs.replay_rules(own, sizes, progress=progress)
     runs, _ = fitmod.log_runs(args.logs, eval_set=args.eval_set, own=own)
     logs_name = Path(args.logs).name or str(args.logs)
@@ -46,7 +46,7 @@ def run_logs(args) -> int:
         "command": _command(args), "logs": logs_name, "label_rule": own_runs.LABEL_NOTE,
         "runs": {"read": len(own.curves), "hacking": sum(lab.hacking for lab in own.labels.values()),
                  "by_format": own.counts()},
-        "rules": rows, "sacct": sacct, "skipped": own.skipped,
+        "rules": rows, "sizes": sized, "skipped": own.skipped,
         "fit": (fit_note if fit is None else
                 {"split_rule": fit["split_rule"], "table": fit["table"], "file": "own_fit.json"}),
     }

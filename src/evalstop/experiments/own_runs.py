@@ -11,13 +11,16 @@ each run from its first eval, as ``evalstop watch`` would have seen it. Per rule
   ``evalstop.metrics.harm`` defines them;
 * ``post_peak_freed``: of the eval intervals that hacking runs spent after their labelled
   peak (the waste), the share a stop freed (a stop before the peak frees the whole tail);
-* with job sizes (``--sacct``): ``gpu_hours`` of the matched runs, ``gpu_hours_freed``,
+* where job sizes are known: ``gpu_hours`` of the sized runs, ``gpu_hours_freed``,
   ``post_peak_gpu_hours`` and ``post_peak_gpu_hours_freed``, a run's GPU-hours spread
   evenly over its eval intervals (evals evenly spaced in its wall time).
 
-A run's size comes from the Slurm accounting export's row (``evalstop.workload.sacct``)
-whose ``JobIDRaw`` or ``JobName`` equals the run's name (its job, folder or MLflow run
-name; a folder's last part also matches); a JobName two rows share matches neither.
+A run's size (``sizes``) comes from the Slurm accounting export (``--sacct``,
+``evalstop.workload.sacct``) where a job's ``JobIDRaw`` equals the run's logged ``job_id``
+or its ``JobIDRaw`` or ``JobName`` equals the run's name (its job, folder or MLflow run
+name; a folder's last part also matches; a JobName two jobs share matches neither): its
+GPUs x End - Start. Else from its own eval log, where the records carry ``gpus`` and
+``time`` (``OwnRuns.log_size``): its GPUs x the time from its first eval to its last.
 """
 
 from __future__ import annotations
@@ -36,26 +39,36 @@ def _ratio(num: float, den: float) -> float:
     return num / den if den > 0 else math.nan
 
 
-def sacct_sizes(path: str | Path, own) -> tuple[dict[str, tuple[int, float]], dict]:
-    """``(key -> (GPUs, wall hours))`` of the runs matched to a job of the export, and a
-    summary (rows read, runs matched, runs unmatched). InputError on a bad export."""
-    from evalstop.workload.sacct import read_sacct_rows
+def sizes(own, sacct: str | Path | None = None) -> tuple[dict | None, dict | None]:
+    """``(key -> (GPUs, wall hours))`` of every run whose size is known (None when none
+    is), and where the sizes came from (runs sized by the export and by their logs, runs
+    without a size; the export's jobs). InputError on a bad export."""
+    out = dict(own.log_size)
+    summary = {"from_logs": len(out)}
+    if sacct is not None:
+        from evalstop.workload.sacct import read_sacct_rows
 
-    rows, skipped = read_sacct_rows(str(path))
-    done = [r for r in rows if not (np.isnan(r.start) or np.isnan(r.end)) and r.gpus > 0]
-    by_id = {r.job_id: r for r in done}
-    by_name: dict[str, list] = {}
-    for r in done:
-        by_name.setdefault((r.fields.get("JobName") or "").strip(), []).append(r)
-    sizes = {}
-    for key, name in own.name.items():
-        for n in dict.fromkeys((name, name.rpartition("/")[2])):
-            row = by_id.get(n) or (by_name[n][0] if len(by_name.get(n, ())) == 1 else None)
+        rows, skipped = read_sacct_rows(str(sacct))
+        done = [r for r in rows if not (np.isnan(r.start) or np.isnan(r.end)) and r.gpus > 0]
+        by_id = {r.job_id: r for r in done}
+        by_name: dict[str, list] = {}
+        for r in done:
+            by_name.setdefault((r.fields.get("JobName") or "").strip(), []).append(r)
+        matched = 0
+        for key, name in own.name.items():
+            row = by_id.get(own.job_id.get(key, ""))
+            for n in dict.fromkeys((name, name.rpartition("/")[2])):
+                if row is None:
+                    row = by_id.get(n) or (by_name[n][0] if len(by_name.get(n, ())) == 1
+                                           else None)
             if row is not None:
-                sizes[key] = (row.gpus, max(1.0, row.end - row.start) / 3600.0)
-                break
-    return sizes, {"file": Path(path).name, "jobs": len(done), "rows_skipped": skipped,
-                   "runs_matched": len(sizes), "runs_unmatched": len(own.curves) - len(sizes)}
+                out[key] = (row.gpus, max(1.0, row.end - row.start) / 3600.0)
+                matched += 1
+        summary.update(file=Path(sacct).name, jobs=len(done), rows_skipped=skipped,
+                       runs_matched=matched)
+        summary["from_logs"] = len(out) - matched
+    summary["unsized"] = len(own.curves) - len(out)
+    return (out or None), (summary if out or sacct is not None else None)
 
 
 def decisions(own, spec: str | None) -> tuple[np.ndarray, np.ndarray]:
@@ -173,10 +186,12 @@ def markdown(result: dict) -> str:
                       f"{r['post_peak_gpu_hours_freed']:.1f} of {r['post_peak_gpu_hours']:.1f}"]
         out.append("| " + " | ".join(cells) + " |")
     out.append("")
-    if result.get("sacct"):
-        s = result["sacct"]
-        out += [f"Job sizes from `{_cell(s['file'])}`: {s['runs_matched']} runs matched to a "
-                f"job, {s['runs_unmatched']} not (they count 0 GPU-hours).", ""]
+    if result.get("sizes"):
+        s = result["sizes"]
+        where = ([f"{s['runs_matched']} from `{_cell(s['file'])}`"] if "file" in s else [])
+        where += [f"{s['from_logs']} from their eval logs"] if s["from_logs"] else []
+        out += [f"Runs with a known size: {', '.join(where) or 'none'}; {s['unsized']} "
+                "without one count 0 GPU-hours.", ""]
     fit = result.get("fit")
     if fit and "table" in fit:
         out += ["## The workload refitted on these runs", "",

@@ -5,7 +5,9 @@ One folder (``--logs DIR``) may mix three formats:
 
 * **JSONL eval logs** (``*.jsonl``, ``*.jsonl.gz``; the eval-log format of
   ``evalstop replay`` and ``evalstop watch``): each job of a file is one run, keyed
-  ``"<file>:<job>"``, named by its job;
+  ``"<file>:<job>"``, named by its job; its records' ``job_id`` (the scheduler's id) is
+  kept, and where they carry ``gpus`` and ``time`` the run's size is known (``log_size``:
+  its GPUs and the hours from its first eval to its last);
 * **TensorBoard event files** (names holding ``tfevents``; needs ``evalstop[watch]``):
   each folder holding them is one run, keyed and named by its path under DIR (as
   ``evalstop watch --tensorboard`` names runs); the eval is the scalar tag ``metric``;
@@ -67,6 +69,8 @@ class OwnRuns:
     curves: dict[str, RunCurve] = field(default_factory=dict)
     labels: dict = field(default_factory=dict)
     name: dict[str, str] = field(default_factory=dict)
+    job_id: dict[str, str] = field(default_factory=dict)  # the scheduler's, where logged
+    log_size: dict[str, tuple[float, float]] = field(default_factory=dict)  # (GPUs, hours)
     source: dict[str, str] = field(default_factory=dict)
     format: dict[str, str] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
@@ -119,8 +123,15 @@ def read_own_runs(folder: str | Path, *, metric: str = "eval",
                        unit="source", enabled=progress)
     try:
         for rel in jsonl:
-            for job, c in _jsonl_curves(str(root), rel, metric).items():
-                _take(out, f"{rel}:{job}", job, rel, "jsonl", c)
+            curves, jobs = _jsonl_curves(str(root), rel, metric)
+            for job, c in curves.items():
+                key = f"{rel}:{job}"
+                if _take(out, key, job, rel, "jsonl", c):
+                    job_id, size = jobs[job]
+                    if job_id is not None:
+                        out.job_id[key] = job_id
+                    if size is not None:
+                        out.log_size[key] = size
             bar.update()
         for run_dir, files in sorted(events.items()):
             name = run_dir or root.name
@@ -154,14 +165,15 @@ def read_own_runs(folder: str | Path, *, metric: str = "eval",
     return out
 
 
-def _take(out: OwnRuns, key: str, name: str, source: str, fmt: str, c: RunCurve) -> None:
+def _take(out: OwnRuns, key: str, name: str, source: str, fmt: str, c: RunCurve) -> bool:
     from evalstop.lab.labels import label_curve
 
     if len(c) < MIN_EVALS or not np.all(np.isfinite(c.eval)):
         out.skipped.append(f"{key!r}: fewer than {MIN_EVALS} evals, or a non-finite one")
-        return
+        return False
     out.curves[key], out.labels[key] = c, label_curve(c.step, c.eval)
     out.name[key], out.source[key], out.format[key] = name, source, fmt
+    return True
 
 
 def _open(root: str, rel: str) -> int:
@@ -173,7 +185,10 @@ def _open(root: str, rel: str) -> int:
         raise ValueError(f"--logs: cannot read {rel!r} ({walk.describe(exc)})") from None
 
 
-def _jsonl_curves(root: str, rel: str, metric: str) -> dict[str, RunCurve]:
+def _jsonl_curves(root: str, rel: str, metric: str) -> tuple[dict[str, RunCurve], dict]:
+    """The file's curves by job, and per job ``(job_id or None, (GPUs, hours) or None)``:
+    the last ``job_id`` logged; a size where some record gives ``gpus`` (the largest) and
+    two give ``time`` (the span between the first and the last)."""
     fd = _open(root, rel)
     raw = os.fdopen(fd, "rb")
     try:
@@ -187,9 +202,22 @@ def _jsonl_curves(root: str, rel: str, metric: str) -> dict[str, RunCurve]:
     finally:
         raw.close()
     try:
-        return curves_from_records(records)
+        curves = curves_from_records(records)
     except ValueError as exc:
         raise ValueError(f"--logs: {rel!r}: {exc}") from None
+    seen: dict[str, dict] = {}
+    for r in records:
+        d = seen.setdefault(r.job, {"job_id": None, "gpus": None, "times": []})
+        d["job_id"] = r.job_id if r.job_id is not None else d["job_id"]
+        if r.gpus is not None:
+            d["gpus"] = max(r.gpus, d["gpus"] or 0.0)
+        if r.time is not None and np.isfinite(r.time):
+            d["times"].append(r.time)
+    jobs = {}
+    for job, d in seen.items():
+        span = (max(d["times"]) - min(d["times"])) / 3600.0 if len(d["times"]) > 1 else 0.0
+        jobs[job] = (d["job_id"], (d["gpus"], span) if d["gpus"] and span > 0 else None)
+    return curves, jobs
 
 
 def _curve(name: str, points: dict[int, float]) -> RunCurve:
