@@ -49,6 +49,8 @@ from pathlib import Path
 import numpy as np
 
 from evalstop.evallog import parse_record
+from evalstop.integrations._extras import require
+from evalstop.integrations.watch.records import show
 from evalstop.lab.corpus import RunCurve, curves_from_records
 from evalstop.lines import bounded_lines
 from evalstop.progress import note, progress_bar
@@ -92,7 +94,8 @@ def read_own_runs(folder: str | Path, *, metric: str = "eval",
     if not isinstance(metric, str) or not metric:
         raise ValueError(f"--metric must name the eval metric, got {metric!r}")
     listing = walk.walk(str(root))
-    for rel, exc in sorted(listing.unreadable.items()):
+    if listing.unreadable:
+        rel, exc = min(listing.unreadable.items())
         raise ValueError(f"--logs: cannot list {rel or str(root)!r} ({walk.describe(exc)})")
     out = OwnRuns()
     out.skipped += [f"{rel!r}: a link to a folder; not followed" for rel in listing.links]
@@ -119,9 +122,11 @@ def read_own_runs(folder: str | Path, *, metric: str = "eval",
         raise ValueError(f"--logs {str(folder)!r} holds no eval log (*.jsonl, *.jsonl.gz, "
                          "TensorBoard event files, an MLflow store)")
     bar = progress_bar(total=len(jsonl) + len(events) + len(stores) + len(dbs),
-                       desc="reading logs",
-                       unit="source", enabled=progress)
+                       desc="reading logs", unit="source", enabled=progress)
     try:
+        if events:
+            require("tensorboard.compat.proto.event_pb2", extra="watch",
+                    what="evalstop reproduce --logs (TensorBoard event files)")
         for rel in jsonl:
             curves, jobs = _jsonl_curves(str(root), rel, metric)
             for job, c in curves.items():
@@ -159,7 +164,7 @@ def read_own_runs(folder: str | Path, *, metric: str = "eval",
                 _take(out, f"{rel}:{exp_run}", c.run_id, rel, "mlflow", c)
             bar.update()
     except ImportError as exc:  # an extra not installed: one line naming it
-        raise ValueError(str(exc).split(" (")[0]) from None
+        raise ValueError(str(exc).rsplit(" (", 1)[0]) from None
     finally:
         bar.close()
     return out
@@ -194,7 +199,7 @@ def _jsonl_curves(root: str, rel: str, metric: str) -> tuple[dict[str, RunCurve]
     try:
         fh = io.TextIOWrapper(gzip.GzipFile(fileobj=raw) if rel.endswith(".gz") else raw,
                               encoding="utf-8")
-        records = [parse_record(line, f"{rel}:{i}", metric)
+        records = [parse_record(line, f"{show(rel)}:{i}", metric)
                    for i, line in enumerate(bounded_lines(fh, rel), 1) if line.strip()]
     except (OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:
         raise ValueError(f"--logs: cannot read {rel!r} ({type(exc).__name__}: "
@@ -361,8 +366,7 @@ def _mlflow_curves(store: str, uri: str, metric: str, skipped: list[str], *,
     ``uri`` logging ``metric``, read with MLflow's own client (``upgrade``: the store is a
     private SQLite copy, migrated first when older); a run whose name cannot be shown
     (control characters, a leading '-') is skipped and named."""
-    from evalstop.integrations._extras import require
-    from evalstop.integrations.watch.records import name_problem, show
+    from evalstop.integrations.watch.records import name_problem
 
     mlflow = require("mlflow", what="evalstop reproduce --logs (an MLflow store)",
                      extra="mlflow")
