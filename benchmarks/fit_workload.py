@@ -1,14 +1,18 @@
 """Fit the ``fitted`` workload to measured runs, and show the fit on runs it never saw.
 
-    python benchmarks/fit_workload.py [--logs DIR [--eval-set fresh|fixed]]
+    python benchmarks/fit_workload.py [--logs DIR [--eval-set fresh|fixed] [--metric NAME]
+        [--sacct FILE]]
         [--out src/evalstop/data/fitted_workload.json] [--table benchmarks/results/fit/table.json]
         [--runs 2000] [--seed 44]
 
 Without ``--logs``: the real corpora the package ships (``evalstop.workload.fit``). With it:
-every eval log (``*.jsonl``, ``*.jsonl.gz``) under DIR, labelled by the lab's rule, so a
-platform can refit on its own runs (``--out`` then names where its fit goes; the preset
-reads the shipped file), and ``default`` and ``evalstop:k=2`` are replayed on the runs to
-print what each would have stopped, saved and cost there. The runs are split by the stated hash rule; the fit reads one
+every run under DIR (JSONL eval logs, TensorBoard event files, MLflow stores:
+``evalstop.workload.own_logs``), labelled by the lab's rule, so a platform can refit on its
+own runs (``--out`` then names where its fit goes; the preset reads the shipped file), and
+``default`` and ``evalstop:k=2`` are replayed on the runs to print what each would have
+stopped, saved and cost there (``evalstop.experiments.own_runs``; GPU-hours with
+``--sacct``, a Slurm accounting export). ``evalstop reproduce --logs DIR`` prints the same
+and writes it as a report. The runs are split by the stated hash rule; the fit reads one
 part; the table prints, per statistic, the fit part's and the held-out part's real
 medians, the fitted generator's (``--runs`` runs, seed ``--seed``) with the held-out band
 it must lie in, and the paper preset's. Writes the fit's JSON and the table's.
@@ -23,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from evalstop.experiments import own_runs
 from evalstop.fileio import check_out_file, write_text
 from evalstop.workload import fit as fitmod
 from evalstop.workload.fit_check import fitted_table, paper_table, rows
@@ -39,6 +44,10 @@ def main(argv=None) -> int:
     ap.add_argument("--logs", type=Path, default=None)
     ap.add_argument("--eval-set", choices=("fresh", "fixed"), default="fresh",
                     help="how the logs' evals were drawn: fresh samples or one fixed set")
+    ap.add_argument("--metric", default="eval",
+                    help="the TensorBoard tag, MLflow metric or JSONL field of the eval score")
+    ap.add_argument("--sacct", type=Path, default=None,
+                    help="a Slurm accounting export (sacct --parsable2) for job sizes")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--table", type=Path, default=Path("benchmarks/results/fit/table.json"))
     ap.add_argument("--runs", type=int, default=2000)
@@ -51,14 +60,19 @@ def main(argv=None) -> int:
         args.table.parent.mkdir(parents=True, exist_ok=True)
         check_out_file(args.table, "--table")
         skipped = []
+        if args.sacct is not None and args.logs is None:
+            raise ValueError("--sacct needs --logs")
         if args.logs is None:
             runs, sources = fitmod.shipped_runs(), "the shipped lab corpora"
         else:
-            runs, skipped = fitmod.log_runs(args.logs, eval_set=args.eval_set)
+            own = fitmod.log_corpus(args.logs, metric=args.metric, progress=True)
+            runs, skipped = fitmod.log_runs(args.logs, eval_set=args.eval_set, own=own)
             sources = f"eval logs under {args.logs.name} ({args.eval_set} evals)"
-            saved = replay_rules(args.logs)
+            sizes = own_runs.sizes(own, args.sacct)[0]
+            saved = own_runs.lines(own_runs.replay_rules(own, sizes, progress=True))
         command = "python benchmarks/fit_workload.py" + (
-            f" --logs {args.logs.name} --eval-set {args.eval_set}" if args.logs else "")
+            f" --logs {args.logs.name} --eval-set {args.eval_set} --metric {args.metric}"
+            if args.logs else "")
         fit = fitmod.fit(runs, command=command, sources=sources)
     except (ValueError, OSError) as exc:
         print(f"fit_workload: {exc}", file=sys.stderr)
@@ -87,34 +101,11 @@ def main(argv=None) -> int:
               f"{'[' + _fmt(lo) + ', ' + _fmt(hi) + ']':>17} {_fmt(r['generated_median']):>8} "
               f"{_fmt(r['paper_median']):>8}  {r['in_band']}")
     if args.logs is not None:
-        print("\nwhat each rule would have done on these runs (labels: the lab's rule on each "
-              "complete curve):")
+        print(f"\nwhat each rule would have done on these runs. {own_runs.LABEL_NOTE}")
         for row in saved:
             print("  " + row)
     return 0
 
-
-RULES = ("default", "evalstop:k=2")
-
-
-def replay_rules(folder: Path) -> list[str]:
-    """One line per rule: its stops on the logs' runs, scored against their labels, and
-    what they saved and cost (``evalstop.experiments.real_corpus.stop_cost``)."""
-    from evalstop.experiments.real_corpus import stop_cost
-    from evalstop.lab.validate import validate_detectors
-
-    curves, labels, _ = fitmod.log_corpus(folder)
-    out = []
-    for row in validate_detectors((curves, labels), list(RULES)):
-        if row["spec"] == "none":
-            continue
-        row.update(stop_cost(curves, labels, row["spec"]))
-        out.append(f"{row['spec']}: stopped {row['stopped']} of {row['n_runs']} runs "
-                   f"({row['tp']} of {row['n_hacking']} hacking), precision "
-                   f"{_fmt(row['precision'])}, recall {_fmt(row['recall'])}, harmful stops "
-                   f"{row['harmful']} ({_fmt(row['harmful_rate'])} of non-hacking runs), "
-                   f"evals saved {_fmt(row['compute_saved'])} of all runs' eval intervals")
-    return out
 
 
 if __name__ == "__main__":

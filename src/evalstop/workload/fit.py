@@ -4,7 +4,8 @@ The real runs are the lab corpora the package ships (``evalstop.lab``): two worl
 evaluated 26 times a run on fresh samples, and four dense corpora evaluated at every step
 on one fixed eval set (151-501 evals a run). No public run is shipped with a licence that
 allows it, so none is used. A platform refits on its own logs with ``--logs`` (a folder of
-eval logs in the JSONL format, labelled by the lab's stated rule on each complete curve).
+JSONL eval logs, TensorBoard event files or an MLflow file store, ``own_logs``, labelled by
+the lab's stated rule on each complete curve).
 
 **Split** (deterministic, stated): a run is held out iff the SHA-256 of
 ``"<corpus>/<run id>"``, read as a number, is divisible by ``HOLD_OUT_EVERY`` (a third of
@@ -32,7 +33,6 @@ from pathlib import Path
 
 import numpy as np
 
-from evalstop.workload import shape_stats
 from evalstop.workload.shape_stats import AR_WINDOW, run_stats, table, window
 
 FIT_FILE = "fitted_workload.json"
@@ -92,46 +92,29 @@ def shipped_runs() -> list[RealRun]:
     return out
 
 
-def log_corpus(folder: str | Path) -> tuple[dict, dict, list[str]]:
-    """``(curves, labels, skipped)`` of every eval log (``*.jsonl``, ``*.jsonl.gz``) under
-    ``folder``: runs keyed ``"<file>:<job>"``, labelled by the lab's rule on the complete
-    curve (``evalstop.lab.labels``). A run with a non-finite eval or too few evals is
-    skipped and named, never guessed at. A folder with no log is a ValueError."""
-    from evalstop.lab.corpus import read_curves
-    from evalstop.lab.labels import label_curve
+def log_corpus(folder: str | Path, *, metric: str = "eval", progress: bool = False):
+    """The labelled runs of a platform's own eval logs under ``folder``: JSONL logs,
+    TensorBoard event files, MLflow file stores (``evalstop.workload.own_logs``)."""
+    from evalstop.workload.own_logs import read_own_runs
 
-    root = Path(folder)
-    if not root.is_dir():
-        raise ValueError(f"--logs {str(folder)!r} is not a folder")
-    files = sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()
-                   and p.name.endswith((".jsonl", ".jsonl.gz")))
-    if not files:
-        raise ValueError(f"--logs {str(folder)!r} holds no eval log (*.jsonl, *.jsonl.gz)")
-    curves, labels, skipped = {}, {}, []
-    for path in files:
-        source = path.relative_to(root).as_posix()
-        for run_id, c in read_curves(path).items():
-            name = f"{source}:{run_id}"
-            if len(c) < shape_stats.MIN_EVALS or not np.all(np.isfinite(c.eval)):
-                skipped.append(f"{name!r}: fewer than {shape_stats.MIN_EVALS} finite evals")
-                continue
-            curves[name], labels[name] = c, label_curve(c.step, c.eval)
-    return curves, labels, skipped
+    return read_own_runs(folder, metric=metric, progress=progress)
 
 
-def log_runs(folder: str | Path, *, eval_set: str = "fresh") -> tuple[list[RealRun], list[str]]:
-    """The runs of ``log_corpus(folder)`` as ``RealRun``s, and the skipped ones: progress is
-    the record's where every record has it, else step / last step."""
-    curves, labels, skipped = log_corpus(folder)
+def log_runs(folder: str | Path, *, eval_set: str = "fresh", metric: str = "eval",
+             own=None) -> tuple[list[RealRun], list[str]]:
+    """The runs of ``log_corpus(folder)`` (or of ``own``, already read) as ``RealRun``s,
+    and the skipped ones: progress is the record's where every record has it, else step /
+    last step; a run's corpus is its file, folder or store."""
+    own = log_corpus(folder, metric=metric) if own is None else own
     runs = []
-    for name, c in curves.items():
+    for key, c in own.curves.items():
         prog = c.progress
         if not (np.all(np.isfinite(prog)) and np.all(np.diff(prog) > 0)):
             prog = (c.step - c.step[0]) / float(c.step[-1] - c.step[0])
-        source = name[: -len(c.run_id) - 1]  # the file: the key is "<file>:<job>"
-        runs.append(RealRun(source, c.run_id, np.asarray(prog, float), c.eval,
-                            labels[name].hacking, eval_set))
-    return runs, skipped
+        run_id = key[len(own.source[key]) + 1:] or own.name[key]
+        runs.append(RealRun(own.source[key], run_id, np.asarray(prog, float), c.eval,
+                            own.labels[key].hacking, eval_set))
+    return runs, own.skipped
 
 
 # --- from measured noise to the generator's correlated noise --------------------------
