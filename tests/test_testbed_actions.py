@@ -100,7 +100,8 @@ def test_a_stop_reaches_only_the_job_its_records_name_by_id(cluster, tmp_path):
     _log(logs, "a", "old", "old", old)              # an old log, a fresh --db
     _log(logs, "a", "resub", "resub", first)        # a stop decided on the first run
     _log(logs, "B", "case", "bjob", jobs["b-job"])  # folder B, account b's job
-    _log(logs, "b", "noid", "bjob")                 # no id: never a guess by name
+    _log(logs, "a", "noid", "noid")                 # no id: never a guess by name
+    _log(logs, "b", "twin", "bjob", jobs["b-job"])  # folder b beside B: one tenant's twin
     src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
     wenv = {**env, "PYTHONPATH": os.pathsep.join(p for p in (src, env.get("PYTHONPATH"))
                                                  if p)}
@@ -132,7 +133,10 @@ def test_a_stop_reaches_only_the_job_its_records_name_by_id(cluster, tmp_path):
     assert out[("a", "arr-all")] == ("failed", 1) and "names 4 jobs" in acts[("a", "arr-all")].output
     assert out[("B", "bjob")] == ("failed", 1)
     assert "belongs to account 'b', not to tenant 'B'" in acts[("B", "bjob")].output
-    assert out[("b", "bjob")] == ("failed", 2) and "no job id" in acts[("b", "bjob")].output
+    assert out[("a", "noid")] == ("failed", 2) and "no job id" in acts[("a", "noid")].output
+    # Folder b case-folds equal to folder B, read first: b is refused and never read, so
+    # account b's own job is reached by neither spelling.
+    assert not [k for k in acts if k[0] == "b"]
     note = subprocess.run(["sacct", "-n", "-X", "-P", "-j", jobs["dup1"], "-o", "AdminComment"],
                           env=env, capture_output=True, text=True, check=True).stdout
     assert "stopped by EvalStop at step 3; best step 1; checkpoint /ckpt/a/dup/checkpoint-1" \

@@ -51,8 +51,11 @@ def _venv(out: Path, wheel: Path) -> Path:
     venv = out / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
                    check=True, capture_output=True, timeout=120)
+    # --force-reinstall: an editable evalstop in the system site-packages (the test
+    # command's own install) would otherwise satisfy pip, and the wheel never land.
     subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-deps", "--no-index",
-                    str(wheel)], check=True, capture_output=True, timeout=300)
+                    "--force-reinstall", str(wheel)], check=True, capture_output=True,
+                   timeout=300)
     return venv
 
 
