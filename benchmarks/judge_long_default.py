@@ -463,19 +463,25 @@ def plots(result, cells, outcomes, out: Path) -> None:
     fig, axes = plt.subplots(1, len(picks), figsize=(4 * len(picks), 3.4))
     for ax, ci in zip(axes, picks):
         c = cells[ci]
-        ax.plot(c.eval[0], ".", ms=2, color="0.6", label="evals")
-        ax.plot(c.true[0], color="k", lw=1, label="true rate")
-        for (rule, mode), colour in ((("default", "stated"), "C0"),
-                                     (("previous default", "stated"), "C3")):
-            o = outcomes[(rule, mode)][ci]
-            if o["stopped"][0]:
-                ax.axvline(o["stop_idx"][0], color=colour, label=f"{rule} stops")
-        ax.set_title(f"{c.family}, 400 evals, N=1319", fontsize=9)
-        ax.set_xlabel("eval", fontsize=8)
+        run_panel(ax, c, 0, [(outcomes[(rule, "stated")][ci], colour, rule)
+                             for rule, colour in (("default", "C0"), ("previous default", "C3"))],
+                  f"{c.family}, 400 evals, N=1319")
     axes[0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out / "examples.png", dpi=90)
     plt.close(fig)
+
+
+def run_panel(ax, cell, i: int, rules, title: str) -> None:
+    """Run ``i`` of ``cell``: its evals, its true rate, and where each rule stopped it
+    (``rules``: (outcome, colour, name); an outcome has per-run ``stopped``, ``stop_idx``)."""
+    ax.plot(cell.eval[i], ".", ms=2, color="0.6", label="evals")
+    ax.plot(cell.true[i], color="k", lw=1, label="true rate")
+    for o, colour, name in rules:
+        if o["stopped"][i]:
+            ax.axvline(o["stop_idx"][i], color=colour, label=f"{name} stops")
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel("eval", fontsize=8)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The search behind the ``paper-assumptions`` knob preset (issue 13), printed.
 
 Walks the workload-knob grid of ``evalstop.experiments.assumption_search`` in order of
-cost (how far each setting is from our calibration) and prints every setting evaluated,
+cost (how far each setting is from the paper preset) and prints every setting evaluated,
 then the chosen one: the least-changed setting whose main-table precision, recall and FPR
 (``evalstop:k=2``, 200 jobs, sigma 0.02) lie in the paper's region over the search seeds.
 Only workload knobs are searched, never a detector setting.

@@ -11,6 +11,10 @@ To keep it runnable anywhere (CPU, offline), the model is a 1-layer GPT-2 and th
 tokenizer a word-level one, both built in code; with a real model, load them with
 ``from_pretrained`` and keep everything else. It prints one line per world eval:
 step, exact match, its cost in seconds and the proxy.
+
+It shows the hook's wiring, not a stop: this untrained 1-layer model scores 0.000 exact
+match at every eval, so there is no decline to stop on. ``examples/grpo_stop.py`` is a
+run that over-optimises and is stopped by ``default`` at its best checkpoint.
 """
 
 from __future__ import annotations

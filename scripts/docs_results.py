@@ -28,7 +28,7 @@ import shutil
 import sys
 from pathlib import Path
 
-STUDIES = ("main", "composability", "sigma", "hacking", "k", "assumptions", "regime",
+STUDIES = ("platform", "main", "composability", "sigma", "hacking", "k", "assumptions", "regime",
            "default_rule", "frontier", "real_main")
 METRICS = {"precision", "recall", "fpr", "fpr_rlhf", "jct_mean_s", "waste_gpu_h",
            "quality_mean", "harmful_rate", "compute_saved", "delay_mean_evals", "n_stopped",

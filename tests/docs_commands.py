@@ -25,6 +25,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SHELL = {"bash", "sh", "shell", "console"}
+# Pages whose blocks build on each other (a cluster started in one, used in the next): their
+# runnable blocks run in page order, in one shell, by their own test, not one by one.
+IN_SEQUENCE = {"docs/testbed.md": "tests/test_testbed_docs.py"}
 _MARKER = re.compile(r"<!--\s*(runnable as:|runnable|not runnable:|ci: test command)(.*?)-->")
 
 

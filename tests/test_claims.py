@@ -38,7 +38,7 @@ def test_preset_main_table_holds_on_the_reproduce_seeds():
     assert len(rows) == 20 and all(r["n_jobs"] == 200 for r in rows)
     prec, rec, fpr = (mean_ci([r[m] for r in rows]).mean for m in ("precision", "recall", "fpr"))
     assert prec >= MIN_PRECISION and rec >= MIN_RECALL and fpr <= MAX_FPR, (prec, rec, fpr)
-    # ... and under our calibration the same seeds are far outside it (the map's point).
+    # ... and on the paper preset the same seeds are far outside it (the map's point).
     ours = run_experiments([replace(main, points=(point,), keep=())],
                            replace(FULL, n_seeds=3), workers=1, progress=False)["main"]
     assert np.mean([r["fpr"] for r in ours.rows if r["method"] == EVALSTOP_SRTF.label]) > 0.3
@@ -115,7 +115,7 @@ def test_report_renders_the_claim_map(tmp_path):
     assert "## What must be true for the paper's figures" in md
     assert "Real runs do not satisfy it" in md
     assert "(`claim_map`)" in md and "Real lab runs (measured)" in md
-    assert "Ours, paper-assumptions" in md and "Ours, our calibration" in md
+    assert "Ours, paper-assumptions" in md and "Ours, paper preset" in md
     for stem in ("all", "rlhf"):
         assert (tmp_path / "figures" / f"claim_map_heatmap_{stem}.png").stat().st_size > 10_000
         assert f"](figures/claim_map_heatmap_{stem}.png)" in md

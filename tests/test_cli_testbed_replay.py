@@ -100,3 +100,40 @@ def test_replay_without_a_testbed_in_dir_is_one_line(tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert r.stderr.startswith("evalstop: error: ") and "no testbed there" in r.stderr
     assert not Path(tmp_path / "out").exists()
+
+
+def test_replay_whose_actions_failed_exits_1_saying_how_many_and_why(tmp_path, monkeypatch,
+                                                                       capsys):
+    """The replay itself is faked (its folder as a failed run leaves it): what is checked
+    is that stops that were not enforced make the command fail, with their count."""
+    from evalstop.cli.main import main
+    from evalstop.integrations.watch.store import ActionRow, StateStore
+    from evalstop.testbed import preflight, study
+
+    (tmp_path / "tb" / "etc").mkdir(parents=True)
+    (tmp_path / "tb" / "etc" / "slurm.conf").write_text("")
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text("job_id,arrival_s,duration_s,gpus,type,tenant\nj,0,60,1,rlhf,a\n")
+
+    def fake_run_ways(workload, folder, *a, ways, **k):
+        (folder / "replay").mkdir(parents=True)
+        store = StateStore(str(folder / "replay" / "watch.db"))
+        rows = [ActionRow("s", job, "a", "cmd", status, rc, out, 0.0, 0.0, 0.0)
+                for job, status, rc, out in [
+                    ("j1", "failed", 127, "sh: 1: scancel.sh: not found"),
+                    ("j2", "failed", 1, "x"), ("j3", "done", 10, "already ended"),
+                    ("j4", "done", 0, "cancelled")]]
+        store.save_batch([], {}, [], rows)
+        store.close()
+        side = {"jct_mean_s": 3600.0, "n_stopped": 2}
+        return {"ways": {"replay": {"real": side, "sim": side, "within": 1, "n_jobs": 1}}}
+
+    monkeypatch.setattr(study, "run_ways", fake_run_ways)
+    monkeypatch.setattr(preflight, "check_cluster", lambda *a, **k: None)  # no Slurm here
+    code = main(["testbed", "replay", "--jobs", str(jobs), "--gpus", "1", "--hour-s", "1",
+                 "--detector", "default", "--dir", str(tmp_path / "tb"),
+                 "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 1
+    assert err.startswith("evalstop: error: 2 stop action(s) did not stop their job (first: "
+                          "j1, exit 127: sh: 1: scancel.sh: not found)")

@@ -60,7 +60,7 @@ def test_kubernetes_rbac_is_exactly_the_stop_action():
     assert "ClusterRoleBinding" not in kinds  # the role is granted per namespace only
     (role,) = [d for d in docs if d["kind"] == "ClusterRole"]
     assert role["rules"] == [{"apiGroups": ["batch"], "resources": ["jobs"],
-                              "verbs": ["get", "patch"]}]
+                              "verbs": ["get", "list", "patch"]}]
     bindings = [d for d in docs if d["kind"] == "RoleBinding"]
     assert {b["metadata"]["namespace"] for b in bindings} == {"team-a", "team-b"}
     (dep,) = [d for d in docs if d["kind"] == "Deployment"]
@@ -72,8 +72,8 @@ def test_kubernetes_rbac_is_exactly_the_stop_action():
     pol = parse_policy(tomllib.loads(cm["data"]["policy.toml"]), "configmap")
     # every tenant of the policy has a RoleBinding in its namespace (tenant = namespace)
     assert {r.tenant for r in pol.rules} == {b["metadata"]["namespace"] for b in bindings}
-    assert all(re.search(r"kubectl-suspend\.sh --tenant \{tenant\} -- \{job\}", r.action)
-               for r in pol.rules)
+    assert all(re.search(r"^evalstop action kubernetes --tenant \{tenant\} --job-id \{job_id\}",
+                         r.action) for r in pol.rules)
 
 
 def test_kubernetes_page_server_is_guarded():

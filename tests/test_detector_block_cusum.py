@@ -101,7 +101,9 @@ def test_short_runs_are_judged_as_cusum_drop(values, kw, noise):
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.one_of(st.floats(0.0, 1.0), st.just(NAN)), min_size=2, max_size=120),
-       st.sampled_from([{}, {"eval_n": 200}, {"lags": 4, "gmin": 2.0, "hg": 0.5}]),
+       st.sampled_from([{}, {"eval_n": 200}, {"lags": 4, "gmin": 2.0, "hg": 0.5},
+                        {"hn": 8, "fast": 3.5, "frel": 0.5, "dead": 0.2, "last": 0.1,
+                         "wander": 2.0}]),
        st.data())
 def test_state_round_trip(values, kw, data):
     cut = data.draw(st.integers(1, len(values) - 1))
@@ -148,6 +150,16 @@ def test_stop_reason_says_how_far_in_gain_and_noise_and_over_how_much():
     assert d.stop
     assert "of its gain" in d.reason and "noise sigmas" in d.reason
     assert "over the last" in d.reason and "of the run" in d.reason
+
+
+def test_a_fall_against_a_near_zero_noise_reads_as_far_beyond_it():
+    det = BlockCusum(sigma=1e-12)
+    for i, v in enumerate([0.0] * 3 + [1.0] * 12 + [0.5] * 3):
+        d = det.update(i + 1, v)
+        if d.stop:
+            break
+    assert d.stop and "far beyond the noise (over 1000 sigmas of 1e-12)" in d.reason
+    assert "noise sigmas" not in d.reason and "e+" not in d.reason
 
 
 def test_fleet_is_fed_and_used():

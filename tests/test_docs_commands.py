@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from docs_commands import ROOT, all_blocks, blocks
+from docs_commands import IN_SEQUENCE, ROOT, all_blocks, blocks
 
 # The small inputs the pages' examples name, as a reader would have them.
 INPUTS = {
@@ -27,7 +27,8 @@ INPUTS = {
         '{"job": "a", "step": 4, "eval": 0.15}')),
 }
 TIMEOUT_S = 240  # a guard against a hang, not a speed target
-RUN = [b for b in all_blocks() if b.marker in ("runnable", "runnable as:")]
+RUN = [b for b in all_blocks()
+       if b.marker in ("runnable", "runnable as:") and b.page not in IN_SEQUENCE]
 
 
 def _folder(tmp_path: Path) -> tuple[Path, dict]:

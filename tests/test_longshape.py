@@ -59,7 +59,8 @@ def test_a_plateau_then_a_break_counts_delay_from_the_break():
 
 
 def test_score_long_counts_false_stops_catches_and_frequencies(tuning):
-    never = score_long("default:h=1e9", tuning)  # a rule that never stops
+    # a rule that never stops: no CUSUM stop, and no collapse or dead-run path
+    never = score_long("default:h=1e9,fast=0,dead=0", tuning)
     assert never["false_stop"] == 0.0 and never["caught"] == 0.0
     assert never["delay_share_median"] is None and set(never["by_freq"]) == {"1", "2", "4"}
     always = score_long("evalstop:k=1", tuning)  # stops at the first lower eval

@@ -92,7 +92,7 @@ def test_cli_prints_the_sigma_and_a_spec_that_runs(tmp_path, capsys):
     assert out.startswith("eval noise sigma: ") and "90% interval" in out
     assert "from 540 second differences of 30 job(s)" in out
     spec = out.rsplit("--detector ", 1)[1].strip()
-    assert spec.startswith("cusum-known:sigma=")
+    assert spec.startswith("default:sigma=")  # the recommended rule, as README shows
     sigma = make_detector(spec).sigma
     assert sigma == pytest.approx(0.04, rel=0.15)
 

@@ -21,7 +21,7 @@ SMALL = Settings(n_seeds=2, n_jobs=40)
 # sweep (sigma, default_rule), heatmaps (claim_map), the lab corpus's figures, and the
 # detector benchmark's plots. (The frontier's panels are laid out by the same
 # plots.panel_grid; its 700 simulations would double the test's time.)
-STUDIES = "main,composability,sigma,default_rule,claim_map,real_corpus"
+STUDIES = "platform,main,composability,sigma,default_rule,claim_map,real_corpus"
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +102,30 @@ def test_the_first_screen_answers_before_the_contents(seen):
     assert first is not None, "no verdict list right under the title"
     lines = first["text"].splitlines()
     assert [line.split("?")[0] for line in lines] == [
-        "Does the paper's result hold here", "When does it hold",
-        "What does the recommended rule do"]
-    assert first["bottom"] <= VIEWPORT["height"]  # all three on the first screen
+        "What would a platform save", "And with real runs", "Where does my fleet sit",
+        "Does the paper's result hold in its own setting"]
+    assert all("platform" in line for line in lines[:3])  # each names its study
+    assert first["bottom"] <= VIEWPORT["height"]  # all four on the first screen
     assert info["toc"] is not None and info["toc"] > first["bottom"] - 1
+
+
+def test_the_page_fits_a_1366_px_window(report_html):
+    """No table wider than a 1366 px laptop window: rules are labelled by name, their
+    150-character specs wrap (they made the page 1,704 px wide)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_or_skip(), args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1366, "height": 768})
+            page.goto(report_html.as_uri(), wait_until="load")
+            wide = page.evaluate("""() => {
+                const w = document.documentElement.clientWidth;
+                return Array.from(document.querySelectorAll('table, figure, pre'))
+                    .filter(e => e.getBoundingClientRect().right > w + 1)
+                    .map(e => (e.querySelector('caption') || e).innerText.slice(0, 80));
+            }""")
+            width = page.evaluate("document.documentElement.scrollWidth")
+        finally:
+            browser.close()
+    assert wide == [] and width <= 1366, (width, wide)

@@ -93,6 +93,9 @@ def test_worker_writes_the_simulators_evals_and_stops_on_sigterm(tmp_path):
     assert 2.0 <= time.monotonic() - t < 10
     recs = [json.loads(x) for x in log.read_text().splitlines()]
     assert [(r["step"], r["eval"]) for r in recs] == [(1, 0.1), (2, 0.3), (3, 0.2), (4, 0.4)]
+    # The job's GPUs on every record and its end on the last (a shadow score reads them).
+    assert [r.get("end", False) for r in recs] == [False, False, False, True]
+    assert {r["gpus"] for r in recs} == {1}
     assert sorted(p.name for p in ckpt.iterdir()) == [f"checkpoint-{i}" for i in (1, 2, 3, 4)]
     long = make_workload([0.0], [36000.0], [1])
     (spec,) = write_specs(long, tmp_path / "long", hour_s=10.0)  # 100 s

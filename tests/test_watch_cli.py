@@ -82,7 +82,8 @@ def test_action_output_in_status_json_page_and_log(tmp_path, capsys):
     assert "  evals/peak: failed, exit 3: second <line>" in capsys.readouterr().out
     page = page_html(str(db))
     assert "suspended peak\nsecond &lt;line&gt;</pre>" in page
-    assert "rule evalstop:k=2 (mode max)" in page
+    assert ("<summary>rule evalstop:k=2</summary><code>evalstop:k=2 (mode max)</code>"
+            in page)
 
 
 def test_dry_run_leaves_no_state(tmp_path, capsys):

@@ -78,6 +78,21 @@ def test_stated_noise_folds_into_the_spec():
     ("[defaults]\n", ["tenants", "at least one"]),
     ("[tenant.a]\n", ["tenant", "unknown table"]),
     ("[tenants.a\n", ["not valid TOML"]),
+    ("[tenants.ab]\n[tenants.AB]\n", ["tenants.AB", "only in case"]),
+    ("[tenants.a]\neval_group='g'\n[eval_groups.h]\nshared=true\n",
+     ["eval_groups.h", "no tenant's eval_group"]),
+    ("[tenants.a]\neval_group='g'\n[eval_groups.g]\nshared='yes'\n",
+     ["eval_groups.g.shared", "true or false"]),
+    ("[tenants.a]\neval_group='g'\n[eval_groups.g]\nmax_factor=2\n",
+     ["eval_groups.g.max_factor", "only a shared group"]),
+    ("[tenants.a]\neval_group='g'\n[eval_groups.g]\nshared=true\nmax_factor=0.5\n",
+     ["eval_groups.g.max_factor", "1..10"]),
+    ("[tenants.a]\neval_group='g'\n[eval_groups.g]\nshared=true\nmax_factor=inf\n",
+     ["eval_groups.g.max_factor"]),
+    ("[tenants.a]\neval_group='g'\n[eval_groups.g]\nshared=true\nmembers=['a']\n",
+     ["eval_groups.g.members", "unknown key"]),
+    ("[tenants.a]\neval_group='g'\neval_groups=1\n", ["tenants.a.eval_groups"]),
+    ("eval_groups=1\n[tenants.a]\n", ["eval_groups", "must be a table"]),
 ])
 def test_bad_policy_is_one_line_naming_file_and_key(tmp_path, text, words):
     path = write(tmp_path, text)
@@ -87,6 +102,18 @@ def test_bad_policy_is_one_line_naming_file_and_key(tmp_path, text, words):
     assert "\n" not in msg and msg.startswith(path)
     for w in words:
         assert w in msg, msg
+
+
+def test_eval_groups_are_private_unless_declared_shared(tmp_path):
+    pol = load_policy(write(tmp_path, '[defaults]\neval_group = "math"\n[tenants.a]\n'
+                                      '[tenants.b]\neval_group = "code"\n'
+                                      '[eval_groups.code]\nshared = true\nmax_factor = 2\n'))
+    assert pol.group("math").max_factor == 1.0 and not pol.group("math").shared
+    assert pol.group("code").shared and pol.group("code").max_factor == 2.0
+    shared = load_policy(write(tmp_path, '[defaults]\neval_group = "m"\n[tenants.a]\n'
+                                         '[eval_groups.m]\nshared = true\n', "p2.toml"))
+    assert shared.group("m").max_factor == 1.5  # the default bound
+    assert '[eval_groups."code"]' in pol.describe() and "max_factor = 2.0" in pol.describe()
 
 
 def test_unreadable_and_binary_files(tmp_path):

@@ -113,6 +113,21 @@ def test_policy_and_serve_errors_are_one_line(tmp_path, capsys, argv, message):
     assert len(err.splitlines()) == 1 and message in err, err
 
 
+def test_a_refused_serve_creates_no_state_database(tmp_path, capsys):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        db = tmp_path / "state.db"
+        rc = main(["watch", "--jsonl", str(tmp_path), "--db", str(db), "--once",
+                   "--serve", f"127.0.0.1:{port}"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and err.startswith("evalstop: error:"), err
+    assert not db.exists() and list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("value, address", [
     ("9100", ("127.0.0.1", 9100)),  # loopback unless a host is named
     ("0.0.0.0:9100", ("0.0.0.0", 9100)),

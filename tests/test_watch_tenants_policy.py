@@ -96,33 +96,64 @@ eval_group = "math"
 """
 
 
-def test_fleet_noise_is_pooled_per_group_and_survives_a_restart(tmp_path):
+def test_an_eval_group_pools_each_tenants_own_noise_and_survives_a_restart(tmp_path):
     ctl, store, root, out, err = make(tmp_path, FLEET)
     rng = __import__("numpy").random.default_rng(0)
     for t in ("alice", "bob"):
         for j in range(3):
             write(root / t / f"{j}.jsonl", f"{t}-{j}", list(0.5 + 0.02 * rng.standard_normal(12)))
     ctl.run_until_idle()
-    fleet = ctl.fleets["math"]
-    n, sigma = fleet.count, fleet.sigma()
+    group = ctl.fleets["math"]
+    assert sorted(group.tenants) == ["alice", "bob"]  # not shared: one estimate per tenant
+    count = {t: f.count for t, f in group.tenants.items()}
+    sigma = {t: group.sigma_for(t) for t in group.tenants}
     # 12 evals give 10 second differences per job; a job falsely stopped on this flat noise
-    # adds them only up to the eval it stopped at
-    assert n == sum((j.stop_step or 12) - 2 for j in store.jobs().values()) >= 6 * 10 - 10
-    assert sigma is not None and 0.01 < sigma < 0.04  # the noise the logs were made with
+    # adds them only up to the eval it stopped at; each tenant pools its own jobs only
+    for t in ("alice", "bob"):
+        assert count[t] == sum((j.stop_step or 12) - 2 for j in store.jobs().values()
+                               if j.tenant == t) >= 3 * 10 - 10
+        assert sigma[t] == group.tenants[t].sigma()  # a private group reads its own, exactly
+        assert sigma[t] is not None and 0.01 < sigma[t] < 0.04  # the noise the logs have
+    assert sigma["alice"] != sigma["bob"]
     ctl.close()
-    # Restart: the group's estimate comes back as it was, and new jobs add to it.
+    # Restart: each tenant's estimate comes back as it was; a new job adds to its own only.
     ctl2, store2, root, out, err = make(tmp_path, FLEET)
-    assert ctl2.fleets["math"].count == n and ctl2.fleets["math"].sigma() == sigma
+    group2 = ctl2.fleets["math"]
+    assert {t: (f.count, group2.sigma_for(t)) for t, f in group2.tenants.items()} == {
+        t: (count[t], sigma[t]) for t in count}
     write(root / "alice" / "new.jsonl", "alice-new", list(0.5 + 0.02 * rng.standard_normal(5)))
     ctl2.run_until_idle()
-    assert ctl2.fleets["math"].count == n + 3
+    assert group2.tenants["alice"].count == count["alice"] + 3
+    assert group2.tenants["bob"].count == count["bob"]
     ctl2.close()
     ro = StateStore(str(tmp_path / "state.db"), readonly=True)
     from evalstop.integrations.watch.status import fleet_rows, format_fleet
-    rows = fleet_rows(ro)
-    assert rows[0]["group"] == "math" and rows[0]["jobs"] >= 1 and rows[0]["n"] == n + 3
-    assert rows[0]["jobs"] == 7  # the 6 jobs from before the restart still count
-    assert "math: sigma" in format_fleet(rows)
+    rows = {r["tenant"]: r for r in fleet_rows(ro)}
+    assert rows["alice"]["group"] == "math" and rows["alice"]["n"] == count["alice"] + 3
+    assert rows["alice"]["jobs"] == 4  # the 3 jobs from before the restart still count
+    assert rows["bob"]["jobs"] == 3 and rows["bob"]["sigma"] == sigma["bob"]
+    assert "math [alice]: sigma" in format_fleet(list(rows.values()))
+
+
+def test_status_json_is_one_line_per_job_and_the_fleet_is_behind_a_flag(tmp_path, capsys):
+    from evalstop.cli.main import main
+
+    ctl, store, root, out, err = make(tmp_path, FLEET)
+    rng = __import__("numpy").random.default_rng(1)
+    for j in range(3):
+        write(root / "alice" / f"{j}.jsonl", f"alice-{j}", list(0.5 + 0.02 * rng.standard_normal(12)))
+    ctl.run_until_idle()
+    ctl.close()
+    db = str(tmp_path / "state.db")
+    capsys.readouterr()
+    assert main(["watch", "--status", "--json", "--db", db]) == 0
+    rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert sorted(r["job"] for r in rows) == ["alice-0", "alice-1", "alice-2"]
+    assert main(["watch", "--status", "--json", "--fleet", "--db", db]) == 0
+    fleet = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [(f["group"], f["jobs"]) for f in fleet] == [("math", 3)]
+    assert main(["watch", "--status", "--fleet", "--db", db]) == 0
+    assert capsys.readouterr().out.startswith("fleet noise by eval group:\n  math: sigma")
 
 
 def test_a_job_keeps_the_rule_it_started_with(tmp_path):

@@ -1,8 +1,10 @@
 """The eval log: JSON Lines, one record per evaluation, jobs interleaved.
 
 ``{"job": str, "step": int, "eval": float}`` plus optional ``loss``, ``proxy``,
-``progress`` (0..1) and ``time`` (seconds). Records of one job may arrive out of step
-order; readers take them in step order. ``eval`` may be NaN (JSON ``NaN``) or null, which
+``progress`` (0..1), ``time`` (seconds), ``job_id`` (the scheduler's id of the job
+that wrote the record: ``evalstop.jobid``; what a stop acts on), ``gpus`` (the job's GPU
+count, > 0) and ``end`` (``true`` on a job's last record: the job has ended). Records of
+one job may arrive out of step order; readers take them in step order. ``eval`` may be NaN (JSON ``NaN``) or null, which
 detectors ignore (see ``evalstop.detectors.base``).
 """
 
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
+from evalstop import jobid
 from evalstop.errors import InputError
 from evalstop.lines import bounded_lines
 
@@ -50,6 +53,9 @@ class EvalRecord:
     proxy: float | None = None
     progress: float | None = None
     time: float | None = None
+    job_id: str | None = None
+    gpus: float | None = None
+    end: bool = False
 
     def extras(self) -> dict[str, float | None]:
         return {"loss": self.loss, "proxy": self.proxy, "progress": self.progress}
@@ -102,7 +108,21 @@ def parse_record(line: str, where: str, metric: str = "eval") -> EvalRecord:
     p = extras["progress"]
     if p is not None and not (0.0 <= p <= 1.0):
         raise RecordError(f"{where}: 'progress' must be in [0, 1], got {p!r}", "value")
-    return EvalRecord(str(job), int(step), ev, **extras)
+    job_id = obj.get("job_id")
+    if job_id is not None:
+        problem = jobid.check(job_id)
+        if problem is not None:
+            raise RecordError(f"{where}: {problem}", "schema")
+        job_id = str(job_id)
+    gpus = _number(obj, "gpus", where, allow_none=True)
+    if gpus is not None and not (math.isfinite(gpus) and 0 < gpus <= 1e6):
+        raise RecordError(f"{where}: 'gpus' must be a number in (0, 1e6], got {gpus!r}",
+                          "value")
+    end = obj.get("end", False)
+    if not isinstance(end, bool):
+        raise RecordError(f"{where}: 'end' must be true or false, got {_show(end)}", "schema")
+    return EvalRecord(str(job), int(step), ev, **extras, gpus=gpus, end=end,
+                      job_id=job_id)
 
 
 def read_log(path: str | Path) -> dict[str, list[EvalRecord]]:

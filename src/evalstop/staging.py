@@ -57,7 +57,10 @@ def staged_folder(out: str | Path, who: str = "evalstop") -> Iterator[Path]:
     out.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale(out)
     stage = out.parent / f"{out.name}.incomplete-{secrets.token_hex(4)}"
-    stage.mkdir()
+    try:
+        stage.mkdir()
+    except OSError as exc:  # name the folder asked for, not the staging one beside it
+        raise InputError(f"{out}: cannot create a folder there ({exc.strerror})") from None
     try:
         write_text(stage / MARKER, f"pid {os.getpid()}\n{who} is writing this folder; it "
                    f"replaces {out.name} when complete. If no such process runs, the run was "

@@ -26,6 +26,7 @@ COMMANDS = (
     ("watch", "watch"),
     ("lab", "lab"),
     ("testbed", "testbed"),
+    ("action", "action"),
 )
 
 

@@ -21,12 +21,12 @@ ZERO = 1e-9  # a sigma below this share of the evals' size is rounding, not nois
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "noise",
-        help="measure the eval's noise sigma from several jobs' eval logs, for cusum-known",
+        help="measure the eval's noise sigma from several jobs' eval logs, for a stop rule",
         description=(
             "Pool the second differences of every job's evals (in step order, NaN skipped) "
             "and print the eval's noise sigma: the standard deviation of one eval around the "
             "checkpoint's true quality, with a bootstrap interval over jobs and the spec to "
-            "stop later jobs with (cusum-known:sigma=S). Pool only jobs scored by the same "
+            "stop later jobs with (default:sigma=S, the recommended rule told the noise). Pool only jobs scored by the same "
             "eval (same prompts, same sampling): noise belongs to the eval, not to the job. "
             f"Needs at least {MIN_POOLED_DIFFS} second differences (a job with n finite evals "
             "gives n - 2). Finished jobs of any shape work; sharp turns of the curve read as "
@@ -58,12 +58,12 @@ def run(args) -> int:
     m = measure_noise(series, rng=np.random.default_rng(args.seed), n_boot=N_BOOT)
     scale = float(np.median(np.abs([v for s in series for v in s if math.isfinite(v)])))
     if not m.sigma > ZERO * max(scale, 1.0):
-        # cusum-known told sigma 0 counts any eval below the best level as a full drop, so
-        # two dips would stop a job: no spec is better than that one.
+        # A rule told sigma 0 counts any eval below the best level as a full drop, so two
+        # dips would stop a job: no spec is better than that one.
         raise InputError(f"the evals show no noise (sigma {m.sigma:.3g}: constant or on a "
-                         "straight line); cusum-known needs a positive sigma, so give it one "
-                         "from the eval's size, or use the default rule")
-    spec = f"cusum-known:sigma={m.sigma:.4g}"
+                         "straight line); a stated sigma must be positive, so give one "
+                         "from the eval's size (default:eval_n=N), or use the default rule")
+    spec = f"default:sigma={m.sigma:.4g}"  # the rule README and stop-rules.md recommend
     per = np.asarray(m.per_job, float)
     spread = ([float(q) for q in np.quantile(per, [0.1, 0.5, 0.9])] if per.size else [])
     if args.json:

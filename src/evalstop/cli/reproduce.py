@@ -6,6 +6,11 @@ parallel processes, runs the detector benchmark (``evalstop.detbench``) into
 per-experiment CSVs, PNG figures, ``report.md`` and a self-contained ``report.html`` into
 ``--out``. Everything goes into a fresh folder that replaces ``--out`` whole at the end
 (``evalstop.staging``), so ``--out`` holds one run's results, never two runs' mixed.
+
+With ``--logs DIR`` it runs no study: it reads a platform's own finished runs
+(``evalstop.workload.own_logs``), refits the workload on them (``evalstop.workload.fit``)
+and replays the stop rules on them (``evalstop.experiments.own_runs``), writing
+``own_runs.json``, ``own_runs.md`` and ``own_fit.json`` into ``--out``.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from evalstop.staging import MARKER, check_replaceable, staged_folder
 MAX_SEEDS = 10_000
 # What reproduce writes: an existing --out holding anything else is refused, not replaced.
 OWNED = re.compile(r"report\.(md|html)|results\.json|\w+_(runs|summary|detectors)\.csv"
-                   rf"|figures|detectors|{MARKER}")
+                   rf"|own_runs\.(json|md)|own_fit\.json|figures|detectors|{MARKER}")
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -41,15 +46,18 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "reproduce",
         help="run the paper's studies in simulation and write a report",
         description=(
-            "Run the paper's studies (main table, composability, sweeps over eval noise, "
-            "hacking base rate and k) on synthetic workloads, each over many seeds, and "
+            "Run what a platform would save on a workload fitted to measured runs (the "
+            "platform study) and the paper's studies (main table, composability, sweeps over "
+            "eval noise, hacking base rate and k) on synthetic workloads, each over many "
+            "seeds, and "
             "write results (JSON, CSV), figures (PNG), report.md and a self-contained "
             "report.html, with the detector benchmark (bench-detectors) as a section. "
             f"Experiments: {', '.join(names())}."
         ),
     )
-    p.add_argument("--out", default="evalstop-results", metavar="DIR",
-                   help="output folder (default: evalstop-results), replaced whole once the "
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="output folder (default: evalstop-results; evalstop-own-runs with "
+                        "--logs), replaced whole once the "
                         "run is complete; a folder holding files reproduce did not write, or "
                         "a symlink, is refused")
     p.add_argument("--quick", action="store_true",
@@ -80,6 +88,24 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "only their trace points run (with --only: of the named studies)")
     p.add_argument("--trace-gpus", type=int, default=None, metavar="N",
                    help="cluster size for --trace (default: the study's, 512)")
+    p.add_argument("--logs", default=None, metavar="DIR",
+                   help="instead of the studies: read your own finished runs under DIR "
+                        "(JSONL eval logs, TensorBoard event files, MLflow stores: mlflow.db, "
+                        "mlruns/), refit the workload on them and write what each stop rule "
+                        "would have saved and cost there (own_runs.md, own_runs.json, "
+                        "own_fit.json); see docs/reproduce.md")
+    p.add_argument("--sacct", default=None, metavar="FILE",
+                   help="with --logs: a Slurm accounting export (sacct --parsable2) giving "
+                        "each run's GPUs and wall time, matched by JobIDRaw to the job_id its "
+                        "log records or by JobIDRaw or JobName to the run's name, so "
+                        "GPU-hours freed are real (without it: the logs' gpus and time)")
+    p.add_argument("--metric", default="eval", metavar="NAME",
+                   help="with --logs: the TensorBoard scalar tag, MLflow metric or JSONL "
+                        "field holding the eval score (default: eval)")
+    p.add_argument("--eval-set", choices=("fresh", "fixed"), default="fresh", metavar="KIND",
+                   help="with --logs: how your evals were drawn: fresh (new samples each "
+                        "time; the default) or fixed (one eval set; the fit models its noise "
+                        "as correlated)")
     p.add_argument("--no-progress", action="store_true",
                    help="no progress bar (on a terminal) or progress lines (elsewhere)")
     add_ray_option(p)
@@ -105,6 +131,10 @@ def _command(args) -> str:
         parts += ["--trace-gpus", str(args.trace_gpus)]
     if args.no_detectors:
         parts.append("--no-detectors")
+    if args.logs is not None:
+        parts[4:] = ["--logs", args.logs, "--metric", args.metric, "--eval-set", args.eval_set]
+        if args.sacct is not None:
+            parts += ["--sacct", args.sacct]
     return " ".join(shlex.quote(p) for p in parts)
 
 
@@ -119,11 +149,29 @@ def _check(args) -> None:
         raise ValueError(f"--seeds must be <= {MAX_SEEDS}, got {args.seeds}")
     if args.trace_gpus is not None and args.trace is None:
         raise ValueError("--trace-gpus needs --trace")
+    if args.logs is None:
+        for option, given in (("--sacct", args.sacct is not None),
+                              ("--metric", args.metric != "eval"),
+                              ("--eval-set", args.eval_set != "fresh")):
+            if given:
+                raise ValueError(f"{option} needs --logs")
+    else:
+        for option, given in (("--only", args.only), ("--preset", args.preset),
+                              ("--trace", args.trace), ("--ray", args.ray),
+                              ("--quick", args.quick or None), ("--seeds", args.seeds)):
+            if given is not None:
+                raise ValueError(f"--logs runs no study: {option} does not apply")
     check_ray_option(args)
 
 
 def run(args) -> int:
     _check(args)
+    if args.out is None:  # apart by default: own runs' figures never replace the studies'
+        args.out = "evalstop-results" if args.logs is None else "evalstop-own-runs"
+    if args.logs is not None:
+        from evalstop.cli.reproduce_logs import run_logs
+
+        return run_logs(args)
     settings = QUICK if args.quick else FULL
     settings = replace(settings, base_seed=args.seed,
                        n_seeds=args.seeds if args.seeds is not None else settings.n_seeds)

@@ -52,7 +52,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--preset", default="paper", choices=sorted(PRESETS),
                    help="job mix and curve preset (default: paper)")
     p.add_argument("--sigma", type=float, default=None,
-                   help="eval noise std (default 0.02)")
+                   help="eval noise std (default 0.02; preset fitted's RLHF jobs keep the "
+                        "noise fitted to real runs)")
     p.add_argument("--eval-interval", type=float, default=0.05, metavar="FRACTION",
                    help="evaluate each job every FRACTION of its training (default 0.05: "
                         "20 evals per job)")
@@ -103,7 +104,7 @@ def run(args) -> int:
         _write(fh, _rows(workload, res, _file_rows(order)))
     n = workload.n_jobs
     print(
-        f"{n} jobs on {args.gpus} GPUs under {scheduler.name}: mean JCT "
+        f"{n} jobs on {args.gpus} GPUs under {_label(args.scheduler, args.detector)}: mean JCT "
         f"{np.mean(jct) / 3600:.4g} h, {int(res.stopped.sum())} stopped, "
         f"{res.n_eval_events} evals, simulated in {res.wall_s:.2f} s -> {args.out}",
         file=sys.stderr,
@@ -168,3 +169,9 @@ def _nums(values: np.ndarray) -> list[str]:
 
 def _num(x: float) -> str:
     return "" if math.isnan(x) else format(float(x), ".12g")
+
+
+def _label(scheduler: str, detector: str | None) -> str:
+    """The run as the user named it ("fifo+default"): the rule's name, not its spec (150
+    characters for the default); --help spells the default out."""
+    return scheduler if detector is None else f"{scheduler}+{detector}"

@@ -22,7 +22,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
             "accounts), or replay a workload on a Slurm cluster (this one or a real "
             "partition): each job submitted with sbatch at its scaled arrival time under "
             "its tenant's account, running a worker that writes its eval log; with "
-            "--detector, evalstop watch stops jobs through examples/actions/scancel.sh. "
+            "--detector, evalstop watch stops jobs through evalstop action slurm (by the "
+            "job id each worker writes); a replay whose actions failed exits 1. "
             "The replay is measured from sacct and compared with the simulator job by job. "
             "Needs Debian's slurm-wlm, slurmdbd, munge and mariadb-server."),
     )
@@ -63,11 +64,25 @@ def add_parser(sub) -> argparse.ArgumentParser:
                     help="ask GPUs as --gres=gpu:N (default) or as N CPUs, for a partition "
                          "without GPUs (the workers only sleep)")
     rp.add_argument("--timeout", type=float, default=86400.0, metavar="SECONDS",
-                    help="give up waiting for the jobs after this long")
+                    help="the most the whole replay may take, submissions included; past "
+                         "it the replay's jobs still held are cancelled and it fails "
+                         "(default 86400)")
     return p
 
 
 def run(args) -> int:
+    from evalstop.testbed.cluster import TestbedError
+
+    try:
+        return _run(args)
+    except (TestbedError, TimeoutError) as exc:  # the testbed's own failures: one line
+        raise InputError(str(exc)) from None
+    except RuntimeError as exc:  # sbatch's or sacct's refusal, in Slurm's own words
+        raise InputError(str(exc).splitlines()[0]) from None
+
+
+def _run(args) -> int:
+    from evalstop.testbed import procs
     from evalstop.testbed.cluster import LocalCluster, check_tenants, require_slurm
 
     if args.testbed_command == "up":
@@ -79,7 +94,10 @@ def run(args) -> int:
               f"{', '.join(tenants)}. Use it with:\n  export SLURM_CONF={cluster.slurm_conf}")
         return 0
     if args.testbed_command == "down":
-        stopped = LocalCluster(args.dir, tenants=["x"]).down()
+        cluster = LocalCluster(args.dir, tenants=["x"])
+        if not cluster.slurm_conf.is_file() and not procs.read_pids(cluster.root):
+            raise InputError(f"--dir {args.dir}: no testbed there (nothing to stop)")
+        stopped = cluster.down()
         print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
         return 0
     require_slurm()
@@ -87,39 +105,76 @@ def run(args) -> int:
 
 
 def _replay(args) -> int:
+    import time
+
     import numpy as np
 
-    from evalstop.testbed import study
+    from evalstop.detectors import make_detector
+    from evalstop.testbed import compare, preflight, study
+    from evalstop.testbed.replay import failed_actions
+    from evalstop.testbed.specs import to_wall
     from evalstop.testbed.submit import SubmitOptions
+    from evalstop.testbed.ticker import ReplayTicker
     from evalstop.workload import read_jobs, synthetic_workload, trace_workload
 
-    if args.hour_s <= 0 or args.poll <= 0:
-        raise InputError("--hour-s and --poll must be > 0")
+    if args.hour_s <= 0 or args.poll <= 0 or not args.timeout > 0:
+        raise InputError("--hour-s, --poll and --timeout must be > 0")
     if args.gpus < 1 or args.seed < 0:
         raise InputError("--gpus must be >= 1 and --seed >= 0")
+    if args.detector is not None:
+        make_detector(args.detector)
+    env = preflight.slurm_env(dict(os.environ), args.dir)
+    out = Path(args.out).resolve()  # the jobs run elsewhere: sbatch --output must be absolute
     rng = np.random.default_rng(args.seed)
     if args.preset:
         workload = synthetic_workload(rng, n_jobs=args.n_jobs, n_gpus=args.gpus,
                                       preset=args.preset)
     else:
         workload = trace_workload(read_jobs(args.jobs), rng)
-    env = dict(os.environ)
-    if args.dir:
-        conf = Path(args.dir).resolve() / "etc" / "slurm.conf"
-        if not conf.exists():
-            raise InputError(f"{args.dir}: no testbed there (evalstop testbed up --dir ...)")
-        env["SLURM_CONF"] = str(conf)
-    name = "replay"
-    got = study.run_ways(workload, Path(args.out), args.gpus, args.hour_s, env,
-                         poll_s=args.poll, ways=[(name, args.detector)],
-                         opts=SubmitOptions(partition=args.partition, resource=args.resource),
-                         timeout_s=args.timeout)
+    preflight.check_cluster(env, set(workload.tenant.tolist()), int(workload.gpus.max()),
+                            args.gpus, partition=args.partition, resource=args.resource)
+    last_s = float(to_wall(workload.arrival_s, args.hour_s).max())
+    if last_s >= args.timeout:
+        raise InputError(f"--timeout {args.timeout:g} s ends before the last submission "
+                         f"({last_s:.0f} s into the replay at --hour-s {args.hour_s:g})")
+    out.mkdir(parents=True, exist_ok=True)  # an --out that cannot be made: before any job
+    # The simulator's makespan at this time scale, plus what Slurm adds (about a fifth in
+    # a busy FIFO queue, docs/testbed.md) and the controller's polls at the end.
+    makespan_s = float(np.nanmax(compare.simulated(workload, args.gpus, args.detector).finish_s))
+    estimate = 1.2 * to_wall(makespan_s, args.hour_s) + 5.0 + args.poll
+    print(f"replay: {workload.n_jobs} jobs on {args.gpus} GPUs, about {estimate:.0f} s "
+          f"(the simulator's makespan {makespan_s / 3600:.3g} h at {args.hour_s:g} s per "
+          f"hour, plus Slurm's delays); at most --timeout {args.timeout:g} s",
+          file=sys.stderr, flush=True)
+    name, began = "replay", time.monotonic()
+    try:
+        got = study.run_ways(workload, out, args.gpus, args.hour_s, env,
+                             poll_s=args.poll, ways=[(name, args.detector)],
+                             opts=SubmitOptions(partition=args.partition,
+                                                resource=args.resource),
+                             timeout_s=args.timeout,
+                             ticker=ReplayTicker(workload.n_jobs, estimate))
+    except TimeoutError:
+        raise InputError(f"--timeout {args.timeout:g} s: the replay did not end in time; "
+                         f"its jobs still held were cancelled (its folder: {args.out})") from None
     w = got["ways"][name]
     real, sim = w["real"], w["sim"]
+    failed = failed_actions(Path(args.out) / name) if args.detector else []
     print(json.dumps({"real": real, "sim": sim, "within": w["within"],
                       "n_jobs": w["n_jobs"]}, allow_nan=True))
     print(f"{w['n_jobs']} jobs: mean JCT {real['jct_mean_s'] / 3600:.3g} h on Slurm, "
           f"{sim['jct_mean_s'] / 3600:.3g} h simulated; {real['n_stopped']} stopped "
-          f"({sim['n_stopped']} simulated); {w['within']} jobs within tolerance -> "
+          f"({sim['n_stopped']} simulated); {w['within']} jobs within tolerance; took "
+          f"{time.monotonic() - began:.0f} s of about {estimate:.0f} -> "
           f"{args.out}/summary.json", file=sys.stderr)
+    if failed:
+        job, rc, why = failed[0]
+        print(f"evalstop: error: {len(failed)} stop action(s) did not stop their job (first: "
+              f"{job}, exit {rc}: {why}); see {args.out}/{name}/watch.log", file=sys.stderr)
+        return 1
+    broken = [r for r in w["jobs"] if r["state"] not in ("COMPLETED", "CANCELLED")]
+    if broken:  # a worker that could not run measures nothing: loud, not a quiet summary
+        raise InputError(f"{len(broken)} of {w['n_jobs']} jobs ended {broken[0]['state']} on "
+                         f"Slurm, not as the workload says (their output: "
+                         f"{out / name / 'out'}/)")
     return 0

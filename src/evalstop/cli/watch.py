@@ -1,7 +1,7 @@
 """``evalstop watch``: follow many jobs' eval streams and act on each stop.
 
     evalstop watch --jsonl LOGDIR --db state.db \
-        --action 'examples/actions/scancel.sh --tenant {tenant} -- {job} {best_step}' [--once]
+        --action 'evalstop action slurm --tenant {tenant} --job-id {job_id}' [--once]
     evalstop watch --tensorboard RUNS --tb-tag eval/reward --db state.db --dry-run
     evalstop watch --status --db state.db [--json]
 """
@@ -27,6 +27,7 @@ from evalstop.integrations.watch.controller import DEFAULT_MAX_JOBS
 from evalstop.integrations.watch.http_guard import MAX_CONNECTIONS, ServeLimits
 from evalstop.integrations.watch.page import MAX_PAGE_SIZE, PAGE_SIZE
 from evalstop.integrations.watch.quota import DEFAULT_TENANT_BYTES
+from evalstop.integrations.watch.shadow import DEFAULT_END_AFTER
 from evalstop.integrations.watch.store import KEEP_EVALS
 
 
@@ -132,9 +133,15 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="whether a higher eval is better (max, default) or a lower one (min)")
     p.add_argument("--action", default=None,
                    help="shell command template run once per stopped job; placeholders "
-                        "{job} {tenant} {source} {best_step} {best_checkpoint} {best_score} "
-                        "{stop_step} {reason} are shell-quoted for you (do not quote them "
-                        "yourself: that is refused); see examples/actions/")
+                        "{job} {job_id} {tenant} {source} {best_step} {best_checkpoint} "
+                        "{best_score} {stop_step} {reason} are shell-quoted for you (do not "
+                        "quote them yourself, nor give them to sh -c or eval: that is "
+                        "refused); the shipped actions: evalstop action slurm|kubernetes|ray "
+                        "--tenant {tenant} --job-id {job_id}")
+    p.add_argument("--action-idempotent", action="store_true",
+                   help="the --action command is safe to run twice for one stop: one left "
+                        "running by a killed controller is run again on restart (the "
+                        "shipped evalstop action commands are, without this flag)")
     p.add_argument("--checkpoint-template", default=None,
                    help="where a job's checkpoints are, for {best_checkpoint}, e.g. "
                         "'/ckpt/{tenant}/{job}/checkpoint-{best_step}'")
@@ -151,20 +158,44 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="decide and print the commands that would run; change no state")
     p.add_argument("--retry-pending", action="store_true",
                    help="re-run actions that were started but not confirmed when the "
-                        "controller last stopped (default: report them only)")
+                        "controller last stopped, and those marked unknown (default: only "
+                        "those safe to run twice; the rest are marked unknown)")
     p.add_argument("--once", action="store_true",
                    help="process what is there and exit (tests, cron)")
     p.add_argument("--interval", type=float, default=10.0,
                    help="seconds between polls when not --once (default: 10)")
     p.add_argument("--status", action="store_true",
                    help="print each job's last score, streak, best step and stop, then exit")
-    p.add_argument("--json", action="store_true", help="with --status: JSON Lines output")
+    p.add_argument("--json", action="store_true",
+                   help="with --status: JSON Lines output, one line per job")
+    p.add_argument("--fleet", action="store_true",
+                   help="with --status: each eval group's pooled noise instead of the jobs "
+                        "(with --json, one line per group)")
+    p.add_argument("--score", action="store_true",
+                   help="with --status: the shadow score, per tenant and rule, instead of "
+                        "the jobs (with --json, one line per tenant and rule)")
+    p.add_argument("--shadow", action="append", default=None, metavar="SPEC",
+                   help="a candidate rule followed in shadow on every job (repeatable): "
+                        "its would-be stops are followed to the job's end and scored (see "
+                        "docs/watch.md, shadow mode); a policy names them with `shadow`")
+    p.add_argument("--shadow-end-after", type=float, default=DEFAULT_END_AFTER,
+                   metavar="SECONDS",
+                   help="a job followed in shadow has ended after this long without a "
+                        "record (or at a record with \"end\": true) (default: "
+                        f"{DEFAULT_END_AFTER:g})")
+    p.add_argument("--report", default=None, metavar="DIR",
+                   help="with --db: write the shadow retrospective (report.html, report.md, "
+                        "plots) to DIR, then exit")
+    p.add_argument("--export-corpus", default=None, metavar="FILE",
+                   help="with --db: write the jobs followed in shadow to their end as an "
+                        "eval log (JSONL, plus tenant) to FILE, a new file, then exit")
     return p
 
 
 def _status(args) -> int:
     import sqlite3
 
+    from evalstop.integrations.watch.shadow_status import format_shadow, shadow_rows
     from evalstop.integrations.watch.status import (
         fleet_rows,
         format_actions,
@@ -179,19 +210,53 @@ def _status(args) -> int:
         try:
             rows = status_rows(store)
             fleet = fleet_rows(store)
+            shadow = shadow_rows(store)
         finally:
             store.close()
     except sqlite3.Error as exc:  # e.g. an unreadable file: one line, like the run path
         raise ValueError(f"cannot read --db {args.db!r}: {exc}") from None
-    if args.json:
+    # One kind of line per output, so a reader of --json lines needs no type test.
+    if args.fleet or args.score:
+        both = (fleet, format_fleet) if args.fleet else (shadow, format_shadow)
+        sys.stdout.write("".join(json.dumps(f) + "\n" for f in both[0]) if args.json
+                         else both[1](both[0]))
+    elif args.json:
         for r in rows:
             sys.stdout.write(json.dumps(r) + "\n")
-        for f in fleet:
-            sys.stdout.write(json.dumps({"fleet": f}) + "\n")
     else:
         sys.stdout.write(format_table(rows))
         sys.stdout.write(format_actions(rows))
         sys.stdout.write(format_fleet(fleet))
+        sys.stdout.write(format_shadow(shadow))
+    return 0
+
+
+def _shadow_output(args) -> int:
+    """``--report DIR`` / ``--export-corpus FILE``: read the state, write, exit."""
+    import sqlite3
+
+    from evalstop.integrations.watch.store import StateStore
+
+    if args.db is None:
+        raise ValueError("--report and --export-corpus need --db FILE")
+    try:
+        store = StateStore(args.db, readonly=True)
+        try:
+            if args.export_corpus is not None:
+                from evalstop.integrations.watch.shadow_export import export_corpus
+
+                jobs, records = export_corpus(store, args.export_corpus)
+                sys.stderr.write(f"evalstop watch: wrote {records} evals of {jobs} runs to "
+                                 f"{args.export_corpus}\n")
+            if args.report is not None:
+                from evalstop.integrations.watch.shadow_report import write_report
+
+                path = write_report(store, args.report)
+                sys.stderr.write(f"evalstop watch: wrote {path}\n")
+        finally:
+            store.close()
+    except sqlite3.Error as exc:
+        raise ValueError(f"cannot read --db {args.db!r}: {exc}") from None
     return 0
 
 
@@ -253,7 +318,7 @@ def _sources(args, policy=None) -> list:
 
 
 _POLICY_REPLACES = ("detector", "mode", "action", "checkpoint_template", "checkpoint_root",
-                    "tenant_pattern", "tb_tag", "mlflow_metric")
+                    "tenant_pattern", "tb_tag", "mlflow_metric", "shadow")
 
 
 def _policy(args):
@@ -313,7 +378,7 @@ def _check_serve(args) -> tuple[str, int, str | None, ServeLimits]:
     return host, port, token, ServeLimits(max_connections=args.serve_connections)
 
 
-def _serve(args, controller_interval: float, sources: list):
+def _serve(args, controller_interval: float, tenant_rules=None, sources=()):
     """Start the metrics/health/page server; returns (server, metrics, health)."""
     from evalstop.integrations.watch.observe import Health, StatusServer, WatchMetrics
     from evalstop.integrations.watch.status import page_html
@@ -329,7 +394,7 @@ def _serve(args, controller_interval: float, sources: list):
     def page(number: int) -> str:
         ok, msg = health.check()
         return page_html(db, health=("Healthy." if ok else f"Unhealthy: {msg}."),
-                         page=number, per_page=per_page)
+                         page=number, per_page=per_page, tenant_rules=tenant_rules)
 
     server = StatusServer(host, port, metrics=metrics, health=health, page=page, token=token,
                           limits=limits).start()
@@ -349,11 +414,16 @@ def run(args) -> int:
         if args.db is None:
             raise ValueError("--status needs --db FILE")
         return _status(args)
+    if args.report is not None or args.export_corpus is not None:
+        return _shadow_output(args)
+    if args.fleet or args.score:
+        raise ValueError(f"--{'fleet' if args.fleet else 'score'} goes with --status")
     import sqlite3
 
     from evalstop.detectors import make_detector
     from evalstop.integrations.watch.actions import ShellAction, check_seconds
     from evalstop.integrations.watch.controller import Controller
+    from evalstop.integrations.watch.shadow import check_end_after
     from evalstop.integrations.watch.store import StateStore
 
     # Check every option before touching the state or any log.
@@ -364,43 +434,60 @@ def run(args) -> int:
     if args.db is None:
         raise ValueError("--db FILE is required (the controller's state)")
     if policy is None:
-        make_detector(args.detector or "default", mode=args.mode or "max")
+        for spec in [args.detector or "default", *(args.shadow or ())]:
+            make_detector(spec, mode=args.mode or "max")
     if not args.once:
         check_seconds("--interval", args.interval)
+    check_end_after(args.shadow_end_after)
     check_seconds("--action-timeout", args.action_timeout)
     if args.serve is not None:
         _check_serve(args)
     if not args.jsonl and not args.tensorboard and not args.mlflow:
         raise ValueError("give at least one --jsonl DIR, --tensorboard DIR or --mlflow URI")
     action = None
+    if args.action is None and policy is None and (args.checkpoint_template or
+                                                   args.checkpoint_root):
+        # Only an action reads them ({best_checkpoint}): alone they would do nothing.
+        raise ValueError("--checkpoint-template and --checkpoint-root name the checkpoint an "
+                         "--action is given ({best_checkpoint}); give --action too")
     if args.action is not None:
         action = ShellAction(args.action, checkpoint_template=args.checkpoint_template,
                              checkpoint_root=args.checkpoint_root,
-                             timeout=args.action_timeout)
+                             timeout=args.action_timeout, idempotent=args.action_idempotent)
+    elif args.action_idempotent:
+        raise ValueError("--action-idempotent needs --action")
     if not 1 <= args.action_workers <= 256:
         raise ValueError(f"--action-workers must be in 1..256, got {args.action_workers}")
     sources = _sources(args, policy)
+    # The server first: a refused --serve (port taken, extra missing) ends the run before
+    # the state database is created.
+    server = metrics = health = None
+    if args.serve is not None:
+        shown = policy.rules if policy is not None else ()
+        server, metrics, health = _serve(args, args.interval, {
+            r.tenant: (r.detector_spec(), r.dry_run or args.dry_run) for r in shown},
+            sources)
     try:
         store = StateStore(args.db, dry_run=args.dry_run, on_wait=_say_wait,
                            keep_evals=args.keep_evals)
     except sqlite3.Error as exc:
+        if server is not None:
+            server.close()
         raise ValueError(f"cannot open --db {args.db!r}: {exc}") from None
     stop = threading.Event()
     old = {}
-    controller = server = None
+    controller = None
     try:
-        metrics = health = None
-        if args.serve is not None:
-            server, metrics, health = _serve(args, args.interval, sources)
         rules = ({"policy": policy} if policy is not None else
                  {"detector": args.detector or "default", "mode": args.mode or "max",
-                  "action": action})
+                  "action": action, "shadow": args.shadow or ()})
         controller = Controller(store, sources, **rules, dry_run=args.dry_run,
                                 action_timeout=args.action_timeout,
                                 retry_running=args.retry_pending,
                                 action_workers=args.action_workers,
                                 max_jobs=args.max_jobs, tenant_bytes=args.tenant_bytes,
-                                metrics=metrics, health=health)
+                                metrics=metrics, health=health,
+                                shadow_end_after=args.shadow_end_after)
         page = None
         if server is not None:
             h, p = server.address

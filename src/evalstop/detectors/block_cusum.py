@@ -36,6 +36,17 @@ set the level also wanders slowly, which eval-to-eval noise does not show.
   that has not yet gained has no scale to judge a fall on (and a late riser, stopped in
   its flat start, would lose all of its gain).
 
+* **After ``hn`` evals** (issue 46; each off at 0, the default turns on ``fast`` and
+  ``dead``): ``fast``/``frel``, a collapse test at every eval (``collapse_test``: the two
+  newest evals far below the median of the 8 before them, in noise and in gain);
+  ``dead``, a run back at its start floor for the last ``dead`` of the run is stopped
+  ("no gain left", ``dead_test``; the reason of any stop at the floor says so too);
+  ``idle``, a run that has not gained ``gmin`` block sigmas in ``idle`` evals is stopped;
+  ``wander``, a stop also needs the fall to be ``wander`` times the level's wander
+  measured on the block means (``_wander_sd``); ``last``, a fall must have lasted
+  ``last * (1 - depth)`` of the run so far (the dip knob; depth: the fall's share of the
+  gain). Up to ``hn`` evals none of them acts.
+
 With ``rel=0``, up to ``hn`` evals (or up to ``2 * blocks`` evals with ``gmin=0`` and
 ``hg=0``), the rule is ``cusum-drop`` with the same options, stop for stop (with a fleet:
 once the fleet is ready): a short run is judged as before.
@@ -55,7 +66,9 @@ import math
 from statistics import median
 from typing import Any, ClassVar
 
+from evalstop.detectors.collapse_test import RECENT, PairHistory, collapse_fall, drop_of_pair
 from evalstop.detectors.cusum_drop import check_cusum_args
+from evalstop.detectors.dead_test import at_floor
 from evalstop.detectors.noise import MIN_DIFFS, diff_scale, sigma_hat
 from evalstop.detectors.stated_noise import NOISE_PARAMS, NoiseAware, binomial_sigma
 
@@ -67,24 +80,33 @@ class BlockCusum(NoiseAware):
         "h": (float, 2.5), "k": (float, 1.5), "clip": (float, 3.0), "smooth": (int, 15),
         "min_evals": (int, 4), "trim": (int, 3), "smooth_min": (int, 3),
         "blocks": (int, 16), "wblocks": (int, 4), "rel": (float, 0.05), "hg": (float, 0.0),
-        "hn": (int, 20), "lags": (int, 4), "gmin": (float, 5.0), **NOISE_PARAMS,
+        "hn": (int, 20), "lags": (int, 4), "gmin": (float, 5.0), "wander": (float, 0.0),
+        "last": (float, 0.0), "fast": (float, 0.0), "frel": (float, 0.35),
+        "dead": (float, 0.0), "idle": (int, 0), **NOISE_PARAMS,
     }
+    # the options of the paths after hn evals (issue 46): off, the rule is issue 21's
+    LATE = ("wander", "last", "fast", "dead", "idle")
 
     def __init__(self, *, h: float = 2.5, k: float = 1.5, clip: float = 3.0,
                  smooth: int = 15, min_evals: int = 4, trim: int = 3,
                  smooth_min: int | None = 3, blocks: int = 16, wblocks: int = 4,
                  rel: float = 0.05, hg: float = 0.0, hn: int = 20, lags: int = 4,
-                 gmin: float = 5.0, sigma: float | None = None, eval_n: int | None = None,
+                 gmin: float = 5.0, wander: float = 0.0, last: float = 0.0, fast: float = 0.0,
+                 frel: float = 0.35, dead: float = 0.0, idle: int = 0,
+                 sigma: float | None = None, eval_n: int | None = None,
                  fleet=None, mode: str = "max") -> None:
         super().__init__(mode=mode)
         self._init_noise(sigma, eval_n, fleet)
         check_cusum_args(h=h, k=k, clip=clip, smooth=smooth, min_evals=min_evals, trim=trim,
                          smooth_min=smooth_min)
-        for key, v in (("hg", hg), ("gmin", gmin)):
+        for key, v in (("hg", hg), ("gmin", gmin), ("fast", fast), ("wander", wander)):
             if not (v >= 0.0 and math.isfinite(v)):
                 raise ValueError(f"{key} must be finite and >= 0, got {v}")
-        if not (0.0 <= rel < 1.0):
-            raise ValueError(f"rel must be in [0, 1) (a share of the run's gain), got {rel}")
+        for key, v in (("rel", rel), ("last", last), ("frel", frel), ("dead", dead)):
+            if not (0.0 <= v < 1.0):
+                raise ValueError(f"{key} must be in [0, 1) (a share), got {v}")
+        if idle < 0:
+            raise ValueError(f"idle must be >= 0 (evals; 0: off), got {idle}")
         if lags < 1 or lags & (lags - 1):
             raise ValueError(f"lags must be a power of 2 (1, 2, 4, ...), got {lags}")
         # after a merge the rule sees `blocks` blocks: a fixed window must fit in them
@@ -101,10 +123,15 @@ class BlockCusum(NoiseAware):
             raise ValueError(f"hn must be >= 1 (evals), got {hn}")
         self.smooth_min, self.blocks, self.wblocks, self.hn = smooth_min, blocks, wblocks, hn
         self.rel, self.hg, self.lags, self.gmin = float(rel), float(hg), lags, float(gmin)
+        self.wander, self.last, self.fast, self.frel = (float(wander), float(last), float(fast),
+                                                        float(frel))
+        self.dead, self.idle = float(dead), idle
         self._b = 1  # evals per block
         self._means: list[float] = []  # completed block means, at most 2 * blocks
         self._open_sum, self._open_n = 0.0, 0
-        self._tail: list[float] = []  # the last three evals (the fleet's second differences)
+        # the last evals: the fleet's second differences (3), the collapse test (RECENT)
+        self._tail: list[float] = []
+        self._pairs = PairHistory()  # the collapse test's scale of its statistic
         self._width = lowest
         self._level: float | None = None  # best smoothed level (over blocks)
         self._start: float | None = None  # level of the first window (kept for good)
@@ -159,6 +186,14 @@ class BlockCusum(NoiseAware):
             return self.fleet.sigma()
         return None
 
+    @property
+    def _keep(self) -> int:
+        """How many of the last evals the rule keeps."""
+        return RECENT if self.fast > 0.0 else 3
+
+    def _late(self) -> bool:
+        return self._n_evals > self.hn
+
     def _block_sigma(self) -> float | None:
         one = self._eval_sigma()
         if one is None and self.fleet is not None and self._n_evals <= self.hn:
@@ -170,6 +205,17 @@ class BlockCusum(NoiseAware):
         if own is None:
             return floor
         return own if floor is None else max(own, floor)
+
+    def _wander_sd(self) -> float:
+        """The level's wander measured on the block means: the part of the largest lag's
+        noise scale that the noise of a block (stated, or the job's own at lag 1) does not
+        explain, sqrt(s_lags^2 - s_1^2)."""
+        own = self._own_block_sigma()
+        one = self._eval_sigma()
+        base = sigma_hat(self._means) if one is None else one / math.sqrt(self._b)
+        if own is None or base is None:
+            return 0.0
+        return math.sqrt(max(0.0, own * own - base * base))
 
     def _own_block_sigma(self) -> float | None:
         """The largest noise scale of the block means over lags 1, 2, 4, ..., ``lags``: a
@@ -190,10 +236,17 @@ class BlockCusum(NoiseAware):
     def _observe(self, step, value, loss, proxy, progress):
         tail = self._tail
         tail.append(value)
-        del tail[:-3]
+        del tail[:-self._keep]
         self._feed_fleet(tail)
         self._open_sum += value
         self._open_n += 1
+        if self.fast > 0.0:
+            reason = self._collapse() if self._late() else None
+            if reason is not None:
+                return reason
+            d = drop_of_pair(tail)
+            if d is not None:
+                self._pairs.add(d)
         if self._open_n < self._b:
             return None
         self._means.append(self._open_sum / self._open_n)
@@ -219,6 +272,10 @@ class BlockCusum(NoiseAware):
         if self._level is None or self._since == 0 or self._n_evals < self.min_evals:
             return None
         level, means = self._level, self._means
+        if (self.dead > 0.0 or self.idle) and self._late():
+            reason = self._no_gain()
+            if reason is not None:
+                return reason
         since = means[len(means) - min(self._since, len(means)):]
         if not any(v < level for v in since):
             return None  # no drop adds to W (z <= 0); skips the noise estimate
@@ -246,19 +303,87 @@ class BlockCusum(NoiseAware):
             return None
         if self._n_evals > self.hn and gain < self.gmin * sigma:
             return None  # a long run that has not gained yet: no scale to judge a fall on
-        share = f"{fall / gain:.0%} of its gain" if gain > 0.0 else "it never gained"
-        if sigma <= 0.0:
-            noise = "noise-free scores"
-        elif self._b > 1:
-            noise = f"{fall / sigma:.1f} noise sigmas of a mean of {self._b} evals"
-        else:
-            noise = f"{fall / sigma:.1f} noise sigmas"
+        if self.wander > 0.0 and self._late() and fall < self.wander * self._wander_sd():
+            return None  # within what the level's own wander reaches
         span = len(recent) * self._b
+        if self.last > 0.0 and self._late() and span < self._must_last(fall, gain):
+            return None  # not yet long enough to tell from a dip that recovers
+        share = f"{fall / gain:.0%} of its gain" if gain > 0.0 else "it never gained"
+        noise = _in_sigmas(fall, sigma, self._b)
         first = self._n_evals - span + 1
-        return (f"the level is {self._sign * fall:.4g} below its best "
+        return (f"{self._floor_note(recent)}the level is {self._sign * fall:.4g} below its best "
                 f"({self._sign * level:.4g}): {share}, {noise}, over the last {span} evals "
                 f"(from the {_ordinal(first)} finite eval on, {span / self._n_evals:.0%} of "
                 f"the run so far); CUSUM {w:.2f} >= {threshold:.2f}")
+
+    def _must_last(self, fall: float, gain: float) -> float:
+        """How many evals a fall must last to stop the run: ``last`` of the run so far for a
+        shallow fall, less in proportion for a deeper one (none at the whole gain)."""
+        depth = min(fall / gain, 1.0) if gain > 0.0 else 1.0
+        return self.last * self._n_evals * (1.0 - depth)
+
+    # ---- the paths after hn evals: a collapse, no gain left --------------------------
+    def _one_sigma(self) -> float | None:
+        """The noise of one eval: stated, binomial at the level, fleet, else the job's own
+        over its last evals."""
+        one = self._eval_sigma()
+        return one if one is not None else sigma_hat(self._tail)
+
+    def _collapse(self) -> str | None:
+        if self._level is None or self._start is None:
+            return None
+        sign = self._sign
+        gain = self._level - self._start
+        found = collapse_fall(self._tail, self._eval_sigma(), self._pairs.mean(), gain,
+                              self.fast, self.frel)
+        if found is None:
+            return None
+        fall, sigma = found
+        noise = f"{fall / sigma:.1f} times its noise scale" if sigma > 0.0 else \
+            "noise-free scores"
+        return (f"{self._floor_note(self._tail[-2:])}collapse: the last 2 evals are "
+                f"{sign * fall:.4g} below the level of the "
+                f"{RECENT - 2} evals before them: {fall / gain:.0%} of its gain "
+                f"({sign * self._level:.4g} best, {sign * self._start:.4g} at the start), "
+                f"{noise}")
+
+    def _floor_note(self, values: list[float]) -> str:
+        """"no gain left: " when ``values`` (the evidence of a stop) sit at the start floor
+        and the dead-run path is on: the stop says so whichever path found it first."""
+        if self.dead <= 0.0 or self._start is None or not self._late():
+            return ""
+        return "no gain left: " if self._dead_at(values) else ""
+
+    def _dead_at(self, values: list[float]) -> bool:
+        sigma, s = self._one_sigma(), self._block_sigma()
+        if sigma is None or s is None:
+            return False
+        w0 = self.smooth if self.smooth_min is None else self.smooth_min
+        return at_floor(values, self._start, self._level - self._start, sigma, w0,
+                        self.gmin * s)
+
+    def _no_gain(self) -> str | None:
+        """A run back at its start floor for the last ``dead`` of the run (or, with
+        ``idle``, one that never rose in ``idle`` evals): the stop reason, else None."""
+        if self._start is None:
+            return None
+        level, start, sign = self._level, self._start, self._sign
+        gain = level - start
+        if self.dead > 0.0:
+            q = max(1, math.ceil(self.dead * len(self._means)))
+            recent = self._means[-q:]
+            if self._dead_at(recent):
+                span = q * self._b
+                return (f"no gain left: the level over the last {span} evals "
+                        f"({span / self._n_evals:.0%} of the run so far) is "
+                        f"{sign * sum(recent) / len(recent):.4g}, back at its start "
+                        f"({sign * start:.4g}) after a best of {sign * level:.4g}")
+        s = self._block_sigma() if self.idle and self._n_evals >= self.idle else None
+        if s is not None and gain < self.gmin * s:
+            return (f"no gain yet: after {self._n_evals} evals the best level "
+                    f"({sign * level:.4g}) is {sign * gain:.4g} above its start "
+                    f"({sign * start:.4g}), under {self.gmin:g} noise sigmas of a block")
+        return None
 
     def stop_index(self, obs):
         """The rule over many fresh jobs at once, for the simulator's planned stops (see
@@ -270,6 +395,8 @@ class BlockCusum(NoiseAware):
         return {"b": self._b, "means": list(self._means), "open_sum": self._open_sum,
                 "open_n": self._open_n, "tail": list(self._tail), "width": self._width,
                 "level": self._level, "start": self._start, "since": self._since,
+                **({"pairs": [self._pairs.total, self._pairs.count]} if self.fast > 0.0
+                   else {}),
                 **self._noise_state()}
 
     def _load_rule_state(self, state: dict[str, Any]) -> None:
@@ -279,12 +406,29 @@ class BlockCusum(NoiseAware):
             raise ValueError("bad block-cusum state: block size or block count out of range")
         self._b, self._means = b, means
         self._open_sum, self._open_n = float(state["open_sum"]), int(state["open_n"])
-        self._tail = [float(v) for v in state["tail"]][-3:]
+        self._tail = [float(v) for v in state["tail"]][-self._keep:]
         self._width = int(state["width"])
         self._level = None if state["level"] is None else float(state["level"])
         self._start = None if state["start"] is None else float(state["start"])
         self._since = int(state["since"])
+        total, count = state.get("pairs", (0.0, 0))
+        self._pairs = PairHistory(float(total), int(count))
         self._load_noise_state(state)
+
+
+# Past this many sigmas a count says nothing more (a sigma of ~0 reads as 3.5e14 sigmas).
+FAR_SIGMAS = 1000.0
+
+
+def _in_sigmas(fall: float, sigma: float, b: int) -> str:
+    """A fall in noise sigmas for the stop reason: capped, so a near-zero noise reads as
+    "far beyond the noise", not as a 15-digit count."""
+    of = f" of a mean of {b} evals" if b > 1 else ""
+    if sigma <= 0.0:
+        return "noise-free scores"
+    if fall > FAR_SIGMAS * sigma:
+        return f"far beyond the noise{of} (over {FAR_SIGMAS:.0f} sigmas of {sigma:.3g})"
+    return f"{fall / sigma:.1f} noise sigmas{of}"
 
 
 def _ordinal(n: int) -> str:

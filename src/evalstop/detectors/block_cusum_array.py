@@ -55,7 +55,9 @@ from evalstop.detectors.stop_arrays import SUM_IN_ORDER, same_parts
 
 # The parts of the rule repeated here: a subclass that overrides one is left to the objects.
 PARTS = ("_observe", "_judge", "_smoothed", "_trim_for", "_want_width", "_refind", "_merge",
-         "_eval_sigma", "_block_sigma", "_own_block_sigma", "_feed_fleet")
+         "_eval_sigma", "_block_sigma", "_own_block_sigma", "_feed_fleet", "_late",
+         "_collapse", "_no_gain", "_must_last", "_wander_sd", "_floor_note", "_dead_at",
+         "_one_sigma")
 
 
 def covers(det) -> bool:
@@ -63,6 +65,14 @@ def covers(det) -> bool:
     if not SUM_IN_ORDER or getattr(det, "fleet", None) is not None:
         return False
     return same_parts(det, BlockCusum, PARTS) and 2 * det.blocks - 1 <= MAX_VALUES
+
+
+def late_paths(det) -> bool:
+    """Whether an option of the paths after ``hn`` evals (issue 46: the wander gate, the
+    dip knob, the collapse and dead-run tests) is on. Up to ``hn`` evals they change
+    nothing, so the plan still covers the first ``hn`` evals; the rows not stopped by then
+    are left to the objects (the compiled twin repeats issue 21's rule only)."""
+    return any(getattr(det, key) for key in BlockCusum.LATE)
 
 
 def thresholds(det, m: int) -> np.ndarray:
@@ -84,11 +94,14 @@ def stop_index(det, obs: np.ndarray):
     kept = np.full(n, -1, dtype=np.int64)
     if m == 0 or not done.any():
         return stop_at, kept, done
-    first = min(m, 2 * det.blocks - 1)  # evals before the first merge
+    late = late_paths(det)
+    first = min(m, det.hn if late else 2 * det.blocks - 1)  # evals the plan covers
     thr = thresholds(det, m)
     short = raw if first == m else np.ascontiguousarray(raw[:, :first])
     plan_rows(det, short, done, stop_at, kept, thr[: first + 1], (det.rel, det.gmin, det.hn))
-    if first < m:
+    if first < m and late:
+        done &= ~(done & (stop_at < 0))  # the objects run these rows from the start
+    elif first < m:
         left = done & (stop_at < 0)
         # the work the twin saves: the objects would run these rows, every eval
         twin = jit.twin("evalstop.detectors.block_cusum_jit", int(left.sum()), m)

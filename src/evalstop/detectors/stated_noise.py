@@ -9,7 +9,8 @@ Every rule that measures drops in noise sigmas accepts two spec options and one 
   reference level p. p is shrunk by the "plus four" rule, (p N + 2) / (N + 4), so a level
   at 0 or 1 still has a noise (a run at 0/100 is not noise-free). Scores must be in [0, 1].
 * a ``FleetNoise`` (``fleet=``), shared by the jobs of one eval group, once it has pooled
-  enough second differences.
+  enough second differences (or a tenant's view of a group several tenants run,
+  ``shared_noise.TenantNoise``).
 
 Precedence: a stated noise (``sigma`` or ``eval_n``, not both) wins over the fleet, which
 wins over the job's own estimate (``noise.sigma_hat``). A stated or fleet noise is known
@@ -24,6 +25,7 @@ from typing import Any, ClassVar
 from evalstop.detectors.base import Detector
 from evalstop.detectors.fleet import FleetNoise
 from evalstop.detectors.noise import sigma_hat
+from evalstop.detectors.shared_noise import TenantNoise
 
 NOISE_PARAMS: dict[str, tuple[type, Any]] = {"sigma": (float, None), "eval_n": (int, None)}
 
@@ -52,7 +54,7 @@ class NoiseAware(Detector):
     def _init_noise(self, sigma: float | None, eval_n: int | None,
                     fleet: FleetNoise | None) -> None:
         check_noise_options(sigma, eval_n)
-        if fleet is not None and not isinstance(fleet, FleetNoise):
+        if fleet is not None and not isinstance(fleet, FleetNoise | TenantNoise):
             raise ValueError(f"fleet must be a FleetNoise, got {type(fleet).__name__}")
         self.sigma = None if sigma is None else float(sigma)
         self.eval_n = None if eval_n is None else int(eval_n)

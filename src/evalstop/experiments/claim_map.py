@@ -6,7 +6,7 @@ each cell a main-table workload (preset ``paper``, 200 jobs, 64 GPUs, sigma 0.02
 RLHF curves are stretched to those SNRs (``evalstop.workload.knobs``). Every cell runs
 SRTF-Est alone, with ``evalstop:k=2`` on every job, and with it on RLHF jobs only (the
 LoRA/DPO watch knob). The report draws precision, recall, FPR and the JCT change as
-heatmaps, outlines the cells in the paper's region, and marks our calibration, the
+heatmaps, outlines the cells in the paper's region, and marks the paper preset, the
 ``paper-assumptions`` preset and the SNRs measured on the real lab runs.
 
 It is a wide grid of cheap cells, so it runs on a fifth of the run's seeds (4 of 20; 1
@@ -61,7 +61,7 @@ EXPERIMENT = Experiment(
     question=(
         "Over which late-run SNR, decline SNR and eval count do evalstop:k=2's precision, "
         "recall and FPR reach the paper's main table (precision >= 97%, recall >= 98%, "
-        "FPR <= 2% together), and where do our calibration and real RLHF runs lie?"
+        "FPR <= 2% together), and where do the paper preset and real RLHF runs lie?"
     ),
     points=_points(),
     x_name="late-run SNR",

@@ -1,10 +1,10 @@
 """``assumptions``: the main table, composability and the three sweeps again, on the
 ``paper-assumptions`` knob preset, so the report can set paper | ours under the paper's
-assumptions | ours under our calibration side by side.
+assumptions | ours on the paper preset side by side.
 
 Every point of those five studies is laid under the preset (``assumptions.apply``) and
 renamed ``<study>: <point>``; the methods, seeds and sizes are the studies' own, so each
-point pairs with the same point of the calibrated study (same arrivals and job sizes per
+point pairs with the same point of the paper-preset study (same arrivals and job sizes per
 seed; only the RLHF curves' stretch, the eval count and the watched types differ).
 """
 

@@ -126,6 +126,7 @@ class TrlRunResult:
     best_step: int | None
     best_checkpoint: str | None
     global_step: int
+    reason: str = ""  # the rule's own words for its stop ("" if it did not stop)
 
 
 def run_trl(*, pairs: int, beta: float, seed: int, out_dir: str, max_steps: int = 60,
@@ -176,8 +177,10 @@ def run_trl(*, pairs: int, beta: float, seed: int, out_dir: str, max_steps: int 
              "proxy": h.get("eval_rewards/ProxyReward/mean")}
             for h in trainer.state.log_history if f"eval_{GOLD_METRIC}" in h]
     _write_log(out_dir, f"trl-p{pairs}-b{beta:g}-s{seed}", seen, max_steps)
+    decision = getattr(cb, "decision", None)
     return TrlRunResult(seen, cb.stopped, cb.stop_step, cb.best_step, cb.best_checkpoint,
-                        int(trainer.state.global_step))
+                        int(trainer.state.global_step),
+                        decision.reason if cb.stopped and decision is not None else "")
 
 
 def _write_log(out_dir: str, job: str, evals: list[dict], max_steps: int) -> None:

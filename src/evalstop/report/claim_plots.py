@@ -14,7 +14,7 @@ from evalstop.report.plots import PANEL_W, _save, panel_grid
 
 # (marker, colour, label) of the reference points drawn on the maps.
 MARKS = {
-    "ours": ("*", "white", "our calibration"),
+    "ours": ("*", "white", "the paper preset"),
     "preset": ("D", "magenta", "paper-assumptions"),
     "lab": ("^", "orange", "real lab runs (measured)"),
 }

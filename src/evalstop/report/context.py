@@ -17,7 +17,7 @@ class SectionContext:
     summary: Summary
     out_dir: Path
     # Every study's summary in this report, by name: for sections that set one study beside
-    # another (the paper-assumptions columns beside our calibration's).
+    # another (the paper-assumptions columns beside the paper preset's).
     others: dict[str, Summary] = field(default_factory=dict)
 
     @property

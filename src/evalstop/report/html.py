@@ -20,6 +20,8 @@ from evalstop.report.blocks import (
 )
 from evalstop.report.plots import COLUMNS_KEY
 
+# `code` may break anywhere: a rule's full spec (150 characters, no spaces) would otherwise
+# widen its table past a 1366 px window.
 CSS = """
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; max-width: 1320px;
        margin: 2em auto; padding: 0 1em; color: #222; line-height: 1.45; }
@@ -32,7 +34,7 @@ figure { margin: 1.2em 0; } figure img { max-width: 100%; height: auto; border: 
 nav.toc { background: #f7f7f7; border: 1px solid #ddd; padding: .4em 1.2em; margin: 1em 0; }
 nav.toc ul { margin: .2em 0; } .verdict { font-size: 1.05em; }
 figcaption { font-style: italic; color: #555; }
-code { background: #f3f3f3; padding: 0 .2em; border-radius: 3px; }
+code { background: #f3f3f3; padding: 0 .2em; border-radius: 3px; overflow-wrap: anywhere; }
 """
 
 _CODE = re.compile(r"`([^`]+)`")

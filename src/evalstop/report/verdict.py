@@ -1,24 +1,20 @@
-"""The report's first screen: three lines that answer, from this run's numbers, whether the
-paper's main-table result holds on this workload, under what conditions it does, and what
-the recommended rule does instead. Each line says so when the study behind it did not run.
+"""The report's first screen: what a platform would save, from the ``platform`` study alone
+(the fitted workload, the same with real lab runs, the savings map), its table, then one
+line on the paper's setting (the ``main`` study). Each line names its study and says so
+when that study did not run.
 """
 
 from __future__ import annotations
 
-from evalstop.experiments.assumptions import PAPER_ASSUMPTIONS
-from evalstop.experiments.methods import EVALSTOP_SRTF, SRTF, with_default
+from evalstop.experiments.methods import EVALSTOP_SRTF, SRTF
 from evalstop.experiments.paper import figures_for
+from evalstop.experiments.platform import FALLS, FITTED_POINT, LAB_POINT, PEAKS, map_point
 from evalstop.report.blocks import Block, Bullets, slug
 from evalstop.report.claims import compare
 from evalstop.report.fmt import pct, signed_pct
-from evalstop.report.sections import claim_map
-from evalstop.report.sections.claim_map import cell_values, paper_assumptions_cell
-from evalstop.workload.build import DEFAULT_SIGMA
-from evalstop.workload.curves import eval_grid
-from evalstop.workload.knobs import at_eval_count, default_snrs, lab_snrs
+from evalstop.report.sections import platform
+from evalstop.report.sections.claim_map import cell_values
 
-PAPER_N_EVALS = 20
-DEFAULT_SRTF = with_default("srtf-est").label
 _RATES = ("precision", "recall", "fpr")
 
 
@@ -29,18 +25,19 @@ def _paper(metric: str, field: str = "mean") -> float:
 
 def holds_line(summaries: dict, preset: str | None) -> str:
     if "main" not in summaries:
-        return ("**Does the paper's result hold here?** Not measured: the `main` study did "
-                "not run (`evalstop reproduce --only main`).")
+        return ("**Does the paper's result hold in its own setting?** Not measured: the "
+                "`main` study did not run (`evalstop reproduce --only main`).")
     v = cell_values(summaries["main"], "paper", EVALSTOP_SRTF.label)
     verdicts = {m: compare(m, "mean", v[m], _paper(m)) for m in _RATES}
     worse = [m for m in _RATES if verdicts[m] == "worse than claimed"]
     answer = ("**No**" if worse else "**Yes**") if all(
         x != "n/a" for x in verdicts.values()) else "**Not measurable**"
-    where = f"on the `{preset}` knob preset" if preset else "on this run's calibrated workload"
+    where = (f"on the `{preset}` knob preset" if preset
+             else "in the paper's setting (preset `paper`, the `main` study)")
     jct = compare("jct_mean_s", "delta_pct", v["jct"], _paper("jct_mean_s", "delta_pct"))
     jct_text = {"better than claimed": "larger than claimed",
                 "worse than claimed": "smaller than claimed"}.get(jct, jct)
-    return (f"**Does the paper's result hold here?** {answer}, {where}: the paper's rule "
+    return (f"**Does the paper's result hold in its own setting?** {answer}, {where}: the paper's rule "
             f"(`evalstop:k=2`) has precision {pct(v['precision'])} (paper "
             f"{pct(_paper('precision'))}), recall {pct(v['recall'])} "
             f"({pct(_paper('recall'))}) and FPR {pct(v['fpr'])} ({pct(_paper('fpr'))}) in "
@@ -48,47 +45,44 @@ def holds_line(summaries: dict, preset: str | None) -> str:
             f"{signed_pct(_paper('jct_mean_s', 'delta_pct'))}), is {jct_text}.")
 
 
-def conditions_line(summaries: dict, preset: str | None) -> str:
-    late_p, decline_p = PAPER_ASSUMPTIONS.snrs()
-    late0, decline0 = default_snrs(eval_grid(1.0 / PAPER_N_EVALS), DEFAULT_SIGMA)
-    lab = lab_snrs()
-    lab_late = at_eval_count(lab["late_snr"], lab["n_evals"], PAPER_N_EVALS)
-    text = (f"**When does it hold?** When healthy RLHF runs still gain about {late_p:.1f} "
-            f"noise sigmas per eval late in training (ours {late0:.2f}, the lab's real runs "
-            f"{lab_late:.2f}), hacking runs lose about {decline_p:.1f} sigmas per eval after "
-            f"their peak (ours {decline0:.2f}), and only RLHF jobs are watched")
-    pre = paper_assumptions_cell(summaries, preset)
-    if pre is not None:
-        text += (f": on such a workload (`{PAPER_ASSUMPTIONS.name}`) k=2 gives precision "
-                 f"{pct(pre['precision'])}, recall {pct(pre['recall'])}, FPR "
-                 f"{pct(pre['fpr'])}.")
-    else:
-        text += (" (the `claim_map` and `assumptions` studies, which measure it, did not run "
-                 "here).")
-    if "claim_map" in summaries or "assumptions" in summaries:
-        text += f" See [{claim_map.FIRST_PAGE}](#{slug(claim_map.FIRST_PAGE)})."
-    return text
-
-
-def default_line(summaries: dict) -> str:
-    if "default_rule" not in summaries:
-        return ("**What does the recommended rule do?** Not measured: the `default_rule` "
-                "study did not run (`evalstop reproduce --only default_rule`).")
-    s = summaries["default_rule"]
-
-    def get(method, metric, field="mean"):
-        return s.value("paper", method, metric, field)
-
-    d, k = DEFAULT_SRTF, EVALSTOP_SRTF.label
-    return (f"**What does the recommended rule do?** `default` has precision "
-            f"{pct(get(d, 'precision'))}, recall "
-            f"{pct(get(d, 'recall'))}, harmful stops {pct(get(d, 'harmful_rate'))} of "
-            f"non-hacking jobs and a JCT change of "
-            f"{signed_pct(get(d, 'jct_mean_s', 'delta_pct'))} against {SRTF.label} alone "
-            f"(k=2: {pct(get(k, 'precision'))}, {pct(get(k, 'recall'))}, "
-            f"{pct(get(k, 'harmful_rate'))}, {signed_pct(get(k, 'jct_mean_s', 'delta_pct'))}).")
+def platform_lines(summaries: dict) -> list[str]:
+    """What a platform saves, from the ``platform`` study alone: the fitted workload, the
+    same with real lab runs, and the savings map's range (the numbers: ``rules_table``)."""
+    if "platform" not in summaries:
+        return [("**What would a platform save?** Not measured: the `platform` study did "
+                 "not run (`evalstop reproduce --only platform`).")]
+    s = summaries["platform"]
+    (d, d_name), (k, k_name) = platform.RULES
+    lines = []
+    for point, question, where in (
+            (FITTED_POINT, "What would a platform save?",
+             "On the workload fitted to measured runs"),
+            (LAB_POINT, "And with real runs?", "With every RLHF job a real lab run")):
+        fd, fk = (platform.rule_figures(s, point, m) for m in (d, k))
+        lines.append(f"**{question}** {where} (`platform`, point `{point}`): {d_name} frees "
+                     f"{pct(fd['freed_share'], 0)} of the GPU-hours wasted past peaks with "
+                     f"{pct(fd['harmful'])} harmful stops; {k_name} frees "
+                     f"{pct(fk['freed_share'], 0)} but stops {pct(fk['harmful'])} of "
+                     f"non-hacking jobs harmfully (table below).")
+    if s.get(map_point(PEAKS[0], FALLS[0]), d, "waste_gpu_h") is not None:
+        (dlo, dhi), (klo, khi) = (platform.map_range(s, m) for m in (d, k))
+        lines.append(f"**Where does my fleet sit?** On the savings map (`platform`, hacking "
+                     f"runs peaking at {PEAKS[0]:g}-{PEAKS[-1]:g} of the run and falling "
+                     f"x{FALLS[0]:g}-x{FALLS[-1]:g} as far as the fitted runs), {d_name} frees "
+                     f"{pct(dlo, 0)}-{pct(dhi, 0)} of the waste, {k_name} {pct(klo, 0)}-"
+                     f"{pct(khi, 0)}; {platform.corner_text(s)} See "
+                     f"[the map](#{slug(platform.MAP_HEADING)}).")
+    return lines
 
 
 def first_screen(summaries: dict, preset: str | None = None) -> list[Block]:
-    return [Bullets((holds_line(summaries, preset), conditions_line(summaries, preset),
-                     default_line(summaries)))]
+    out: list[Block] = [Bullets((*platform_lines(summaries), holds_line(summaries, preset)))]
+    if "platform" in summaries:
+        st = summaries["platform"]
+        out.append(platform.rules_table(st, _seeds(st)))
+    return out
+
+
+def _seeds(summary) -> int:
+    row = summary.get(FITTED_POINT, SRTF.label, "waste_gpu_h")
+    return int(row["n"]) if row is not None else 0

@@ -24,6 +24,7 @@ from typing import Self
 
 from evalstop.errors import InputError
 from evalstop.testbed import config, procs
+from evalstop.testbed.config import STATE_DIRS
 
 PACKAGES = "slurm-wlm slurmdbd munge mariadb-server"
 NEEDED = ("munged", "slurmctld", "slurmd", "slurmdbd", "sbatch", "sacct", "sacctmgr",
@@ -108,9 +109,10 @@ class LocalCluster:
 
     def up(self) -> LocalCluster:
         require_slurm()
-        if procs.read_pids(self.root):
+        if any(procs.alive(pid, str(self.root)) for pid in procs.read_pids(self.root).values()):
             raise TestbedError(f"{self.root}: a testbed is already running there "
                                "(evalstop testbed down --dir ...)")
+        self._clear_stopped()
         self.root.mkdir(parents=True, exist_ok=True)
         ports = config.Ports(*config.free_ports(4))
         # The cluster name is a table prefix in the database: short, lower-case, unique.
@@ -133,7 +135,23 @@ class LocalCluster:
         return self
 
     def down(self) -> list[str]:
-        return procs.stop_all(self.root, STOP_ORDER)
+        """Stop the daemons, then the jobs' processes they leave behind (slurmstepd
+        outlives slurmd, and with it the job's payload); the names of what was running."""
+        stopped = procs.stop_all(self.root, STOP_ORDER)
+        n = procs.stop_jobs(self.root)
+        return stopped + ([f"{n} job process{'es' if n > 1 else ''}"] if n else [])
+
+    def _clear_stopped(self) -> None:
+        """A folder a testbed ran in before starts afresh: the earlier run's controller
+        state (its jobs, its cluster name) would not start again, so what the testbed
+        itself made there goes (a replay's results live in its own --out folder). Only
+        the testbed's own names, and only below a folder holding its slurm.conf."""
+        if not self.slurm_conf.is_file():
+            return
+        for name in (*STATE_DIRS, "etc"):
+            shutil.rmtree(self.root / name, ignore_errors=True)
+        for name in ("env.sh", procs.PIDS):  # the pids of daemons that no longer run
+            (self.root / name).unlink(missing_ok=True)
 
     # -- the daemons, in start order ----------------------------------------------
     def _munge(self, s: config.Settings) -> None:

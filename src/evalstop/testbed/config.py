@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 NODE = "tb1"
+# The folders a testbed makes in its root, beside etc/ (its configuration).
+STATE_DIRS = ("state", "spool", "run", "log", "gpus", "munge", "mariadb")
 PARTITION = "gpu"
 
 
@@ -156,7 +158,7 @@ StorageLoc=slurm_acct_db
 def write_all(s: Settings) -> None:
     etc = s.root / "etc"
     etc.mkdir(parents=True, exist_ok=True)
-    for sub in ("state", "spool", "run", "log", "gpus", "munge", "mariadb"):
+    for sub in STATE_DIRS:
         (s.root / sub).mkdir(parents=True, exist_ok=True)
     for i in range(s.gpus):
         (s.root / "gpus" / f"gpu{i}").touch()

@@ -6,6 +6,8 @@ so ``evalstop watch`` can stop it mid-run and its best checkpoint is on disk.
         --log LOGS/TENANT/RUN.jsonl --ckpt CKPT/TENANT/RUN
 
 The job's Slurm name must be the run's id (``p100-b0-s0``): the log's records name it.
+Each record carries the job's Slurm id (``"job_id"``, ``evalstop.jobid``), what a stop
+acts on.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ def main(argv=None) -> int:
     ap.add_argument("--ckpt", required=True)
     args = ap.parse_args(argv)
 
+    from evalstop.jobid import from_environ
     from evalstop.lab._torch import torch_module
     from evalstop.lab.config import RunConfig
     from evalstop.lab.run import run_lab
@@ -36,12 +39,15 @@ def main(argv=None) -> int:
                               steps=args.steps, eval_every=args.eval_every)
     os.makedirs(os.path.dirname(args.log) or ".", exist_ok=True)
     os.makedirs(args.ckpt, exist_ok=True)
+    job_id = from_environ()
     with open(args.log, "a", encoding="utf-8") as log:
         def on_eval(record, policy):
             # The checkpoint first: a record on the log promises its step was saved.
             path = os.path.join(args.ckpt, f"checkpoint-{record['step']}")
             torch.save(policy.state_dict(), path + ".tmp")
             os.replace(path + ".tmp", path)
+            if job_id:
+                record = {**record, "job_id": job_id}
             log.write(json.dumps(record) + "\n")
             log.flush()
 

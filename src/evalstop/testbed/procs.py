@@ -90,6 +90,71 @@ def stop_all(root: Path, order: list[str], grace_s: float = 10.0) -> list[str]:
     return stopped
 
 
+def _children() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        kids.setdefault(ppid, []).append(int(entry.name))
+    return kids
+
+
+def job_processes(root: Path) -> list[int]:
+    """The testbed's jobs, as processes: each ``slurmstepd`` that the testbed's slurmd
+    started (slurmstepd detaches from slurmd, but keeps its environment, whose
+    ``SLURM_CONF`` names this folder's configuration exactly) and every process below it
+    (the batch script and its payload), deepest first."""
+    conf = f"SLURM_CONF={root}/etc/slurm.conf"
+    steps = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and _proc_text(int(entry.name), "comm").strip() == "slurmstepd":
+            if conf in _proc_text(int(entry.name), "environ").split(" "):
+                steps.append(int(entry.name))
+    kids, out = _children(), []
+
+    def walk(pid: int) -> None:
+        for kid in kids.get(pid, []):
+            walk(kid)
+        out.append(pid)
+
+    for pid in steps:
+        walk(pid)
+    return out
+
+
+def _started(pid: int) -> str | None:
+    """The pid's start time (clock ticks since boot): with the pid, a process's identity,
+    which a reused pid does not share. None once it ended (or is a zombie)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return None if fields[0] == "Z" else fields[19]
+
+
+def stop_jobs(root: Path, grace_s: float = 5.0) -> int:
+    """SIGTERM every process of the testbed's jobs (``job_processes``), then SIGKILL those
+    still there after ``grace_s``; the number of processes that were running."""
+    procs = {pid: _started(pid) for pid in job_processes(root)}
+    procs = {pid: t for pid, t in procs.items() if t is not None}
+    for pid in procs:
+        _signal(pid, signal.SIGTERM)
+
+    def left() -> list[int]:
+        return [pid for pid, t in procs.items() if _started(pid) == t]
+
+    deadline = time.monotonic() + grace_s
+    while left() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in left():
+        _signal(pid, signal.SIGKILL)
+    return len(procs)
+
+
 def _signal(pid: int, sig: int) -> None:
     try:
         os.kill(pid, sig)

@@ -1,6 +1,8 @@
 """A workload replayed on a Slurm cluster (the testbed's or a real one): each job submitted
 at its scaled arrival time, optionally with ``evalstop watch`` following the eval logs and
-cancelling stopped jobs through the shipped Slurm action.
+cancelling stopped jobs through the packaged Slurm action (``evalstop action slurm``, by
+the job id each worker writes into its records), so a replay from a ``pip install .``
+enforces its stops; :func:`failed_actions` tells those that did not run.
 
 Folder of one replay::
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -31,12 +34,40 @@ from evalstop.testbed.specs import to_wall, write_specs
 from evalstop.testbed.submit import SubmitOptions, sbatch, sbatch_argv, worker_command
 from evalstop.workload.model import Workload
 
-SCANCEL = Path(__file__).resolve().parents[3] / "examples" / "actions" / "scancel.sh"
+
+def default_action() -> str:
+    """The packaged Slurm action, run by this Python (braces in its path escaped)."""
+    python = shlex.join([sys.executable, "-m", "evalstop"]).replace("{", "{{").replace("}", "}}")
+    return (f"{python} action slurm --tenant {{tenant}} --job-id {{job_id}} --job {{job}} "
+            "--stop-step {stop_step} --best-step {best_step} --best-checkpoint "
+            "{best_checkpoint}")
 
 
-def default_action(script: Path = SCANCEL) -> str:
-    return (f"bash {script} --tenant {{tenant}} --stop-step {{stop_step}} -- {{job}} "
-            "{best_step} {best_checkpoint}")
+def _actions(folder: Path, statuses: tuple[str, ...]):
+    from evalstop.integrations.watch.store import StateStore
+
+    if not (folder / "watch.db").exists():
+        return []
+    store = StateStore(str(folder / "watch.db"), readonly=True)
+    try:
+        return [a for a in store.actions() if a.status in statuses]
+    finally:
+        store.close()
+
+
+def failed_actions(folder: Path) -> list[tuple[str, int | None, str]]:
+    """The replay's stop actions that did not end well, as (job, exit status, last line
+    of output): failed, of unknown outcome, or never finished."""
+    rows = _actions(folder, ("failed", "unknown", "pending", "running"))
+    return [(a.job, a.rc, (a.output.strip().splitlines() or [a.status])[-1]) for a in rows]
+
+
+def settle_actions(folder: Path, poll_s: float, grace_s: float = 30.0) -> None:
+    """Wait (at most ``grace_s``) until the controller has run every action it decided: a
+    stop decided on a job's last evals is still to be acted on when the job ends."""
+    deadline = time.monotonic() + grace_s
+    while _actions(folder, ("pending", "running")) and time.monotonic() < deadline:
+        time.sleep(min(poll_s, 0.5))
 
 
 @dataclass
@@ -134,19 +165,43 @@ def wait_done(ids, env: dict, timeout_s: float, poll_s: float = 0.5) -> None:
     raise TimeoutError(f"jobs still queued or running after {timeout_s:.0f} s")
 
 
+def cancel(ids, env: dict) -> None:
+    """``scancel`` the replay's own jobs (those still held; the others are left as they
+    ended): a replay that fails or times out leaves nothing running behind it."""
+    ids = [str(i) for i in ids]
+    if ids:
+        subprocess.run(["scancel", *ids], env=env, capture_output=True, text=True,
+                       timeout=60, check=False)
+
+
 def replay(workload: Workload, folder: Path, hour_s: float, env: dict, *,
            detector: str | None = None, poll_s: float = 1.0, action: str | None = None,
-           opts: SubmitOptions | None = None, timeout_s: float = 3600.0) -> ReplayRun:
+           opts: SubmitOptions | None = None, timeout_s: float = 3600.0,
+           ticker=None) -> ReplayRun:
     """Submit the workload, wait for every job to end, export Slurm's accounting to
-    ``sacct.txt``; with ``detector``, ``evalstop watch`` runs alongside (stopped by pid)."""
+    ``sacct.txt``; with ``detector``, ``evalstop watch`` runs alongside (stopped by pid).
+    ``timeout_s`` bounds the whole replay, submissions included: past it the jobs still
+    held are cancelled and ``TimeoutError`` raised (as on any failure, the jobs already
+    submitted are cancelled). ``ticker`` (``ReplayTicker``) reports progress meanwhile."""
+    began = time.monotonic()
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "logs").mkdir(exist_ok=True)
     watch = None if detector is None else start_watch(folder, detector, env, poll_s, action)
+    run = ReplayRun(folder=folder, hour_s=hour_s, watch_pid=watch and watch.pid)
+    if ticker is not None:
+        ticker.start(run, env)
     try:
-        run = ReplayRun(folder=folder, hour_s=hour_s, watch_pid=watch and watch.pid)
         submit_all(workload, folder, hour_s, env, opts, run=run)
-        wait_done(run.ids.values(), env, timeout_s)
+        wait_done(run.ids.values(), env, max(0.0, timeout_s - (time.monotonic() - began)))
+        if watch is not None:
+            time.sleep(poll_s)  # the controller's last poll reads the last records
+            settle_actions(folder, poll_s)
+    except BaseException:
+        cancel(run.ids.values(), env)
+        raise
     finally:
+        if ticker is not None:
+            ticker.stop()
         if watch is not None:
             stop_process(watch)
     sacct.export(run.ids.values(), env, folder / "sacct.txt")

@@ -41,13 +41,13 @@ def way_result(workload: Workload, run, n_gpus: int, detector: str | None,
 
 def run_ways(workload: Workload, folder: Path, n_gpus: int, hour_s: float, env: dict, *,
              poll_s: float = 1.0, ways=WAYS, opts: SubmitOptions | None = None,
-             timeout_s: float = 3600.0) -> dict:
+             timeout_s: float = 3600.0, ticker=None) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     out = {"n_jobs": workload.n_jobs, "n_gpus": n_gpus, "hour_s": hour_s, "poll_s": poll_s,
            "ways": {}}
     for name, detector in ways:
         run = replay(workload, folder / name, hour_s, env, detector=detector, poll_s=poll_s,
-                     opts=opts, timeout_s=timeout_s)
+                     opts=opts, timeout_s=timeout_s, ticker=ticker)
         out["ways"][name] = way_result(workload, run, n_gpus, detector, poll_s)
     base = out["ways"].get("base")
     if base is not None:

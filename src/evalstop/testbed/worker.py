@@ -1,24 +1,40 @@
 """The payload of a replayed job: writes the job's eval log at its scaled times, then ends
-at the job's duration; on SIGTERM it saves and exits 0.
+at the job's duration; on SIGTERM it saves and exits 0. Each record carries the job's
+Slurm id (``"job_id"``: ``evalstop.jobid.from_environ``), what a stop acts on.
 
     python worker.py SPEC.json LOG.jsonl [CKPT_DIR]
 
 SPEC holds the job's name, its eval times (wall seconds from the job's start), steps,
-scores, losses, proxies and progress, and its duration (the simulator's draws for that
-job, written by ``evalstop.testbed.replay``). At each eval the worker appends one record
-to LOG (the JSON Lines format ``evalstop watch`` follows) and, with CKPT_DIR, "saves" a
+scores, losses, proxies and progress, its GPUs and its duration (the simulator's draws
+for that job, written by ``evalstop.testbed.replay``). At each eval the worker appends one
+record to LOG (the JSON Lines format ``evalstop watch`` follows, with ``time``, ``gpus``
+and, on the last eval, the job's end, ``"end": true``) and, with CKPT_DIR, "saves" a
 checkpoint: an empty file ``checkpoint-STEP``. Standard library only: dozens of these
-run at once, and each costs a Python start, not an import of numpy.
+run at once, and each costs a Python start, not an import of numpy (``jobid.py`` is
+loaded by its path: the worker runs with ``python -I``).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
 import signal
 import sys
 import time
+
+
+def _jobid_module():
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "jobid.py")
+    spec = importlib.util.spec_from_file_location("evalstop_jobid", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+JOB_ID = _jobid_module().from_environ()
 
 _TERM = False
 
@@ -45,6 +61,12 @@ def _record(spec: dict, i: int) -> str:
         if value is not None and math.isfinite(value):
             rec[key] = value
     rec["time"] = time.time()
+    if JOB_ID:
+        rec["job_id"] = JOB_ID
+    if "gpus" in spec:  # for a shadow score's GPU-hours (evalstop watch, shadow mode)
+        rec["gpus"] = spec["gpus"]
+    if i == len(spec["t"]) - 1:  # the last eval is the job's end
+        rec["end"] = True
     return json.dumps(rec, allow_nan=True) + "\n"
 
 

@@ -39,12 +39,38 @@ def check_generator(rng) -> np.random.Generator:
 MAX_EVAL_POINTS = 20_000_000
 
 
+def check_curve_knobs(spec, rlhf_curves: str, late_snr, decline_snr) -> None:
+    """The SNR knobs stretch the paper's synthetic RLHF curves and nothing else."""
+    check_choice(rlhf_curves)
+    if late_snr is None and decline_snr is None:
+        return
+    if rlhf_curves != "synthetic":
+        raise ValueError("late_snr and decline_snr set synthetic RLHF curves; lab curves "
+                         "are real runs and keep their own")
+    if spec.rlhf_family != "gao":
+        raise ValueError(f"late_snr and decline_snr stretch the paper's curves; preset "
+                         f"{spec.name!r} has curves fitted to measured runs")
+
+
+def check_fitted_knobs(spec, hack_peak, fall_scale) -> None:
+    """``hack_peak`` in [0, 1) and ``fall_scale`` > 0, on a preset with fitted curves only."""
+    if hack_peak is None and fall_scale == 1.0:
+        return
+    if spec.rlhf_family != "fitted":
+        raise ValueError(f"hack_peak and fall_scale move fitted curves; preset {spec.name!r} "
+                         "has the paper's")
+    if hack_peak is not None:
+        real("hack_peak", hack_peak, low=0.0, high=0.99)
+    real("fall_scale", fall_scale, low=0.0, low_open=True)
+
+
 def workload_from_table(table: JobTable, rng: np.random.Generator, *, preset: str = "paper",
                         sigma: float = DEFAULT_SIGMA, hacking_frac: float | None = None,
                         eval_interval: float = DEFAULT_EVAL_INTERVAL,
                         meta: dict | None = None, rlhf_curves: str = "synthetic",
                         late_snr: float | None = None,
-                        decline_snr: float | None = None) -> Workload:
+                        decline_snr: float | None = None, hack_peak: float | None = None,
+                        fall_scale: float = 1.0) -> Workload:
     """A ``Workload`` of the table's jobs, sorted stably by arrival.
 
     Keeps the table's arrivals, durations, GPU demands, and its types, tenants and
@@ -55,16 +81,16 @@ def workload_from_table(table: JobTable, rng: np.random.Generator, *, preset: st
     column, LoRA/DPO curves included, is the same as with ``"synthetic"``).
     ``late_snr`` / ``decline_snr`` (None: today's curves) set the synthetic RLHF curves'
     signal-to-noise ratios (``evalstop.workload.knobs``); they draw nothing extra.
+    ``hack_peak`` / ``fall_scale`` move the fitted preset's hacking peaks and scale their
+    falls (``evalstop.workload.fitted_curves.shapes``); they draw nothing extra either.
     """
     check_generator(rng)
     spec = get_preset(preset)
     frac = resolve_hacking_frac(spec, hacking_frac)
     sigma = real("sigma", sigma, low=0.0)
     grid = eval_grid(eval_interval)
-    check_choice(rlhf_curves)
-    if rlhf_curves != "synthetic" and (late_snr is not None or decline_snr is not None):
-        raise ValueError("late_snr and decline_snr set synthetic RLHF curves; lab curves "
-                         "are real runs and keep their own")
+    check_curve_knobs(spec, rlhf_curves, late_snr, decline_snr)
+    check_fitted_knobs(spec, hack_peak, fall_scale)
     c_late, c_decline = scales(grid, sigma, late_snr, decline_snr)
 
     t = table.take(table.arrival_order())
@@ -78,8 +104,10 @@ def workload_from_table(table: JobTable, rng: np.random.Generator, *, preset: st
     hacking = draw_hacking(rng, types, frac)
     est = (t.est_duration_s if t.est_duration_s is not None
            else estimate_durations(rng, t.duration_s, EST_SIGMA))
-    curves = job_curves(types, hacking, grid, rng, late_scale=c_late, decline_scale=c_decline)
-    eval_obs = add_eval_noise(curves.eval_true, sigma, rng)
+    curves = job_curves(types, hacking, grid, rng, late_scale=c_late, decline_scale=c_decline,
+                        rlhf_family=spec.rlhf_family, hack_peak=hack_peak,
+                        fall_scale=fall_scale)
+    eval_obs = add_eval_noise(curves.eval_true, sigma, rng, curves=curves, progress=grid)
     lab_runs = (apply_lab_curves(curves, eval_obs, types, grid, rng)
                 if rlhf_curves == "lab" else None)
 
@@ -98,6 +126,8 @@ def workload_from_table(table: JobTable, rng: np.random.Generator, *, preset: st
         **({"late_snr": late_snr, "decline_snr": decline_snr, "late_scale": c_late,
             "decline_scale": c_decline}
            if (late_snr is not None or decline_snr is not None) else {}),
+        **({"hack_peak": hack_peak, "fall_scale": fall_scale}
+           if (hack_peak is not None or fall_scale != 1.0) else {}),
         **({"lab_runs": lab_runs} if lab_runs is not None else {}),
         **t.meta,
         **(meta or {}),

@@ -32,6 +32,7 @@ from evalstop.workload.model import JOB_TYPES
 # construction (smallest drop 0.05 * 0.30 = 0.015, see RLHF_GAIN and KL_POWER below);
 # LoRA and DPO curves never fall, so they are never hacking.
 MIN_DROP = 0.01
+RLHF_FAMILIES = ("gao", "fitted")  # the paper's functional form; the fit to measured runs
 
 # --- RLHF: Gao, Schulman & Hilton (2023), RL form R(d) = d (alpha - beta ln d) ----------
 # d = sqrt(KL) grows with progress as KL = KL_END * p**KL_POWER. KL_POWER = 2 makes d grow
@@ -77,11 +78,15 @@ class Curves:
     loss: np.ndarray  # (n, m)
     peak_progress: np.ndarray  # (n,)
     hacking: np.ndarray  # (n,) bool
+    # A job's own eval noise (the fitted preset's RLHF jobs): sd and the width over which
+    # it is correlated, in progress units (0: white). NaN sd: the job takes the sigma.
+    noise_sd: np.ndarray | None = None  # (n,)
+    noise_ell: np.ndarray | None = None  # (n,)
 
     @classmethod
     def empty(cls, n: int, m: int) -> Curves:
         return cls(np.zeros((n, m)), np.zeros((n, m)), np.zeros((n, m)),
-                   np.ones(n), np.zeros(n, dtype=bool))
+                   np.ones(n), np.zeros(n, dtype=bool), np.full(n, np.nan), np.zeros(n))
 
 
 MIN_EVAL_INTERVAL = 1e-4
@@ -211,12 +216,18 @@ def dpo_curves(progress: np.ndarray, n: int, rng: np.random.Generator) -> Curves
 
 def job_curves(types: np.ndarray, hacking: np.ndarray, progress: np.ndarray,
                rng: np.random.Generator, *, late_scale: float = 1.0,
-               decline_scale: float = 1.0) -> Curves:
+               decline_scale: float = 1.0, rlhf_family: str = "gao",
+               hack_peak: float | None = None, fall_scale: float = 1.0) -> Curves:
     """Curves for a mixed set of jobs: each row gets its type's family.
 
     ``hacking`` is only read for RLHF rows (other families never hack); the scales go to
-    ``rlhf_curves``.
+    ``rlhf_curves``. ``rlhf_family="fitted"`` draws RLHF rows from the fit to measured runs
+    (``evalstop.workload.fitted_curves``) instead, with their own eval noise;
+    ``hack_peak`` and ``fall_scale`` go to it.
     """
+    if rlhf_family not in RLHF_FAMILIES:
+        raise ValueError(f"rlhf_family must be one of {', '.join(RLHF_FAMILIES)}, "
+                         f"got {rlhf_family!r}")
     types = np.asarray(types)
     unknown = sorted(set(np.unique(types).tolist()) - set(JOB_TYPES))
     if unknown:
@@ -224,7 +235,12 @@ def job_curves(types: np.ndarray, hacking: np.ndarray, progress: np.ndarray,
     out = Curves.empty(len(types), len(progress))
     for name in JOB_TYPES:  # fixed order: the draws do not depend on how rows interleave
         rows = np.flatnonzero(types == name)
-        if name == "rlhf":
+        if name == "rlhf" and rlhf_family == "fitted":
+            from evalstop.workload.fitted_curves import fitted_rlhf_curves
+
+            part = fitted_rlhf_curves(progress, np.asarray(hacking, dtype=bool)[rows], rng,
+                                      hack_peak=hack_peak, fall_scale=fall_scale)
+        elif name == "rlhf":
             part = rlhf_curves(progress, np.asarray(hacking, dtype=bool)[rows], rng,
                                late_scale=late_scale, decline_scale=decline_scale)
         elif name == "lora":
@@ -233,14 +249,28 @@ def job_curves(types: np.ndarray, hacking: np.ndarray, progress: np.ndarray,
             part = dpo_curves(progress, len(rows), rng)
         for field in ("eval_true", "proxy", "loss", "peak_progress", "hacking"):
             getattr(out, field)[rows] = getattr(part, field)
+        if part.noise_sd is not None:
+            out.noise_sd[rows], out.noise_ell[rows] = part.noise_sd, part.noise_ell
     return out
 
 
-def add_eval_noise(eval_true: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
+def add_eval_noise(eval_true: np.ndarray, sigma: float, rng: np.random.Generator, *,
+                   curves: Curves | None = None, progress=None) -> np.ndarray:
     """Observed evals: eval_true plus independent Gaussian noise of std ``sigma``.
 
     Not clipped to [0, 1]: clipping would bias the mean near the bounds. The noise is drawn
-    even when sigma is 0, so the generator advances the same way for every sigma.
+    even when sigma is 0, so the generator advances the same way for every sigma. Rows
+    of ``curves`` with their own noise (``noise_sd`` not NaN) get it instead, made from the
+    same normal draws (``fitted_curves.correlated_noise`` on the grid ``progress``).
     """
     sigma = real("sigma", sigma, low=0.0)
-    return eval_true + sigma * rng.standard_normal(np.shape(eval_true))
+    z = rng.standard_normal(np.shape(eval_true))
+    noise = sigma * z
+    own = (np.flatnonzero(np.isfinite(curves.noise_sd))
+           if curves is not None and curves.noise_sd is not None else np.array([], int))
+    if own.size:
+        from evalstop.workload.fitted_curves import correlated_noise
+
+        noise[own] = correlated_noise(z[own], progress, curves.noise_sd[own],
+                                      curves.noise_ell[own])
+    return eval_true + noise

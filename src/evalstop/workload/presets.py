@@ -14,9 +14,11 @@ import numpy as np
 
 from evalstop.suggest import unknown
 from evalstop.workload._checks import real
+from evalstop.workload.fit import load_fit
 from evalstop.workload.model import JOB_TYPES
 
 HOUR_S = 3600.0
+_FIT = load_fit()  # a few kB of JSON: the fitted preset's hacking share comes from it
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,9 @@ class Preset:
     mix: dict[str, float]  # job type -> probability, over JOB_TYPES, sums to 1
     hacking_frac: float  # probability that an RLHF job hacks
     description: str
+    # RLHF curves: "gao" (the paper's setting, Gao et al.'s functional form, ranges in
+    # curves.py) or "fitted" (drawn from the fit to measured runs, fitted_curves.py).
+    rlhf_family: str = "gao"
 
     def probabilities(self) -> np.ndarray:
         return np.array([self.mix[t] for t in JOB_TYPES], dtype=float)
@@ -63,6 +68,13 @@ PRESETS: dict[str, Preset] = {
                     "the rest split evenly between LoRA and DPO"),
     "balanced": Preset("balanced", {"lora": 1 / 3, "dpo": 1 / 3, "rlhf": 1 / 3}, 0.3,
                        "a third of each type, 30% of RLHF jobs hacking"),
+    # The paper's mix (no real platform's job mix is shipped to fit one), with RLHF curves,
+    # eval noise and the share of hacking runs fitted to the measured runs.
+    "fitted": Preset("fitted", {"lora": 0.1, "dpo": 0.1, "rlhf": 0.8},
+                     round(_FIT["hacking_share"]["rlhf"], 4),
+                     "the paper's mix; RLHF curves, their eval noise and the share of hacking "
+                     "RLHF jobs fitted to measured runs (evalstop/data/fitted_workload.json)",
+                     rlhf_family="fitted"),
 }
 
 EST_SIGMA = 0.3  # log-space std of the duration estimate's multiplicative error

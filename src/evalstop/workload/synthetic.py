@@ -9,6 +9,8 @@ from evalstop.workload.arrivals import DEFAULT_LOAD, arrival_rate, poisson_arriv
 from evalstop.workload.build import (
     DEFAULT_EVAL_INTERVAL,
     DEFAULT_SIGMA,
+    check_curve_knobs,
+    check_fitted_knobs,
     check_generator,
     workload_from_table,
 )
@@ -25,7 +27,6 @@ from evalstop.workload.presets import (
     mean_gpu_seconds,
     resolve_hacking_frac,
 )
-from evalstop.workload.real_curves import check_choice
 from evalstop.workload.table import JobTable
 
 DEFAULT_N_JOBS = 300
@@ -38,13 +39,15 @@ def synthetic_workload(rng: np.random.Generator, *, n_jobs: int = DEFAULT_N_JOBS
                        hacking_frac: float | None = None,
                        eval_interval: float = DEFAULT_EVAL_INTERVAL,
                        rlhf_curves: str = "synthetic", late_snr: float | None = None,
-                       decline_snr: float | None = None) -> Workload:
+                       decline_snr: float | None = None, hack_peak: float | None = None,
+                       fall_scale: float = 1.0) -> Workload:
     """``n_jobs`` jobs of ``preset``'s mix offering ``load`` to ``n_gpus`` GPUs.
 
     ``hacking_frac`` None takes the preset's. ``rlhf_curves="lab"`` gives RLHF jobs the
     curves of real lab runs (``evalstop.workload.real_curves``). ``late_snr`` and
     ``decline_snr`` (None: today's curves) are the RLHF curves' signal-to-noise knobs
-    (``evalstop.workload.knobs``). Deterministic for one
+    (``evalstop.workload.knobs``). ``hack_peak`` and ``fall_scale`` move the fitted
+    preset's hacking peaks and falls (``evalstop.workload.fitted_curves``). Deterministic for one
     generator state: every draw goes through ``rng``, in a fixed order (types, GPU demands,
     durations, arrivals, tenants, then workload_from_table's draws).
     """
@@ -57,10 +60,8 @@ def synthetic_workload(rng: np.random.Generator, *, n_jobs: int = DEFAULT_N_JOBS
     resolve_hacking_frac(spec, hacking_frac)
     real("sigma", sigma, low=0.0)
     eval_grid(eval_interval)
-    check_choice(rlhf_curves)
-    if rlhf_curves != "synthetic" and (late_snr is not None or decline_snr is not None):
-        raise ValueError("late_snr and decline_snr set synthetic RLHF curves; lab curves "
-                         "are real runs and keep their own")
+    check_curve_knobs(spec, rlhf_curves, late_snr, decline_snr)
+    check_fitted_knobs(spec, hack_peak, fall_scale)
     scales(eval_grid(eval_interval), sigma, late_snr, decline_snr)
     if max_gpus(spec) > n_gpus:
         raise ValueError(f"n_gpus={n_gpus} is smaller than the largest GPU demand of preset "
@@ -80,6 +81,7 @@ def synthetic_workload(rng: np.random.Generator, *, n_jobs: int = DEFAULT_N_JOBS
     return workload_from_table(table, rng, preset=preset, sigma=sigma,
                                hacking_frac=hacking_frac, eval_interval=eval_interval,
                                rlhf_curves=rlhf_curves, late_snr=late_snr,
+                               hack_peak=hack_peak, fall_scale=fall_scale,
                                decline_snr=decline_snr, meta={"load": load, "n_gpus": n_gpus,
                                      "arrival_rate_per_h": rate * 3600.0,
                                      # drawn above from the mix, handed over as a column

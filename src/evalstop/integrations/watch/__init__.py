@@ -6,8 +6,11 @@ Parts: ``jsonl``, ``tensorboard`` and ``mlflow_source`` (sources; MLflow's exper
 ownership in ``mlflow_owner``, its per-poll shares in ``mlflow_budget``, a source's poll in
 a thread of its own in ``isolated``, credentials cut out of messages in ``redact``),
 ``records`` (what is accepted from a tenant's log, and how tenant text is shown),
-``tenants`` (job identity and tenant resolution), ``store`` (SQLite state), ``actions``
-(the stop command), ``controller`` (the loop), ``status`` (the status view).
+``tenants`` (job identity and tenant resolution; one exact name per tenant is
+``evalstop.identity``, which the shipped actions share), ``store`` (SQLite state),
+``actions`` (the stop command), ``controller`` (the loop), ``status`` (the status view),
+``shadow`` (stops a rule would have made, followed to the job's end: ``shadow_score``,
+``shadow_store``, ``shadow_status``, ``shadow_report``, ``shadow_export``).
 """
 
 from evalstop.integrations.watch.actions import ShellAction

@@ -1,12 +1,17 @@
 """The action run on a stop: a shell command template with placeholders.
 
-``{job}`` (the job name its records give), ``{tenant}`` (who owns its log, from where the
+``{job}`` (the job name its records give), ``{job_id}`` (the scheduler's id of the job,
+from the ``job_id`` of the record the stop was decided on: ``evalstop.jobid``; empty
+without one), ``{tenant}`` (who owns its log, from where the
 log lies: see ``tenants``), ``{source}`` (the log file or TensorBoard run),
 ``{best_step}``, ``{best_checkpoint}``, ``{best_score}``, ``{stop_step}`` and ``{reason}``
 are replaced by their values quoted with ``shlex.quote``, so a job name can never inject
 shell syntax. A template that puts a placeholder inside quotes of its own (``'{job}'``,
-``"--name={job}"``) is refused at start: the quoting would then be undone. Literal braces
-are written ``{{`` and ``}}`` (``str.format`` rules).
+``"--name={job}"``) is refused at start: the quoting would then be undone. A placeholder given to
+a program that runs its argument as code (``sh -c {job}``, ``bash -lc``, ``eval``,
+``python -c``, ``ssh host {job}``...) is refused too: its quoting protects the value from
+the first shell only, and the second would read it as syntax. Literal braces are written
+``{{`` and ``}}`` (``str.format`` rules).
 
 ``{best_checkpoint}`` comes from a checkpoint template such as
 ``/ckpt/{tenant}/{job}/checkpoint-{best_step}``, normalised (``..`` resolved) and required
@@ -17,12 +22,18 @@ Each command runs in its own session, marked in its environment; a timeout kills
 process it started, in its group, its session or not (``setsid``): see ``proctree``. A command that cannot be started at all (an embedded NUL,
 no shell) is an exit status 127 result, never an exception.
 
-Shipped examples: ``examples/actions/`` (scancel, kubectl suspend of a Job or a Kueue
-workload, Ray Jobs stop_job); each scopes its stop to ``--tenant``.
+Shipped actions: ``evalstop action slurm|kubernetes|ray`` (``evalstop.actions``), each
+acting on ``--job-id {job_id}`` only after the scheduler says that the id is the tenant's
+and still running. Such an action is idempotent (run twice, the second finds the job
+ended and exits ``ALREADY_ENDED``), so a controller killed while it ran runs it again on
+restart (:func:`idempotent`); ``--action-idempotent`` says the same of a command of one's
+own.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import shlex
 import string
 import subprocess
@@ -30,13 +41,20 @@ from dataclasses import dataclass
 
 from evalstop.integrations.watch.proctree import kill_tree, marked_env, new_token
 
-PLACEHOLDERS = ("job", "tenant", "source", "best_step", "best_checkpoint", "best_score",
+PLACEHOLDERS = ("job", "job_id", "tenant", "source", "best_step", "best_checkpoint", "best_score",
                 "stop_step", "reason")
 CHECKPOINT_PLACEHOLDERS = ("job", "tenant", "best_step")
 OUTPUT_TAIL = 2000  # characters of the command's output kept in the state database
 # Longest --interval / --action-timeout. inf or 1e300 made Event.wait and subprocess fail
 # with an OverflowError traceback; a week is far beyond any real poll or stop command.
 MAX_SECONDS = 7 * 24 * 3600.0
+# Programs that run an argument as code: (program, the options whose next operand is that
+# code, or None when every later operand is: eval, ssh's remote command).
+SHELLS = ("sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox", "fish", "csh", "tcsh",
+          "su", "runuser")
+CODE_OPTION = {**{sh: "c" for sh in SHELLS}, "python": "c", "perl": "eE", "ruby": "e",
+               "node": "ep", "eval": None, "ssh": None, "source": None, ".": None}
+_MARK = "EVALSTOPPLACEHOLDER"
 
 
 def check_seconds(option: str, value: float) -> float:
@@ -100,6 +118,74 @@ def _check_unquoted(template: str, what: str) -> None:
                 f"bad {what} {template!r}: {{{name}}} is inside {quote}-quotes; values are "
                 "quoted for you, so remove the quotes around it"
             )
+
+
+def _program(word: str) -> str:
+    """``word`` as a key of CODE_OPTION: its base name, a version suffix dropped
+    (``/usr/bin/python3.11`` -> ``python``)."""
+    base = os.path.basename(word)
+    return re.sub(r"[0-9.]+$", "", base) if base not in (".",) else base
+
+
+def _check_not_code(template: str, what: str) -> None:
+    """Refuse a placeholder that a second interpreter would read as code: the command
+    word itself, the code operand of ``sh -c`` (``bash -lc``, ``python -c``, ``perl -e``,
+    ``su -c``...), or any argument of ``eval``, ``source`` or ``ssh`` (which joins its
+    arguments into a remote shell command). Values after the code operand (``sh -c
+    'echo "$1"' _ {job}``) are positional parameters: allowed."""
+    marked = "".join(text + ("" if name is None else f"{_MARK}{name}{_MARK}")
+                     for text, name, _s, _c in string.Formatter().parse(template))
+    lex = shlex.shlex(marked, posix=True, punctuation_chars=True)
+    lex.whitespace_split = True
+    try:
+        words = list(lex)
+    except ValueError:  # an unclosed quote: the shell will say so when it runs
+        return
+    found = re.compile(f"{_MARK}(\\w+){_MARK}")
+    command: list[str] = []
+    piped = ""  # a placeholder written into this pipeline by an earlier stage
+    for word in [*words, ";"]:
+        if word and set(word) <= set("();<>|&"):
+            _check_command(command, found, template, what, piped)
+            held = [w for w in command if found.search(w)]
+            piped = (piped or (held[0] if held else "")) if word == "|" else ""
+            command = []
+        else:
+            command.append(word)
+
+
+def _check_command(words: list[str], found: re.Pattern, template: str, what: str,
+                   piped: str) -> None:
+    def refuse(word: str, why: str) -> None:
+        name = found.search(word).group(1)
+        raise ValueError(f"bad {what} {template!r}: {{{name}}} {why}; pass it as an "
+                         "argument of a program that does not run it as code (e.g. "
+                         "sh -c 'cmd \"$1\"' _ {" + name + "})")
+
+    while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]):
+        words = words[1:]  # VAR=value before the command word
+    if words and found.search(words[0]):
+        refuse(words[0], "would be the command run")
+    if piped and words and (_program(words[0]) in CODE_OPTION or _program(words[0]) == "xargs"):
+        refuse(piped, f"is piped into {_program(words[0])}, which would run it as code")
+    for i, word in enumerate(words):
+        prog = _program(word)
+        if prog not in CODE_OPTION:
+            continue
+        letters, rest = CODE_OPTION[prog], words[i + 1:]
+        if letters is None:
+            for arg in rest:
+                if found.search(arg):
+                    refuse(arg, f"is an argument of {prog}, which runs its arguments as code")
+            continue
+        for j, arg in enumerate(rest):
+            if not (arg.startswith("-") and not arg.startswith("--")):
+                continue
+            if not set(arg[1:].split(_MARK)[0]) & set(letters):
+                continue
+            code = arg if found.search(arg) else (rest[j + 1] if j + 1 < len(rest) else "")
+            if found.search(code):
+                refuse(code, f"would be the code that {prog} {arg.split(_MARK)[0]} runs")
 
 
 def normalise_path(path: str) -> str:
@@ -173,6 +259,29 @@ def _checked_root(template: str, given: str | None) -> str:
     return root
 
 
+def shipped_action(command: str) -> bool:
+    """Whether a rendered command is exactly one shipped action given a job id
+    (``evalstop action KIND ... --job-id ID``, or ``PYTHON -m evalstop action ...``): one
+    simple command, nothing around it, so running it again is safe."""
+    lex = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lex.whitespace_split = True
+    try:
+        words = list(lex)
+    except ValueError:
+        return False
+    if any(w and set(w) <= set("();<>|&") for w in words):
+        return False
+    if words and os.path.basename(words[0]) == "evalstop":
+        rest = words[1:]
+    elif len(words) > 2 and _program(words[0]) == "python" and words[1:3] == ["-m", "evalstop"]:
+        rest = words[3:]
+    else:
+        return False
+    ids = [b for a, b in zip(rest, rest[1:]) if a == "--job-id"]
+    ids += [w.split("=", 1)[1] for w in rest if w.startswith("--job-id=")]
+    return bool(rest) and rest[0] == "action" and any(ids)
+
+
 class CheckpointEscape(ValueError):
     """A rendered ``{best_checkpoint}`` outside the checkpoint root."""
 
@@ -185,12 +294,14 @@ class ActionResult:
 
 class ShellAction:
     def __init__(self, template: str, *, checkpoint_template: str | None = None,
-                 checkpoint_root: str | None = None, timeout: float = 120.0) -> None:
+                 checkpoint_root: str | None = None, timeout: float = 120.0,
+                 idempotent: bool = False) -> None:
         if not isinstance(template, str) or not template.strip():
             raise ValueError(f"--action must be a command template, got {template!r}")
         check_seconds("--action-timeout", timeout)
         used = _fields(template, PLACEHOLDERS, "--action")
         _check_unquoted(template, "--action")
+        _check_not_code(template, "--action")
         self.checkpoint_root = self.tenant_root = None
         if checkpoint_template is not None:
             _fields(checkpoint_template, CHECKPOINT_PLACEHOLDERS, "--checkpoint-template")
@@ -204,6 +315,12 @@ class ShellAction:
         self.template = template
         self.checkpoint_template = checkpoint_template
         self.timeout = timeout
+        self.idempotent = idempotent  # the operator says: safe to run twice
+
+    def safe_to_rerun(self, command: str) -> bool:
+        """Whether ``command`` (rendered) may run again after a kill left its outcome
+        unknown: a shipped action by job id, or this action declared idempotent."""
+        return self.idempotent or shipped_action(command)
 
     def checkpoint(self, job: str, best_step: int | None, tenant: str = "") -> str:
         """The normalised best checkpoint; CheckpointEscape if outside the checkpoint root
@@ -227,10 +344,11 @@ class ShellAction:
 
     def render(self, *, job: str, best_step: int | None, best_score: float | None,
                stop_step: int | None, reason: str, tenant: str = "",
-               source: str = "") -> str:
+               source: str = "", job_id: str | None = None) -> str:
         """The command for one stop; CheckpointEscape if its checkpoint escapes."""
         values = {
             "job": job,
+            "job_id": job_id or "",
             "tenant": tenant,
             "source": source,
             "best_step": "" if best_step is None else best_step,

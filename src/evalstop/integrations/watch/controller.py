@@ -22,17 +22,31 @@ delays detection, and, killed at any moment and restarted:
 
 * no streak is lost and no record is fed twice: detector states and offsets are
   committed together;
-* no job is stopped twice: a job has at most one action row, and each transition checks
-  the state it leaves. A ``pending`` row (decided, command never started) is run on
-  restart. A ``running`` row (started, outcome unknown) is **reported and not re-run**
-  by default: the command may already have stopped the job, and stop commands are not
-  all idempotent. ``retry_running=True`` (``--retry-pending``) runs them again.
+* no job is stopped twice and no stop is lost: a job has at most one action row, and
+  each transition checks the state it leaves. A ``pending`` row (decided, command never
+  started) is run on restart. A ``running`` row (started, outcome unknown) is run again
+  when that is safe: a shipped action by job id (``evalstop action ... --job-id``, which
+  finds a job it already stopped ended) or an action declared idempotent
+  (``--action-idempotent``); any other is moved to ``unknown``, reported, and left for
+  the operator (it may or may not have run; it never looks done). ``retry_running=True``
+  (``--retry-pending``) runs those again too.
+
+Each stop acts on the job id of the record it was decided on (``{job_id}``, from the
+record's ``job_id``): a later resubmission under the same name writes a new id, which an
+earlier decision never reaches. An action exiting ``ALREADY_ENDED`` (10: the job had
+already ended) is recorded ``done``.
 
 Rules per tenant: a ``Policy`` (``policy.py``; ``--policy FILE``) gives each tenant its
 metric, mode, detector, stated noise and eval group, action, checkpoint root, dry-run and
 allow list; without one, the flags make one rule for everyone. A job keeps the detector
 it started with (its state records the spec), so editing a policy changes new jobs only.
-Jobs of one eval group share one ``FleetNoise``, persisted with the poll.
+Each tenant's jobs of one eval group pool that tenant's own ``FleetNoise``; a group the
+policy declares shared reads the tenants' estimates weighed by tenant, within a bound
+(``detectors.shared_noise``); all persisted with the poll.
+
+Tenant identity (``identity``): without a policy, the first spelling of a tenant seen owns
+its identity (kept in the state database), and a source or job whose tenant is a twin of
+it (``B`` beside ``b``) is refused, never read into shared state.
 
 Out-of-order records: within one poll each job's records are taken in step order. A
 record whose step is not above the last step already fed for that job is reported in one
@@ -52,13 +66,16 @@ from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from evalstop.actions import ALREADY_ENDED
 from evalstop.detectors import Detector, make_detector
-from evalstop.detectors.fleet import FleetNoise
+from evalstop.detectors.shared_noise import SharedNoise, TenantNoise
 from evalstop.evallog import EvalRecord
+from evalstop.identity import Claims
 from evalstop.integrations.watch.actions import CheckpointEscape, ShellAction, check_seconds
 from evalstop.integrations.watch.policy import Policy, Rule, single_rule
 from evalstop.integrations.watch.quota import DEFAULT_TENANT_BYTES, check_bytes, job_bytes
 from evalstop.integrations.watch.records import show
+from evalstop.integrations.watch.shadow import DEFAULT_END_AFTER, ShadowTracker
 from evalstop.integrations.watch.sources import Batch, Item
 from evalstop.integrations.watch.store import ActionRow, JobRow, StateStore
 from evalstop.integrations.watch.tenants import JobKey
@@ -76,6 +93,10 @@ class _Job:
     last_score: float | None = None
     skipped: int = 0
     updated: float = 0.0
+    job_id: str | None = None  # the scheduler's id in the last record fed (what a stop acts on)
+    # The rule as the user named it ("default"): a short, stable label for pages; the
+    # detector's spec spells it out (and changes when the default does).
+    label: str = ""
 
 
 @dataclass(slots=True)
@@ -120,6 +141,9 @@ class Controller:
         health: Any = None,
         err: TextIO | None = None,
         out: TextIO | None = None,
+        shadow: tuple[str, ...] = (),
+        shadow_end_after: float = DEFAULT_END_AFTER,
+        shadow_clock: Callable[[], float] = time.time,
     ) -> None:
         if not sources:
             raise ValueError("give at least one source (--jsonl DIR or --tensorboard DIR)")
@@ -129,7 +153,7 @@ class Controller:
             raise ValueError(f"--max-jobs must be an integer >= 1, got {max_jobs!r}")
         self.max_jobs = max_jobs
         self.tenant_bytes = check_bytes(tenant_bytes)
-        if policy is not None and (detector is not None or action is not None):
+        if policy is not None and (detector is not None or action is not None or shadow):
             raise ValueError("give the detector and action in the policy, not beside it")
         self.spec = make_detector(detector or "default", mode=mode).spec  # ValueError if bad
         self.mode = mode
@@ -140,15 +164,19 @@ class Controller:
         self.metrics, self.health = metrics, health
         # One rule per tenant; the flags' rule ("*") is everyone's. Actions per tenant.
         self.policy = policy if policy is not None else single_rule(
-            detector=detector or "default", mode=mode)
+            detector=detector or "default", mode=mode, **({"shadow": list(shadow)}
+                                                          if shadow else {}))
         self._actions: dict[str, ShellAction | None] = {}
         for rule in self.policy.rules:
             self._actions[rule.tenant] = (action if policy is None
                                           else rule.shell_action(action_timeout))
-        self.fleets: dict[str, FleetNoise] = {}
-        self._fleet_jobs: dict[str, set[JobKey]] = {}
-        for group, (state, _n) in store.fleet().items():
-            self.fleets[group] = FleetNoise.from_state(state)
+        self.fleets: dict[str, SharedNoise] = {}  # eval group -> its tenants' estimates
+        self._fleet_jobs: dict[tuple[str, str], set[JobKey]] = {}  # (group, tenant) -> jobs
+        for (group, tenant), (state, _n, _sigma) in store.fleet().items():
+            self._group(group).restore(tenant, state)
+        # One spelling per tenant identity, shared by every source; a policy's names are
+        # its own (twins refused at load), so it needs none.
+        self.claims = None if policy is not None else Claims(store.tenant_names())
         self.err = err if err is not None else sys.stderr
         self.out = out if out is not None else sys.stdout
         self.refused: Counter = Counter()  # refused lines/files per reason, since start
@@ -160,6 +188,14 @@ class Controller:
         if policy is None:
             store.bind(self.spec, mode)
         self.jobs: dict[JobKey, _Job] = {}
+        # Stops a rule would have made, followed to the job's end (``shadow``).
+        self.shadow = ShadowTracker(store, self.policy, dry_run=dry_run,
+                                    end_after=shadow_end_after, clock=shadow_clock)
+        if metrics is not None:
+            from evalstop.integrations.watch.shadow_status import ShadowMetrics
+
+            self.shadow.on_saved = ShadowMetrics(metrics, store).refresh
+            self.shadow.on_saved()
         self._announced: set[JobKey] = set()  # dry-run: actions already printed
         self._pool = ThreadPoolExecutor(max_workers=action_workers,
                                         thread_name_prefix="evalstop-action")
@@ -171,14 +207,17 @@ class Controller:
             det = self._restore_detector(row.tenant, row.detector)
             if getattr(det, "fleet", None) is not None:  # counted in its group's jobs
                 group = self.rule_of(row.tenant).eval_group
-                self._fleet_jobs.setdefault(group, set()).add(key)
+                self._fleet_jobs.setdefault((group, row.tenant), set()).add(key)
             self.jobs[key] = _Job(
-                det, row.tenant, row.last_step, row.last_score, row.skipped, row.updated)
+                det, row.tenant, row.last_step, row.last_score, row.skipped, row.updated,
+                label=str(row.detector.get("label") or det.spec))
             self._tenant_jobs[row.tenant] += 1
-            self._tenant_held[row.tenant] += self._job_bytes(key)
+            self._tenant_held[row.tenant] += self._job_bytes(key) + self.shadow.held(key)
         offsets = store.offsets()
         for src in sources:
             src.load(offsets)
+            if self.claims is not None and hasattr(src, "tenancy"):
+                src.tenancy.claims = self.claims
             if hasattr(src, "last_step"):
                 src.last_step = self._last_step
             if hasattr(src, "decision_of"):  # sources that write decisions back (MLflow)
@@ -193,12 +232,19 @@ class Controller:
     def rule_of(self, tenant: str) -> Rule | None:
         return self.policy.rule_of(tenant)
 
-    def _fleet(self, rule: Rule) -> FleetNoise | None:
+    def _group(self, name: str) -> SharedNoise:
+        group = self.fleets.get(name)
+        if group is None:
+            group = self.fleets[name] = SharedNoise(
+                name, max_factor=self.policy.group(name).max_factor)
+        return group
+
+    def _fleet(self, rule: Rule) -> TenantNoise | None:
+        """What the rule's tenant's detectors read as their fleet noise (its view of its
+        eval group), or None without a group."""
         if rule.eval_group is None:
             return None
-        if rule.eval_group not in self.fleets:
-            self.fleets[rule.eval_group] = FleetNoise(name=rule.eval_group)
-        return self.fleets[rule.eval_group]
+        return self._group(rule.eval_group).view(rule.tenant)
 
     def _new_detector(self, tenant: str) -> Detector:
         rule = self.rule_of(tenant)
@@ -249,16 +295,28 @@ class Controller:
                 self._say(problem)
 
     def _resume_actions(self, retry_running: bool) -> None:
+        """Reconcile the actions a kill left ``running`` (started, outcome unknown)."""
         for row in self.store.actions("running"):
             key = JobKey(row.source, row.job)
-            if retry_running:
+            rule = self.rule_of(row.tenant)
+            action = None if rule is None else self._actions.get(rule.tenant)
+            safe = action is not None and action.safe_to_rerun(row.command)
+            if retry_running or safe:
+                why = "it is safe to run again" if safe else "--retry-pending"
                 self._say(f"job {label(key)}: re-running its stop action, which was started "
-                          "but not confirmed before the controller stopped")
+                          f"but not confirmed before the controller stopped ({why})")
                 self.store.set_action(row.source, row.job, "pending", expect="running")
             else:
                 self._say(f"job {label(key)}: its stop action was started but not confirmed "
                           "before the controller stopped; it may or may not have run, so it "
-                          "is not re-run (check the job; --retry-pending runs it again)")
+                          "is marked unknown, not re-run (check the job; --retry-pending "
+                          "runs it again)")
+                self.store.set_action(row.source, row.job, "unknown", expect="running",
+                                      output="started, outcome unknown: the controller was "
+                                             "killed; check the job")
+        if retry_running:
+            for row in self.store.actions("unknown"):
+                self.store.set_action(row.source, row.job, "pending", expect="unknown")
 
     # ---- one poll -----------------------------------------------------------------------
     def poll_once(self) -> PollResult:
@@ -287,6 +345,7 @@ class Controller:
         taken: list[tuple[str, str, int, float]] = []
         for key, items in by_job.items():
             items.sort(key=lambda it: it.rec.step)  # stable: file order breaks ties
+            new = key not in self.jobs
             job = self.jobs.get(key) or self._admit(key, items, res)
             if job is None:
                 continue
@@ -296,14 +355,24 @@ class Controller:
                 if self._feed(key, job, item, res, taken):
                     changed[key] = job
                     job.updated = now
+            act = None
             if job.detector.stopped and not was_stopped:
                 res.stops.append(key)
                 ended = next((it.ended for it in items if it.ended), None)
-                new_actions.append(self._decide_action(key, job, now, ended))
+                act = self._decide_action(key, job, now, ended)
+                new_actions.append(act)
+            self.shadow.take(key, job.tenant, items, job.detector, new,
+                             acted=act is not None and act.status == "pending")
+        self.shadow.end_idle({t for b in batches for t in getattr(b, "over_budget", {})})
         self.store.save_batch(
             (self._row(key, j) for key, j in changed.items()), offsets, gone, new_actions,
             evals=taken, fleet=self._fleet_rows(changed),
+            tenants=None if self.claims is None else self.claims.fresh(),
+            extra=self.shadow.write,
         )
+        self.shadow.saved()
+        if self.claims is not None:
+            self.claims.saved()
         res.committed_at = time.time()
         self.refused.update(res.refused)
         self.throttle.flush()
@@ -338,7 +407,13 @@ class Controller:
     def _admit(self, key: JobKey, items: list[Item], res: PollResult) -> _Job | None:
         """A new job for its tenant, or None (its records refused) over a quota."""
         tenant = items[0].tenant
-        need = self._job_bytes(key)
+        # Every source's tenant passes here, also one that claims no identity itself.
+        problem = None if self.claims is None else self.claims.claim(tenant)
+        if problem is not None:
+            res.refused["tenant"] += len(items)
+            self.throttle.refused(tenant, "tenant", f"{items[0].where}: {problem}; not read")
+            return None
+        need = self._job_bytes(key) + self.shadow.reserve(key, tenant)
         if self._tenant_jobs[tenant] >= self.max_jobs:
             said = f"has {self.max_jobs} jobs, its quota (--max-jobs)"
         elif self._tenant_held[tenant] + need > self.tenant_bytes:
@@ -348,7 +423,8 @@ class Controller:
         else:
             self._tenant_jobs[tenant] += 1
             self._tenant_held[tenant] += need
-            job = self.jobs[key] = _Job(self._new_detector(tenant), tenant)
+            job = self.jobs[key] = _Job(self._new_detector(tenant), tenant,
+                                        label=self.rule_of(tenant).detector_spec())
             return job
         res.refused["quota"] += len(items)
         self.throttle.note(tenant, "quota", f"tenant {show(tenant)}: {said}; records of "
@@ -360,17 +436,23 @@ class Controller:
     def _job_bytes(self, key: JobKey) -> int:
         return job_bytes(key.source, key.name, self.store.keep_evals)
 
-    def _fleet_rows(self, changed: dict[JobKey, _Job]) -> dict[str, tuple[dict, int]]:
-        """The eval groups this poll's jobs fed, with how many jobs each has had."""
-        rows = {}
+    def _fleet_rows(self, changed: dict[JobKey, _Job]
+                    ) -> dict[tuple[str, str], tuple[dict, int, float | None]]:
+        """The (eval group, tenant) estimates this poll's jobs fed, with how many jobs
+        each has had and the sigma its jobs read; in a shared group every tenant's, since
+        what each reads depends on all of them."""
+        fed: set[tuple[str, str]] = set()
         for key, job in changed.items():
             rule = self.rule_of(job.tenant)
             if rule is None or rule.eval_group is None:
                 continue
-            members = self._fleet_jobs.setdefault(rule.eval_group, set())
-            members.add(key)
-            rows[rule.eval_group] = (self.fleets[rule.eval_group].state_dict(), len(members))
-        return rows
+            self._fleet_jobs.setdefault((rule.eval_group, rule.tenant), set()).add(key)
+            fed.add((rule.eval_group, rule.tenant))
+        for name in {g for g, _t in fed if self.fleets[g].max_factor > 1.0}:
+            fed.update((name, t) for t in self.fleets[name].tenants)
+        return {(g, t): (self.fleets[g].own(t).state_dict(),
+                         len(self._fleet_jobs.get((g, t), ())), self.fleets[g].sigma_for(t))
+                for g, t in fed}
 
     def _observe(self, res: PollResult, started: float) -> None:
         if self.health is not None:
@@ -389,10 +471,11 @@ class Controller:
         stopped = sum(1 for j in self.jobs.values() if j.detector.stopped)
         m.jobs.labels(state="stopped").set(stopped)
         m.jobs.labels(state="running").set(len(self.jobs) - stopped)
-        for group, fleet in self.fleets.items():
-            s = fleet.sigma()
-            if s is not None:
-                m.fleet_sigma.labels(group=group).set(s)
+        for name, group in self.fleets.items():
+            for tenant in group.tenants:
+                s = group.sigma_for(tenant)
+                if s is not None:
+                    m.fleet_sigma.labels(group=name, tenant=tenant).set(s)
 
     def _feed(self, key: JobKey, job: _Job, item: Item, res: PollResult,
               taken: list[tuple[str, str, int, float]]) -> bool:
@@ -419,6 +502,7 @@ class Controller:
             return True
         if math.isfinite(rec.eval):
             job.last_score = rec.eval
+        job.job_id = rec.job_id
         res.fed.append(rec)
         res.fed_by_tenant[job.tenant] += 1
         taken.append((key.source, key.name, rec.step, rec.eval))
@@ -442,7 +526,7 @@ class Controller:
             cmd = action.render(
                 job=key.name, tenant=job.tenant, source=key.source, best_step=det.best_step,
                 best_score=det.best_score, stop_step=det.stop_step,
-                reason=det.state_dict()["stop_reason"],
+                reason=det.state_dict()["stop_reason"], job_id=job.job_id,
             )
         except CheckpointEscape as exc:  # decided and recorded as failed: never run
             return ActionRow(key.source, key.name, job.tenant, "", "failed", None,
@@ -453,7 +537,7 @@ class Controller:
 
     def _row(self, key: JobKey, job: _Job) -> JobRow:
         det = job.detector
-        state = det.state_dict()
+        state = {**det.state_dict(), "label": job.label or det.spec}
         return JobRow(
             key.name, key.source, job.tenant, state, state["n_evals"], state["last_step"],
             job.last_score, det.best_step, det.best_score, det.stopped, det.stop_step,
@@ -522,7 +606,7 @@ class Controller:
                 rc, output = result.rc, result.output
             except Exception as exc:  # noqa: BLE001 - any failure is recorded, never lost
                 rc, output, seconds = 127, f"could not run: {exc!r}", None
-            status = "done" if rc == 0 else "failed"
+            status = "done" if rc in (0, ALREADY_ENDED) else "failed"
             if self.metrics is not None:
                 self.metrics.actions.labels(outcome=status).inc()
                 if seconds is not None:
@@ -530,11 +614,12 @@ class Controller:
             self.store.set_action(key.source, key.name, status, expect="running", rc=rc,
                                   output=output)
             # Every outcome is logged with the last line the command printed: a failure
-            # as a problem (stderr), a success beside the stop it acted on (stdout).
+            # as a problem (stderr), a success (or "already ended") beside the stop it
+            # acted on (stdout).
             tail = output.strip().splitlines()[-1:]
             said = f"job {label(key)}: action exited {rc}" + (
                 f": {show(tail[0], 300)}" if tail else " (no output)")
-            if rc != 0:
+            if status == "failed":
                 self._say(said)
             else:
                 self.out.write(said + "\n")

@@ -55,8 +55,8 @@ class WatchMetrics:
         self.jobs = prom.Gauge("evalstop_jobs_followed", "jobs known, by state", ["state"],
                                registry=r)
         self.fleet_sigma = prom.Gauge("evalstop_fleet_noise_sigma",
-                                      "pooled eval noise of an eval group", ["group"],
-                                      registry=r)
+                                      "eval noise a tenant's jobs of an eval group "
+                                      "read", ["group", "tenant"], registry=r)
 
     def exposition(self) -> tuple[bytes, str]:
         return self._prom.generate_latest(self.registry), self._prom.CONTENT_TYPE_LATEST

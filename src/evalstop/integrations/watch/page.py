@@ -49,6 +49,7 @@ def _nav(p: Paging) -> str:
     return (f'<p class="pages">Jobs {first}-{last} of {p.total}, page {p.page} of {p.pages} '
             f"({p.per_page} per page). {' '.join(links)}</p>")
 
+# Long names (a spec, a log's path) may break anywhere, so the page fits a laptop's window.
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
 table{border-collapse:collapse;width:100%}
@@ -59,6 +60,8 @@ svg{background:#fafafa;border:1px solid #e4e4e4}
 .curve{fill:none;stroke:#1f6feb;stroke-width:1.5}
 .best{fill:#1a7f37}.stop{stroke:#b00020;stroke-width:1.5;stroke-dasharray:3 2}
 .muted{color:#777}code{font-size:12px}
+.own-rule{background:#e8f0fe;border-radius:3px;padding:0 4px;font-size:12px}
+td code,pre{overflow-wrap:anywhere;white-space:pre-wrap}td .muted{overflow-wrap:anywhere}
 """
 
 
@@ -115,10 +118,12 @@ def curve_svg(points: Sequence[tuple[int, float]], *, best_step: int | None,
 
 def render_page(rows: list[dict[str, Any]], curves: dict[str, list[tuple[int, float]]], *,
                 fleet: list[dict[str, Any]] | None = None, health: str = "",
-                now: float | None = None, paging: Paging | None = None) -> str:
+                now: float | None = None, paging: Paging | None = None,
+                extra: str = "") -> str:
     """The whole page. ``rows`` are ``status.status_rows`` dicts; ``curves`` maps a row's
     ``key`` (or ``job``) to its ``(step, eval)`` history. With ``paging``, ``rows`` are
-    one page of the fleet and the page links to its neighbours."""
+    one page of the fleet and the page links to its neighbours. ``extra``: more sections,
+    HTML already escaped (the shadow score), put before the jobs."""
     now = time.time() if now is None else now
     total = len(rows) if paging is None else paging.total
     stopped = (sum(1 for r in rows if r.get("stopped")) if paging is None
@@ -134,11 +139,15 @@ def render_page(rows: list[dict[str, Any]], curves: dict[str, list[tuple[int, fl
            "reload to refresh.</span></p>"]
     if fleet:
         out.append("<h2>Fleet noise by eval group</h2><table><tr><th>group</th>"
-                   "<th>sigma</th><th>jobs</th><th>evals pooled</th></tr>")
+                   "<th>tenant</th><th>sigma read</th><th>its own</th><th>jobs</th>"
+                   "<th>evals pooled</th></tr>")
         for g in fleet:
-            out.append(f"<tr><td>{_fmt(g.get('group'))}</td><td>{_fmt(g.get('sigma'))}</td>"
+            out.append(f"<tr><td>{_fmt(g.get('group'))}</td><td>{_fmt(g.get('tenant'))}</td>"
+                       f"<td>{_fmt(g.get('sigma'))}</td><td>{_fmt(g.get('own'))}</td>"
                        f"<td>{_fmt(g.get('jobs'))}</td><td>{_fmt(g.get('n'))}</td></tr>")
         out.append("</table>")
+    if extra:
+        out.append(extra)
     out.append("<h2>Jobs</h2>")
     if paging is not None:
         out.append(_nav(paging))
@@ -154,7 +163,10 @@ def render_page(rows: list[dict[str, Any]], curves: dict[str, list[tuple[int, fl
         if r.get("reason"):
             detector.append(_fmt(r["reason"]))
         if r.get("rule"):
-            detector.append(f'<span class="muted rule">rule {_fmt(r["rule"])}</span>')
+            # The name the rule was given; its full spec one click away (no script).
+            detector.append(f'<details class="muted rule"><summary>rule '
+                            f'{_fmt(r.get("rule_label") or r["rule"])}</summary>'
+                            f'<code>{_fmt(r["rule"])}</code></details>')
         action = _fmt(r.get("action"))
         if r.get("action_rc") is not None:
             action += f" (rc {_fmt(r['action_rc'])})"

@@ -8,12 +8,14 @@
     detector = "default"              # a detector spec NAME[:key=value,...]
     eval_group = "math500"            # jobs of one group share a fleet noise estimate
     eval_n = 500                      # the eval is a pass rate over N items (or sigma=)
-    action = "examples/actions/scancel.sh --tenant {tenant} -- {job}"
+    action = "evalstop action slurm --tenant {tenant} --job-id {job_id}"
     checkpoint_template = "/ckpt/{tenant}/{job}/checkpoint-{best_step}"
     checkpoint_root = "/ckpt"         # {best_checkpoint} must resolve under it
     dry_run = false                   # decide and log, never run the action
     allow = ["*"]                     # job-name globs this controller may stop
     rotated = ["{name}-{date}.gz"]    # names its rotated logs take (beside "{name}.{n}")
+    shadow = ["evalstop:k=2"]         # candidate rules followed in shadow (``shadow``)
+    gpus = 8                          # the jobs' GPU count, for shadow GPU-hours
 
     [tenants.alice]                   # sources default to ["alice/**"]
     mode = "min"
@@ -24,6 +26,16 @@
     dry_run = true
     mlflow_experiments = ["12", "40"] # MLflow experiments it owns, by id
     mlflow_user = "bob"               # and those its MLflow user may write (server auth)
+
+    shadow = ["default:sigma=0.01"]   # top level: every tenant's candidates too
+
+    [eval_groups.math500]             # optional: only to share a group between tenants
+    shared = true                     # tenants weigh equally (detectors.shared_noise)
+    max_factor = 1.5                  # others move a tenant's noise by at most this factor
+
+Tenant names are identities (``identity``): two that differ only in case or Unicode form
+(``alice``, ``Alice``) are refused at load. An eval group is each tenant's own (its jobs
+pool only its own noise) unless an ``[eval_groups.NAME]`` table declares it shared.
 
 A source (a log file or TensorBoard run, as a path relative to the watched root) belongs
 to the first tenant, in file order, one of whose ``sources`` globs matches it; a source no
@@ -44,13 +56,15 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from evalstop.detectors import make_detector
+from evalstop.detectors.shared_noise import DEFAULT_MAX_FACTOR, check_max_factor
+from evalstop.identity import first_twins, twin
 from evalstop.integrations.watch.records import Refused, show
 from evalstop.integrations.watch.tenants import Tenancy
 
 TENANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 _KEYS = ("metric", "mode", "detector", "eval_group", "eval_n", "sigma", "action",
-         "checkpoint_template", "checkpoint_root", "dry_run", "allow", "rotated",
-         "mlflow_experiments", "mlflow_user")
+         "checkpoint_template", "checkpoint_root", "dry_run", "allow", "rotated", "shadow",
+         "gpus", "mlflow_experiments", "mlflow_user")
 _OWN_KEYS = ("mlflow_experiments", "mlflow_user")  # one tenant's each: not in [defaults]
 MLFLOW_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 MAX_POLICY_BYTES = 1 << 20
@@ -78,6 +92,8 @@ class Rule:
     dry_run: bool = False
     allow: tuple[str, ...] = ("*",)
     rotated: tuple[str, ...] = ()
+    shadow: tuple[str, ...] = ()  # candidate rules followed in shadow (``shadow``)
+    gpus: float | None = None  # the jobs' GPU count, when the log does not say
     mlflow_experiments: tuple[str, ...] = ()
     mlflow_user: str | None = None
 
@@ -110,9 +126,27 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class EvalGroup:
+    """How an eval group pools noise: each tenant's own (``max_factor`` 1), or, when
+    ``shared``, the median of its tenants' estimates within ``max_factor`` of each one's."""
+
+    name: str
+    shared: bool = False
+    max_factor: float = 1.0
+
+
+@dataclass(frozen=True)
 class Policy:
     rules: tuple[Rule, ...]
     path: str = "<flags>"
+    groups: tuple[EvalGroup, ...] = ()  # the [eval_groups.NAME] tables
+
+    def group(self, name: str) -> EvalGroup:
+        """Eval group ``name`` as declared, else private to each tenant."""
+        for g in self.groups:
+            if g.name == name:
+                return g
+        return EvalGroup(name)
 
     def rule_of(self, tenant: str) -> Rule | None:
         """The rule of ``tenant`` by name (the flags' single rule, ``*``, is everyone's)."""
@@ -148,6 +182,9 @@ class Policy:
                 lines.append(f"{f.name} = {json.dumps(v)}")
             full = make_detector(r.detector_spec(), mode=r.mode).spec
             lines.append(f"# detector in full: {full}")
+        for g in self.groups:
+            lines += [f"[eval_groups.{json.dumps(g.name)}]", f"shared = {json.dumps(g.shared)}",
+                      f"max_factor = {g.max_factor!r}"]
         return "\n".join(lines) + "\n"
 
 
@@ -175,10 +212,11 @@ def load_policy(path: str) -> Policy:
 
 
 def parse_policy(doc: dict[str, Any], path: str = "<policy>") -> Policy:
-    unknown = set(doc) - {"defaults", "tenants"}
+    unknown = set(doc) - {"defaults", "tenants", "eval_groups", "shadow"}
     if unknown:
         raise PolicyError(f"{path}: {min(unknown)}: unknown table "
-                          "(expected [defaults] and [tenants.NAME])")
+                          "(expected [defaults], [tenants.NAME], [eval_groups.NAME] and "
+                          "shadow = [...])")
     defaults = doc.get("defaults", {})
     if not isinstance(defaults, dict):
         raise PolicyError(f"{path}: defaults: must be a table")
@@ -186,6 +224,12 @@ def parse_policy(doc: dict[str, Any], path: str = "<policy>") -> Policy:
         if key in defaults:
             raise PolicyError(f"{path}: defaults.{key}: a tenant's own key, not a default")
     base = _checked(Rule(tenant="", sources=()), defaults, path, "defaults.")
+    # A top-level shadow list is every tenant's, before its own (a tenant's own list,
+    # or [defaults]', adds to it).
+    everyone = ()
+    if "shadow" in doc:
+        everyone = _value("shadow", doc["shadow"], f"{path}: shadow")
+        _check_shadow(everyone, "max", f"{path}: shadow")
     tenants = doc.get("tenants")
     if not isinstance(tenants, dict) or not tenants:
         raise PolicyError(f"{path}: tenants: give at least one [tenants.NAME] table")
@@ -207,10 +251,42 @@ def parse_policy(doc: dict[str, Any], path: str = "<policy>") -> Policy:
         if any(s.startswith("/") or ".." in s.split("/") for s in sources):
             raise PolicyError(f"{path}: {where}.sources: globs are relative to the watched "
                               "root (no leading '/', no '..')")
-        rule = replace(base, tenant=name, sources=tuple(sources))
-        rules.append(_checked(rule, table, path, where + "."))
+        rule = _checked(replace(base, tenant=name, sources=tuple(sources)), table, path,
+                        where + ".")
+        rules.append(replace(rule, shadow=tuple(dict.fromkeys(everyone + rule.shadow))))
+    twins = first_twins(r.tenant for r in rules)
+    if twins is not None:
+        raise PolicyError(f"{path}: tenants.{twins[0]}: {twin(*twins)}")
     _one_owner(rules, path)
-    return Policy(tuple(rules), path)
+    return Policy(tuple(rules), path, _groups(doc.get("eval_groups", {}), rules, path))
+
+
+def _groups(doc: Any, rules: list[Rule], path: str) -> tuple[EvalGroup, ...]:
+    """The ``[eval_groups.NAME]`` tables, each naming a group some tenant's rule uses."""
+    if not isinstance(doc, dict):
+        raise PolicyError(f"{path}: eval_groups: must be a table of [eval_groups.NAME]")
+    named = {r.eval_group for r in rules}
+    groups = []
+    for name, table in doc.items():
+        where = f"{path}: eval_groups.{name}"
+        if not isinstance(table, dict):
+            raise PolicyError(f"{where}: must be a table")
+        if name not in named:
+            raise PolicyError(f"{where}: no tenant's eval_group names it")
+        for key in set(table) - {"shared", "max_factor"}:
+            raise PolicyError(f"{where}.{key}: unknown key (known: shared, max_factor)")
+        shared = table.get("shared", False)
+        if not isinstance(shared, bool):
+            raise PolicyError(f"{where}.shared: must be true or false")
+        if "max_factor" in table and not shared:
+            raise PolicyError(f"{where}.max_factor: only a shared group (shared = true) "
+                              "has one")
+        try:
+            factor = check_max_factor(table.get("max_factor", DEFAULT_MAX_FACTOR))
+        except ValueError as exc:
+            raise PolicyError(f"{where}.max_factor: {exc}") from None
+        groups.append(EvalGroup(name, shared, factor if shared else 1.0))
+    return tuple(groups)
 
 
 def _one_owner(rules: list[Rule], path: str) -> None:
@@ -248,11 +324,25 @@ def _checked(rule: Rule, values: dict[str, Any], path: str, prefix: str) -> Rule
             make_detector(rule.detector_spec(), mode=rule.mode, fleet=FleetNoise())
         except ValueError as exc:
             raise PolicyError(f"{path}: {prefix}eval_group: {exc}") from None
+    _check_shadow(rule.shadow, rule.mode, f"{path}: {prefix}shadow")
     try:
         rule.shell_action()  # checked exactly as the controller will build it
     except ValueError as exc:
         raise PolicyError(f"{path}: {prefix}action: {exc}") from None
     return rule
+
+
+MAX_SHADOW_RULES = 16  # candidates per tenant: each costs a detector per job
+
+
+def _check_shadow(specs: tuple[str, ...], mode: str, where: str) -> None:
+    if len(specs) > MAX_SHADOW_RULES:
+        raise PolicyError(f"{where}: at most {MAX_SHADOW_RULES} rules, got {len(specs)}")
+    for spec in specs:
+        try:
+            make_detector(spec, mode=mode)
+        except ValueError as exc:
+            raise PolicyError(f"{where}: {show(spec)}: {exc}") from None
 
 
 def _value(key: str, v: Any, where: str) -> Any:
@@ -283,6 +373,17 @@ def _value(key: str, v: Any, where: str) -> Any:
         return float(v)
     if key == "rotated":
         return _rotated(v, where)
+    if key == "gpus":
+        if (isinstance(v, bool) or not isinstance(v, int | float)
+                or not (math.isfinite(v) and 0 < v <= 1e6)):
+            raise PolicyError(f"{where}: must be a number in (0, 1e6] (GPUs per job)")
+        return float(v)
+    if key == "shadow":
+        if (not isinstance(v, list)
+                or not all(isinstance(s, str) and s.strip() and s.isprintable() for s in v)):
+            raise PolicyError(f"{where}: must be a list of detector specs, e.g. "
+                              "[\"evalstop:k=2\", \"default:sigma=0.01\"]")
+        return tuple(dict.fromkeys(v))
     if key == "mlflow_experiments":
         ids = [str(x) if isinstance(x, int) and not isinstance(x, bool) else x
                for x in (v if isinstance(v, list) else [None])]

@@ -45,8 +45,10 @@ def status_rows(store: StateStore, *, offset: int = 0,
             "action_rc": None if act is None else act.rc,
             "command": None if act is None else act.command,
             "action_output": None if act is None else act.output,
-            # The rule this job runs (its detector keeps the spec it started with).
+            # The rule this job runs (its detector keeps the spec it started with), and the
+            # name it was given ("default"), short enough for a page's column.
             "rule": _rule(job.detector),
+            "rule_label": job.detector.get("label") or job.detector.get("spec"),
         })
     return rows
 
@@ -87,34 +89,44 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
 
 def fleet_rows(store: StateStore) -> list[dict[str, Any]]:
-    """Each eval group's pooled noise: sigma (None until enough evals), evals pooled, jobs."""
+    """Each eval group's noise per tenant: ``sigma`` as the tenant's jobs read it (None
+    until its own estimate is ready), ``own`` the estimate from its own jobs, the
+    evals it pooled (``n``) and its jobs."""
     from evalstop.detectors.fleet import FleetNoise
 
     rows = []
-    for group, (state, jobs) in sorted(store.fleet().items()):
+    for (group, tenant), (state, jobs, sigma) in store.fleet().items():
         try:
             fleet = FleetNoise.from_state(state)
         except ValueError:
             continue
-        rows.append({"group": group, "sigma": fleet.sigma(), "n": fleet.count, "jobs": jobs})
+        rows.append({"group": group, "tenant": tenant, "sigma": sigma, "own": fleet.sigma(),
+                     "n": fleet.count, "jobs": jobs})
     return rows
 
 
 def format_fleet(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return ""
-    lines = ["fleet noise by eval group:"]
+    lines = ["fleet noise by eval group and tenant:"]
     for r in rows:
         sigma = "(warming up)" if r["sigma"] is None else f"sigma {r['sigma']:.4g}"
-        lines.append(f"  {_cell(r['group'])}: {sigma} from {r['n']} evals of {r['jobs']} jobs")
+        if r["own"] is not None and r["sigma"] != r["own"]:
+            sigma += f" (its own {r['own']:.4g})"
+        lines.append(f"  {_cell(r['group'])} [{_cell(r['tenant'])}]: {sigma} from "
+                     f"{r['n']} evals of {r['jobs']} jobs")
     return "\n".join(lines) + "\n"
 
 
-def page_html(db: str, health: str = "", page: int = 1, per_page: int | None = None) -> str:
+def page_html(db: str, health: str = "", page: int = 1, per_page: int | None = None,
+              tenant_rules: dict[str, tuple[str, bool]] | None = None) -> str:
     """Page ``page`` (1-based, ``per_page`` jobs: ``page.PAGE_SIZE`` by default) of the
     status page from the state database at ``db`` (read-only, per call). Its cost is
-    bounded by ``per_page``, whatever the fleet's size."""
+    bounded by ``per_page``, whatever the fleet's size (but for the shadow score, one row
+    per tenant and rule). ``tenant_rules``: each tenant's rule, shown beside its shadow
+    record (``shadow_status.shadow_html``)."""
     from evalstop.integrations.watch.page import PAGE_SIZE, Paging, render_page
+    from evalstop.integrations.watch.shadow_status import shadow_html, shadow_rows
 
     try:
         store = StateStore(db, readonly=True)
@@ -126,9 +138,10 @@ def page_html(db: str, health: str = "", page: int = 1, per_page: int | None = N
         rows = status_rows(store, offset=paging.offset, limit=paging.per_page)
         curves = store.curves_of((r["source"], r["job"]) for r in rows)
         fleet = fleet_rows(store)
+        shadow = shadow_html(shadow_rows(store), tenant_rules)
     finally:
         store.close()
     for r in rows:
         r["key"] = f"{r['source']}\0{r['job']}"
     keyed = {f"{s}\0{j}": pts for (s, j), pts in curves.items()}
-    return render_page(rows, keyed, fleet=fleet, health=health, paging=paging)
+    return render_page(rows, keyed, fleet=fleet, health=health, paging=paging, extra=shadow)

@@ -8,7 +8,8 @@ the offsets and the detector states always describe the same records. WAL mode l
 
 An action row goes ``pending`` (the stop is decided, in the same transaction as the
 decision) -> ``running`` (committed just before the command starts) -> ``done`` or
-``failed``. Every transition is a compare-and-set (``UPDATE ... WHERE status=<old>``),
+``failed``; a ``running`` row found at start is reconciled by the controller (back to
+``pending``, or ``unknown`` for the operator). Every transition is a compare-and-set (``UPDATE ... WHERE status=<old>``),
 and the primary key on (source, job) makes a second action for one job impossible.
 
 One controller per database: a writer holds an exclusive ``flock`` on the database file
@@ -89,8 +90,20 @@ CREATE TABLE IF NOT EXISTS evals(
     score REAL,
     PRIMARY KEY (source, job, step)
 ) WITHOUT ROWID;
--- One pooled noise estimate per eval group (detectors.fleet.FleetNoise state, JSON).
-CREATE TABLE IF NOT EXISTS fleet(grp TEXT PRIMARY KEY, state TEXT NOT NULL, jobs INTEGER NOT NULL);
+-- Each tenant's own noise estimate per eval group (detectors.fleet.FleetNoise state,
+-- JSON), how many of its jobs fed it, and the sigma its jobs read (NULL until ready):
+-- detectors.shared_noise. (Table ``fleet``, one estimate pooled over every tenant's jobs,
+-- is no longer read: any tenant could steer it.)
+CREATE TABLE IF NOT EXISTS fleet_tenants(
+    grp TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    state TEXT NOT NULL,
+    jobs INTEGER NOT NULL,
+    sigma REAL,
+    PRIMARY KEY (grp, tenant)
+);
+-- Which spelling owns each tenant identity key (identity.fold): the first seen.
+CREATE TABLE IF NOT EXISTS tenants(fold TEXT PRIMARY KEY, name TEXT NOT NULL);
 """
 
 # Evals kept per job: the page shows the last 2,000 and a detector keeps its own state, so
@@ -98,7 +111,9 @@ CREATE TABLE IF NOT EXISTS fleet(grp TEXT PRIMARY KEY, state TEXT NOT NULL, jobs
 KEEP_EVALS = 2000
 
 # skipped: decided, but the tenant's policy does not allow acting on this job (allow list).
-ACTION_STATES = ("pending", "running", "done", "failed", "dry-run", "skipped")
+# unknown: started, then the controller was killed before its outcome was recorded, and
+# the command is not safe to run twice: the operator's to check (never shown as done).
+ACTION_STATES = ("pending", "running", "done", "failed", "dry-run", "skipped", "unknown")
 
 
 @dataclass(slots=True)
@@ -322,10 +337,24 @@ class StateStore:
             out[(source, job)] = pts[::-1]
         return out
 
-    def fleet(self) -> dict[str, tuple[dict[str, Any], int]]:
-        """Each eval group's FleetNoise state and how many jobs fed it."""
-        return {g: (_json(st, self.path, "fleet"), n) for g, st, n in self._rows(
-            "fleet", (str, str, int), "SELECT grp, state, jobs FROM fleet")}
+    def fleet(self) -> dict[tuple[str, str], tuple[dict[str, Any], int, float | None]]:
+        """Per (eval group, tenant): the tenant's FleetNoise state, how many of its jobs
+        fed it, and the sigma its jobs read at the last save."""
+        if not self._has("fleet_tenants"):  # a read-only view of an older state
+            return {}
+        return {(g, t): (_json(st, self.path, "fleet_tenants"), n, sigma)
+                for g, t, st, n, sigma in self._rows(
+                    "fleet_tenants", (str, str, str, int, _OPT_NUM),
+                    "SELECT grp, tenant, state, jobs, sigma FROM fleet_tenants "
+                    "ORDER BY grp, tenant")}
+
+    def _has(self, table: str) -> bool:
+        return self.db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?",
+                               (table,)).fetchone() is not None
+
+    def tenant_names(self) -> dict[str, str]:
+        """Each tenant identity key and the spelling that owns it (``identity.Claims``)."""
+        return dict(self._rows("tenants", (str, str), "SELECT fold, name FROM tenants"))
 
     def jobs(self) -> dict[tuple[str, str], JobRow]:
         """Every job, keyed by (source, job)."""
@@ -390,12 +419,18 @@ class StateStore:
         gone: Iterable[str],
         new_actions: Iterable[ActionRow],
         evals: Iterable[tuple[str, str, int, float | None]] = (),
-        fleet: dict[str, tuple[dict[str, Any], int]] | None = None,
+        fleet: dict[tuple[str, str], tuple[dict[str, Any], int, float | None]] | None = None,
+        tenants: dict[str, str] | None = None,
+        extra: Callable[[sqlite3.Connection], None] | None = None,
     ) -> None:
         """One poll's changes, all or nothing: ``evals`` are (source, job, step, score)
-        taken this poll; ``fleet`` maps an eval group to (FleetNoise state, jobs)."""
+        taken this poll; ``fleet`` maps (eval group, tenant) to (FleetNoise state, jobs,
+        sigma read); ``tenants`` are new identity claims (fold key -> name); ``extra``
+        writes more in the same transaction (the shadow score: ``shadow_store``)."""
         eval_rows = [(s, j, st, _finite_or_none(v)) for s, j, st, v in evals]
-        fleet_rows = [(g, json.dumps(st), n) for g, (st, n) in (fleet or {}).items()]
+        fleet_rows = [(g, t, json.dumps(st), n, sigma)
+                      for (g, t), (st, n, sigma) in (fleet or {}).items()]
+        tenant_rows = list((tenants or {}).items())
         jobs = list(jobs)
         # Only jobs past the bound can have old evals to drop (n_evals counts what fed).
         prune = [(j.source, j.job, j.source, j.job, self.keep_evals - 1) for j in jobs
@@ -443,14 +478,19 @@ class StateStore:
                     "DELETE FROM evals WHERE source=? AND job=? AND step < (SELECT step FROM "
                     "evals WHERE source=? AND job=? ORDER BY step DESC LIMIT 1 OFFSET ?)",
                     prune)
-                self.db.executemany("INSERT OR REPLACE INTO fleet(grp, state, jobs) "
-                                    "VALUES (?,?,?)", fleet_rows)
+                self.db.executemany("INSERT OR REPLACE INTO fleet_tenants(grp, tenant, "
+                                    "state, jobs, sigma) VALUES (?,?,?,?,?)", fleet_rows)
+                # OR IGNORE: the first spelling stays the owner, whatever happens.
+                self.db.executemany("INSERT OR IGNORE INTO tenants(fold, name) VALUES (?,?)",
+                                    tenant_rows)
                 # OR IGNORE: a job has at most one action, whatever happens.
                 self.db.executemany(
                     "INSERT OR IGNORE INTO actions(source, job, tenant, command, status, rc, "
                     "output, decided, started, finished) VALUES (?,?,?,?,?,?,?,?,?,?)",
                     action_rows,
                 )
+                if extra is not None:
+                    extra(self.db)
         self._retry(write)
 
     def set_action(self, source: str, job: str, status: str, *, expect: str,

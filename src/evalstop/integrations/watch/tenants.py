@@ -15,6 +15,11 @@ tenant then cannot even write another tenant's job name. The character right aft
 ``{tenant}`` (here ``-``) is the prefix's separator, and no tenant name may hold it (a
 log of such a tenant is refused): else tenant ``team``'s prefix ``team-`` would also
 begin tenant ``team-a``'s names.
+
+A tenant's name is its identity (``identity``): it must be in Unicode NFC, and a name
+that differs only in case or Unicode form from one already seen (folder ``B`` beside
+``b``) is refused, its logs never read. ``claims`` remembers which spelling was first;
+the controller shares one with every source and keeps it in the state database.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from evalstop.identity import Claims
 from evalstop.integrations.watch.records import Refused, name_problem, show
 
 
@@ -73,6 +79,7 @@ class Tenancy:
                                  "(?P<tenant>...)")
         self.job_prefix = job_prefix
         self.separator = None if job_prefix is None else prefix_separator(job_prefix)
+        self.claims = Claims()
 
     def tenant(self, root: str, source: str, *, suffix: str = "") -> str:
         """The tenant of ``source`` (an absolute path under ``root``), or Refused."""
@@ -89,7 +96,8 @@ class Tenancy:
                 tenant = os.path.basename(root)
             if "/" not in rel and suffix and tenant.endswith(suffix):
                 tenant = tenant[: -len(suffix)]
-        problem = name_problem(tenant, "tenant") or self.separator_problem(tenant)
+        problem = (name_problem(tenant, "tenant") or self.separator_problem(tenant)
+                   or self.claims.claim(tenant))
         if problem is not None:
             raise Refused("tenant", f"{show(source)}: {problem}; not read")
         return tenant

@@ -16,6 +16,7 @@ from evalstop.report.sections import (
     default_rule,
     frontier,
     main,
+    platform,
     real,
     regime,
     sweeps,
@@ -24,6 +25,7 @@ from evalstop.report.sections import (
 Renderer = Callable[[SectionContext], list[Block]]
 
 SECTIONS: dict[str, Renderer] = {
+    "platform": platform.render,
     "main": main.render,
     "composability": composability.render,
     "sigma": sweeps.render,

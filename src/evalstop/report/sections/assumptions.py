@@ -1,5 +1,5 @@
 """The ``assumptions`` section: the paper's figures | ours under the paper-assumptions knob
-preset | ours under our calibration, for the main table, composability and the sweeps."""
+preset | ours on the paper preset, for the main table, composability and the sweeps."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def _main_table(ctx: SectionContext, n: int) -> Table:
         rows.append((f.method, NAMES.get(f.metric, f.metric), _show(f.field, f.value),
                      _cell(ctx.summary, pa.label("main", "paper"), f.method, f.metric, f.field, n),
                      _cell(ours, "paper", f.method, f.metric, f.field, n)))
-    return Table(("Method", "Metric", "Paper", "Ours, paper-assumptions", "Ours, our calibration"),
+    return Table(("Method", "Metric", "Paper", "Ours, paper-assumptions", "Ours, paper preset"),
                  tuple(rows), caption="Main table (200 jobs, 64 GPUs, as in the paper): means "
                  "[95% CI] over seeds; changes against SRTF-Est on the same seeds. Under the "
                  "preset, EvalStop+SRTF-Est watches RLHF jobs only (the preset's watch knob).")
@@ -58,7 +58,7 @@ def _claims_table(ctx: SectionContext) -> Table:
             pre = ": ".join(evaluate(c, mine)) if mine else "not run"
             cal = ": ".join(evaluate(c, ours.rows)) if ours is not None else "not run"
             rows.append((f"`{study}`", c.text, pre, cal))
-    return Table(("Study", "Paper's claim", "Ours, paper-assumptions", "Ours, our calibration"),
+    return Table(("Study", "Paper's claim", "Ours, paper-assumptions", "Ours, paper preset"),
                  tuple(rows), caption="The paper's sweep and composability claims, checked on "
                  "both workloads' means")
 
@@ -86,7 +86,7 @@ def _sweep_table(ctx: SectionContext, study: str, n: int) -> Table | None:
     for name in ("Precision", "Recall", "FPR", "JCT change"):
         head += [f"{name} (preset)", f"{name} (ours)"]
     return Table(tuple(head), tuple(rows), caption=f"`{study}` on the paper-assumptions preset "
-                 "beside our calibration (means [95% CI])")
+                 "beside the paper preset (means [95% CI])")
 
 
 def render(ctx: SectionContext) -> list[Block]:
@@ -95,7 +95,7 @@ def render(ctx: SectionContext) -> list[Block]:
         Heading(2, f"{ctx.experiment.title} (`{ctx.experiment.name}`)"),
         Para(f"**Question.** {ctx.experiment.question}"),
         Para(f"**Setup.** {' '.join(ctx.experiment.notes)} Each point pairs with the same point "
-             f"of our calibrated study (same seeds, arrivals and job sizes); {n} seeds; "
+             f"of the paper-preset study (same seeds, arrivals and job sizes); {n} seeds; "
              f"{ctx.run.n_sims} simulations, {ctx.run.sim_s:.1f} CPU-s."),
         _main_table(ctx, n), _claims_table(ctx),
     ]

@@ -112,7 +112,7 @@ def _figure(ctx: SectionContext, vals: dict, lab: dict, method: str, what: str) 
     return Image(rel, f"evalstop:k=2, {what}: precision, recall and FPR (all non-hacking "
                       "jobs) in %, JCT change against SRTF-Est in %, per cell (mean over "
                       "the cell's seeds). Red outline: the paper's region (precision >= 97%, "
-                      "recall >= 98%, FPR <= 2%). Markers: our calibration (star), the "
+                      "recall >= 98%, FPR <= 2%). Markers: the paper preset (star), the "
                       "paper-assumptions preset (diamond, 20-eval panel of the RLHF-only "
                       "map, as it watches RLHF jobs only), the real lab runs' measured SNRs "
                       "(triangle, carried from their 25 evals to the panel's count; drawn at "
@@ -133,7 +133,7 @@ def _where_table(ctx: SectionContext, vals: dict, lab: dict) -> Table:
                      f"{num(late_p)} / {num(decline_p)}" if n == PAPER_ASSUMPTIONS.n_evals else "",
                      f"{num(lab_late)} / {num(lab_decline)}"))
     return Table(("Evals per run", "Region reached at late / decline SNR (RLHF only watched)",
-                  "Our calibration: late / decline SNR", "paper-assumptions",
+                  "Paper preset: late / decline SNR", "paper-assumptions",
                   "Real lab runs (measured)"), tuple(rows),
                  caption=(f"Per-eval SNRs at sigma {DEFAULT_SIGMA:g}. The lab runs were measured "
                           f"at their own {lab['n_evals']} evals per run and noise (sigma "
@@ -247,12 +247,12 @@ def first_page(summaries: dict, preset: str | None = None) -> list[Block]:
     parts.append(f"**Real runs {verdict}:** the lab's real over-optimisation runs fall steeply "
                  f"(decline SNR {lab_decline:.1f} at {PAPER_N_EVALS} evals) but their healthy "
                  f"runs plateau (late-run SNR {lab_late:.2f}, "
-                 f"{late_p / max(lab_late, 1e-9):.0f}x too low), as do our calibrated curves.")
+                 f"{late_p / max(lab_late, 1e-9):.0f}x too low), as do the paper preset's curves.")
     expect = []
     if "main" in summaries and preset is None:
         v = cell_values(summaries["main"], "paper", EVALSTOP_SRTF.label)
         r = cell_values(summaries["main"], "paper", EVALSTOP_SRTF_RLHF.label)
-        expect.append(f"on our calibration k=2 has precision {pct(v['precision'])} and FPR "
+        expect.append(f"on the paper preset k=2 has precision {pct(v['precision'])} and FPR "
                       f"{pct(v['fpr'])} ({pct(r['precision'])} and {pct(r['fpr'])} watching "
                       "RLHF jobs only)")
     if "real_main" in summaries and preset is None:

@@ -1,0 +1,93 @@
+"""``evalstop action ray``: stop one Ray job by its submission id, the tenant's only.
+
+    evalstop watch ... --action 'evalstop action ray --tenant {tenant} --job-id {job_id}
+        --best-step {best_step}'
+
+The id is the job's submission id (pass it to the job as ``EVALSTOP_JOB_ID``, e.g.
+``ray job submit --submission-id ID --runtime-env-json '{"env_vars":
+{"EVALSTOP_JOB_ID": "ID"}}' --metadata-json '{"tenant": "alice"}'``). Ray Jobs has no
+accounts: the owner is the job's ``tenant`` metadata, set at submission, which must equal
+``--tenant`` exactly (a job without it is nobody's, never stopped). The action speaks the
+Ray Jobs REST API of the dashboard (``--address``, default ``$RAY_ADDRESS`` or
+http://127.0.0.1:8265): ``GET /api/jobs/ID``, then ``POST /api/jobs/ID/stop`` for a job
+PENDING or RUNNING; a job STOPPED, SUCCEEDED or FAILED is exit 10 (already ended). Standard
+library only: no ``ray[default]`` needed where the controller runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from evalstop.actions import (
+    ALREADY_ENDED,
+    DRY_RUN,
+    REFUSED,
+    TOOL_TIMEOUT,
+    USAGE,
+    Outcome,
+    add_common,
+    description,
+    finish,
+    same_owner,
+)
+
+ACTIVE = ("PENDING", "RUNNING")
+
+
+def add_parser(sub):
+    p = sub.add_parser("ray", help="stop a Ray job by submission id, only the tenant's",
+                       description=description(__doc__))
+    add_common(p)
+    p.add_argument("--address", default=os.environ.get("RAY_ADDRESS", "http://127.0.0.1:8265"),
+                   help="the Ray dashboard (default: $RAY_ADDRESS, else "
+                        "http://127.0.0.1:8265)")
+    return p
+
+
+def _call(address: str, method: str, path: str) -> dict:
+    req = urllib.request.Request(address.rstrip("/") + path, method=method,
+                                 data=b"" if method == "POST" else None)
+    try:
+        with urllib.request.urlopen(req, timeout=TOOL_TIMEOUT) as resp:  # noqa: S310
+            body = json.loads(resp.read(1 << 20).decode("utf-8"))
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            raise Outcome(REFUSED, f"Ray knows no job at {path}; nothing stopped") from None
+        raise Outcome(REFUSED, f"Ray answered HTTP {exc.code} to {method} {path}") from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise Outcome(REFUSED, f"cannot reach Ray at {address}: {reason}") from None
+    if not isinstance(body, dict):
+        raise Outcome(REFUSED, f"Ray's answer to {method} {path} is not a JSON object")
+    return body
+
+
+def act(args) -> str:
+    if not args.address.startswith(("http://", "https://")):
+        raise Outcome(USAGE, f"--address {args.address!r} is not an http(s) URL")
+    path = "/api/jobs/" + urllib.parse.quote(args.job_id, safe="")
+    info = _call(args.address, "GET", path)
+    owner = (info.get("metadata") or {}).get("tenant")
+    if not isinstance(owner, str) or not same_owner(owner, args.tenant):
+        raise Outcome(REFUSED, f"Ray job {args.job_id} belongs to tenant {owner!r}, "
+                               f"not to {args.tenant!r}; nothing stopped")
+    status = str(info.get("status", ""))
+    if status not in ACTIVE:
+        raise Outcome(ALREADY_ENDED, f"Ray job {args.job_id} is {status}: already ended, "
+                                     "nothing to do")
+    if args.dry_run:
+        raise Outcome(DRY_RUN, f"dry run: would stop Ray job {args.job_id} ({status}); "
+                               "nothing stopped")
+    if not _call(args.address, "POST", path + "/stop").get("stopped"):
+        raise Outcome(ALREADY_ENDED, f"Ray job {args.job_id} had already ended; nothing "
+                                     "to do")
+    return f"stopped Ray job {args.job_id} (tenant {owner}, was {status}); best step " \
+           f"{args.best_step or '?'} {args.best_checkpoint}".rstrip()
+
+
+def run(args) -> int:
+    return finish("ray", act, args)
