@@ -153,7 +153,7 @@ def test_status_json_is_one_line_per_job_and_the_fleet_is_behind_a_flag(tmp_path
     fleet = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert [(f["group"], f["jobs"]) for f in fleet] == [("math", 3)]
     assert main(["watch", "--status", "--fleet", "--db", db]) == 0
-    assert capsys.readouterr().out.startswith("fleet noise by eval group:\n  math: sigma")
+    assert capsys.readouterr().out.startswith("fleet noise by eval group and tenant:\n  math [alice]: sigma")
 
 
 def test_a_job_keeps_the_rule_it_started_with(tmp_path):
