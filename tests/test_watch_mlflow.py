@@ -249,6 +249,23 @@ def test_a_renamed_run_is_the_same_job(server, client, tmp_path):
     ctl.close()
 
 
+def test_a_run_tagged_with_its_job_id_hands_it_to_the_action(server, client, tmp_path):
+    """The run tag ``evalstop.job_id`` is the scheduler job a stop acts on ({job_id}); a
+    tag that is no job id renders nothing, which the shipped actions refuse."""
+    exp = _experiment(client, "jobid-team")
+    tagged = _run(client, exp, "tagged", PEAK[:5])
+    client.set_tag(tagged, "evalstop.job_id", "4242_3")
+    bad = _run(client, exp, "bad", PEAK[:5])
+    client.set_tag(bad, "evalstop.job_id", "1; scancel -u alice")
+    policy = _policy_file(tmp_path, {"jid": [exp]}, action="echo id={job_id}")
+    ctl, _src, _err, _out = _controller(server, tmp_path / "s.db", policy)
+    ctl.run_until_idle()
+    ctl.drain()
+    got = {a.job: a.output.strip() for a in ctl.store.actions()}
+    assert got == {tagged: "id=4242_3", bad: "id="}
+    ctl.close()
+
+
 def test_an_ended_run_is_recorded_not_acted_on(server, client, tmp_path):
     exp = _experiment(client, "ended-team")
     finished = _run(client, exp, "done", PEAK)

@@ -24,7 +24,8 @@ Decisions go back to the run as tags, so the MLflow UI shows them: ``evalstop.st
 ``evalstop.stop_step``, ``evalstop.best_step``, ``evalstop.best_score``,
 ``evalstop.reason``; written by the source's own thread, and again on a later poll if a
 run that the controller has stopped lacks them. A run that has ended (FINISHED, FAILED,
-KILLED) is still read and its stop recorded, but it gets no action and no tags.
+KILLED) is still read and its stop recorded, but it gets no action and no tags. A run
+names its scheduler job with the tag ``evalstop.job_id`` (``{job_id}`` for actions).
 
 Identity and safety: a job's source is ``mlflow:URI#EXPERIMENT_ID/RUN_ID``, ids assigned
 by the tracking store, so a run's records reach only that run's job. Each value is checked
@@ -45,6 +46,7 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from evalstop import jobid
 from evalstop.evallog import EvalRecord
 from evalstop.integrations._extras import require
 from evalstop.integrations.watch.isolated import DEFAULT_STUCK_AFTER, DEFAULT_WAIT, Isolated
@@ -59,6 +61,9 @@ from evalstop.integrations.watch.tenants import JobKey, Tenancy
 EXPERIMENT_PAGE = 1000  # experiments per search_experiments page
 CHUNK = 100  # experiment ids per search_runs request
 TAG_PREFIX = "evalstop."
+# The run tag a training script sets to its scheduler job id (evalstop.jobid), which
+# {job_id} then names: an MLflow run is otherwise no scheduler job.
+JOB_ID_TAG = TAG_PREFIX + "job_id"
 MAX_TAG = 4000  # characters; MLflow stores tag values up to 8000 (5000 before 2.x)
 ENDED = frozenset({"FINISHED", "FAILED", "KILLED"})
 MAX_ENDED = 200_000  # ended runs remembered (for not tagging them), the newest
@@ -351,7 +356,8 @@ class MlflowSource:
                 step, ts = int(m.step), int(m.timestamp)
                 top = (step, ts) if top is None else max(top, (step, ts))
                 if (step, ts) > floor:
-                    self._take_point(batch, tenant, key, metric, (step, ts), m.value, ended)
+                    self._take_point(batch, tenant, key, metric, (step, ts), m.value, ended,
+                                     run.job_id)
             if top is not None:
                 mark = Offset(0, read, top[0], top[1], source)
                 self.marks[run_id] = mark
@@ -369,7 +375,8 @@ class MlflowSource:
             run_id, metric, max_results=n, page_token=token)
 
     def _take_point(self, batch: Batch, tenant: str, key: JobKey, metric: str,
-                    at: tuple[int, int], value: Any, ended: str | None) -> None:
+                    at: tuple[int, int], value: Any, ended: str | None,
+                    job_id: str | None = None) -> None:
         """One history point (``at``: its step and MLflow timestamp, ms), checked."""
         step, ts = at
         where = f"{key.source}@{show(metric)}:{step}"
@@ -377,7 +384,7 @@ class MlflowSource:
             v = float(value)
             if abs(v) >= FLOAT_MAX:  # how MLflow stores an infinite value
                 v = math.copysign(math.inf, v)
-            rec = EvalRecord(key.name, step, v, time=ts / 1000)
+            rec = EvalRecord(key.name, step, v, time=ts / 1000, job_id=job_id)
             check_record(rec, where)
         except (TypeError, ValueError):
             batch.refuse(Refused("value", f"{where}: value {show(repr(value), 40)} is not "
@@ -454,13 +461,18 @@ class _RunView(NamedTuple):
     status: str
     latest: tuple[int, int] | None  # the metric's latest (step, timestamp)
     tagged: bool  # carries evalstop.stopped = true
+    job_id: str | None  # the run's tag evalstop.job_id, when it is a scheduler job id
 
     @classmethod
     def of(cls, run: Any, metric: str) -> _RunView:
         m = next((m for m in run.data._metric_objs if m.key == metric), None)
+        tags = run.data.tags or {}
+        job_id = tags.get(JOB_ID_TAG)
+        if job_id is not None and jobid.check(job_id) is not None:
+            job_id = None  # not an id: its stop renders no {job_id}, which actions refuse
         return cls(str(run.info.run_id), str(run.info.experiment_id), str(run.info.status),
                    None if m is None else (int(m.step), int(m.timestamp)),
-                   (run.data.tags or {}).get(TAG_PREFIX + "stopped") == "true")
+                   tags.get(TAG_PREFIX + "stopped") == "true", job_id)
 
 
 def _rotate(names: list[str], last: str | None) -> list[str]:
