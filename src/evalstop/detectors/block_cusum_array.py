@@ -41,6 +41,7 @@ import math
 import numpy as np
 
 from evalstop import jit
+from evalstop.detectors import collapse_test, dead_test
 from evalstop.detectors.block_cusum import BlockCusum
 from evalstop.detectors.cusum_drop_array import _min_drops, answerable, plan_rows
 from evalstop.detectors.noise import (
@@ -99,26 +100,44 @@ def stop_index(det, obs: np.ndarray):
     thr = thresholds(det, m)
     short = raw if first == m else np.ascontiguousarray(raw[:, :first])
     plan_rows(det, short, done, stop_at, kept, thr[: first + 1], (det.rel, det.gmin, det.hn))
-    if first < m and late:
-        done &= ~(done & (stop_at < 0))  # the objects run these rows from the start
-    elif first < m:
+    if first < m:
         left = done & (stop_at < 0)
         # the work the twin saves: the objects would run these rows, every eval
         twin = jit.twin("evalstop.detectors.block_cusum_jit", int(left.sum()), m)
         if twin is None:
             done &= ~left  # the objects run these rows from the start
+        elif left.any() and late:
+            _rule_rows(twin, det, raw, np.flatnonzero(left), thr, stop_at, kept)
         elif left.any():
             _long_rows(twin, det, raw, np.flatnonzero(left), thr, stop_at, kept)
     return stop_at, kept, done
 
 
-def _long_rows(twin, det, raw, rows, thr, stop_at, kept) -> None:
+def _noise(twin, det):
+    """(where the noise comes from, stated sigma, eval_n) as the twin takes them."""
     if det.sigma is not None:
-        noise, sigma, eval_n = twin.STATED, det.sigma, 0
-    elif det.eval_n is not None:
-        noise, sigma, eval_n = twin.BINOMIAL, 0.0, det.eval_n
-    else:
-        noise, sigma, eval_n = twin.OWN, 0.0, 0
+        return twin.STATED, det.sigma, 0
+    if det.eval_n is not None:
+        return twin.BINOMIAL, 0.0, det.eval_n
+    return twin.OWN, 0.0, 0
+
+
+def _rule_rows(twin, det, raw, rows, thr, stop_at, kept) -> None:
+    noise, sigma, eval_n = _noise(twin, det)
+    nc = np.array([MAX_VALUES, MIN_DIFFS, CLIP, CLIPPED_MEAN_ABS, MEAN_ABS, MAD_N01])
+    cc = np.array([collapse_test.REF, collapse_test.MIN_PAST, collapse_test.CLIP_PAST,
+                   collapse_test.PAST_SD, collapse_test.GAIN_Z, dead_test.FLOOR_SHARE,
+                   dead_test.PEAK_SHARE, dead_test.MIN_PINNED], dtype=np.float64)
+    twin.rule_rows(np.ascontiguousarray(raw), rows, float(det._sign), thr, det.k, det.clip,
+                   det.smooth, det.min_evals, det.trim,
+                   0 if det.smooth_min is None else det.smooth_min, det.blocks, det.wblocks,
+                   det.rel, det.gmin, det.hn, det.lags, det.wander, det.last, det.fast,
+                   det.frel, det.dead, det.idle, noise, sigma, eval_n,
+                   _min_drops(det, raw.shape[1]), nc, cc, stop_at, kept)
+
+
+def _long_rows(twin, det, raw, rows, thr, stop_at, kept) -> None:
+    noise, sigma, eval_n = _noise(twin, det)
     w0 = det.smooth if det.smooth_min is None else det.smooth_min
     twin.long_rows(np.ascontiguousarray(raw), rows, float(det._sign), thr, det.k, det.clip,
                    det.smooth, det.min_evals, det.trim, w0, det.blocks, det.wblocks, det.rel,
