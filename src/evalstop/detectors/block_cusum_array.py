@@ -96,7 +96,8 @@ def stop_index(det, obs: np.ndarray):
     if m == 0 or not done.any():
         return stop_at, kept, done
     late = late_paths(det)
-    first = min(m, det.hn if late else 2 * det.blocks - 1)  # evals the plan covers
+    # evals the plan covers: up to the first merge, and up to hn evals with the late paths
+    first = min(m, 2 * det.blocks - 1, det.hn if late else m)
     thr = thresholds(det, m)
     short = raw if first == m else np.ascontiguousarray(raw[:, :first])
     plan_rows(det, short, done, stop_at, kept, thr[: first + 1], (det.rel, det.gmin, det.hn))
