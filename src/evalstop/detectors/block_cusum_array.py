@@ -25,6 +25,12 @@ are all in the first with the default ``blocks=16``):
   the compiled twin ``block_cusum_jit``. Without numba (or ``EVALSTOP_JIT=0``) those rows
   are left to the objects (``done`` False): exact, and as slow as the objects on them
   (3-10 CPU-microseconds per eval; the compiled plan of 1x Philly, about 0.02).
+* **With a path after ``hn`` evals on** (issue 46: the collapse test, the dead-run path,
+  ``idle``, ``wander``, ``last``; the default turns on the first two), the first phase ends
+  at ``hn`` evals if that comes before the merge (up to ``hn`` evals those paths change
+  nothing), and the rows not stopped by then run the whole rule in the twin from their
+  first eval (``block_cusum_jit.rule_rows``), the collapse test's pair history and the
+  dead-run test's floor included; without numba they are left to the objects.
 
 Left to the objects too, as ``cusum_drop_array`` does: rows with a non-finite score (or,
 with ``eval_n``, a score outside [0, 1], which the object rejects); a fleet noise (it pools
@@ -70,9 +76,9 @@ def covers(det) -> bool:
 
 def late_paths(det) -> bool:
     """Whether an option of the paths after ``hn`` evals (issue 46: the wander gate, the
-    dip knob, the collapse and dead-run tests) is on. Up to ``hn`` evals they change
-    nothing, so the plan still covers the first ``hn`` evals; the rows not stopped by then
-    are left to the objects (the compiled twin repeats issue 21's rule only)."""
+    dip knob, the collapse and dead-run tests, ``idle``) is on. Up to ``hn`` evals they
+    change nothing, so the plan still covers the first ``hn`` evals (up to the first
+    merge); the twin's ``rule_rows`` runs the rows not stopped by then."""
     return any(getattr(det, key) for key in BlockCusum.LATE)
 
 

@@ -9,6 +9,14 @@ from the row alone: the first ``2 * blocks`` evals merged pairwise into ``blocks
 2 evals, the start level (the first level window's, over the evals themselves), and the
 best level found again over the merged means, as ``_refind`` does.
 
+With a path after ``hn`` evals on (issue 46), ``rule_rows`` runs the whole rule instead,
+from each row's first eval: the blocks of one eval and the growing level window before the
+first merge, the collapse test at every eval after ``hn`` (``collapse_test``: the median of
+the reference evals, the run's mean |D| clipped as ``PairHistory`` adds it), the dead-run
+and ``idle`` tests at each judged block (``dead_test``), and the ``wander`` and ``last``
+gates after the CUSUM's. It gives the stop and kept evals only, as every plan does: a stop
+reason is the object's to write.
+
 Each float is the object's, as in ``cusum_drop_jit``: windows sorted and summed left to
 right from 0.0, ``statistics.median``'s middle or mean of the two middles, the noise
 estimate's sums in the order of the values, Python's ``min``/``max``, no fastmath. The
@@ -59,6 +67,15 @@ def _own_block_sigma(means, nm, lags, min_diffs, clip_n, clipped_mean_abs, mean_
 
 
 @njit(cache=True)
+def _merge(means, nm):
+    """``BlockCusum._merge`` of ``means[:nm]``: neighbours averaged pairwise (the blocks
+    double); the new count."""
+    for i in range(0, nm - 1, 2):
+        means[i // 2] = (means[i] + means[i + 1]) / 2.0
+    return nm // 2
+
+
+@njit(cache=True)
 def _refind(means, nm, width, smooth, trim, buf):
     """``BlockCusum._refind`` over ``means[:nm]``: (have, level, since)."""
     have, level, since = False, 0.0, 0
@@ -68,6 +85,38 @@ def _refind(means, nm, width, smooth, trim, buf):
         if not have or lv > level:
             have, level, since = True, lv, nm - end
     return have, level, since
+
+
+@njit(cache=True)
+def _cusum(means, s0, nm, level, s, k, clip):
+    """``BlockCusum._judge``'s W over ``means[s0:nm]`` with the noise s, and where its
+    current excursion above 0 began: (W, run_from)."""
+    w, run_from = 0.0, s0
+    for i in range(s0, nm):
+        v = means[i]
+        if s > 0.0:
+            z = (level - v) / s
+            z = min(z, clip)
+        elif v < level:  # noise-free scores: any block below the level is a full drop
+            z = clip
+        elif v == level:
+            z = 0.0
+        else:
+            z = -np.inf
+        if w == 0.0:
+            run_from = i
+        t_ = w + z - k
+        w = max(0.0, t_)
+    return w, run_from
+
+
+@njit(cache=True)
+def _mean(means, lo, nm):
+    """``sum(means[lo:nm]) / (nm - lo)``, summed left to right."""
+    acc = 0.0
+    for i in range(lo, nm):
+        acc += means[i]
+    return acc / (nm - lo)
 
 
 @njit(cache=True)
@@ -114,28 +163,10 @@ def _judge(means, nm, b, n, have, level, since, start, thr, k, clip, min_evals, 
         s = floor
     if s < 0.0:
         return False
-    w, run_from = 0.0, s0
-    for i in range(s0, nm):
-        v = means[i]
-        if s > 0.0:
-            z = (level - v) / s
-            z = min(z, clip)
-        elif v < level:  # noise-free scores: any block below the level is a full drop
-            z = clip
-        elif v == level:
-            z = 0.0
-        else:
-            z = -np.inf
-        if w == 0.0:
-            run_from = i
-        t_ = w + z - k
-        w = max(0.0, t_)
+    w, run_from = _cusum(means, s0, nm, level, s, k, clip)
     if w < thr[n]:
         return False
-    acc = 0.0
-    for i in range(run_from, nm):
-        acc += means[i]
-    now = acc / (nm - run_from)
+    now = _mean(means, run_from, nm)
     gain = level - start
     gain = max(gain, 0.0)
     if rel > 0.0 and level - now < rel * gain:
@@ -180,11 +211,8 @@ def long_rows(raw, rows, sign, thr, k, clip, smooth, min_evals, trim, w0, blocks
                 means[nm] = open_sum / open_n
                 nm += 1
                 open_sum, open_n = 0.0, 0
-                if nm >= top:  # merge neighbours pairwise: the blocks double
-                    for i in range(0, nm - 1, 2):
-                        means[i // 2] = (means[i] + means[i + 1]) / 2.0
-                    nm //= 2
-                    b *= 2
+                if nm >= top:
+                    nm, b = _merge(means, nm), 2 * b
                     have, level, since = _refind(means, nm, wblocks, smooth, trim, buf)
                 else:
                     since += 1
@@ -276,18 +304,16 @@ def _at_floor(means, lo, nm, start, gain, sigma, w0, scale, cc):
     """``dead_test.at_floor`` of ``means[lo:nm]``."""
     if nm == lo or gain <= 0.0:
         return False
-    low, high, acc = means[lo], means[lo], 0.0
+    low, high = means[lo], means[lo]
     for i in range(lo, nm):
-        v = means[i]
-        low = v if v < low else low
-        high = v if v > high else high
-        acc += v
+        low = means[i] if means[i] < low else low
+        high = means[i] if means[i] > high else high
     if nm - lo >= int(cc[7]) and low == high and high <= start:
         return True
     if gain < scale:
         return False
     floor = start + cc[5] * gain + sigma / math.sqrt(w0)
-    return acc / (nm - lo) <= floor and high <= start + cc[6] * gain
+    return _mean(means, lo, nm) <= floor and high <= start + cc[6] * gain
 
 
 @njit(cache=True)
@@ -350,11 +376,8 @@ def rule_rows(raw, rows, sign, thr, k, clip, smooth, min_evals, trim, smooth_min
             nm += 1
             open_sum, open_n = 0.0, 0
             merged = nm >= top
-            if merged:  # merge neighbours pairwise: the blocks double
-                for i in range(0, nm - 1, 2):
-                    means[i // 2] = (means[i] + means[i + 1]) / 2.0
-                nm //= 2
-                b *= 2
+            if merged:
+                nm, b = _merge(means, nm), 2 * b
             want = wblocks
             if b == 1:
                 want = smooth if smooth_min <= 0 else min(smooth, max(smooth_min,
@@ -401,28 +424,10 @@ def rule_rows(raw, rows, sign, thr, k, clip, smooth, min_evals, trim, smooth_min
             s = _block_sigma(means, nm, b, one, lags, nc, d, srt, dv)
             if s < 0.0:
                 continue
-            w, run_from = 0.0, s0
-            for i in range(s0, nm):
-                v = means[i]
-                if s > 0.0:
-                    z = (level - v) / s
-                    z = min(z, clip)
-                elif v < level:  # noise-free scores: any block below the level is a full drop
-                    z = clip
-                elif v == level:
-                    z = 0.0
-                else:
-                    z = -np.inf
-                if w == 0.0:
-                    run_from = i
-                t_ = w + z - k
-                w = max(0.0, t_)
+            w, run_from = _cusum(means, s0, nm, level, s, k, clip)
             if w < thr[n]:
                 continue
-            acc = 0.0
-            for i in range(run_from, nm):
-                acc += means[i]
-            fall = level - acc / (nm - run_from)
+            fall = level - _mean(means, run_from, nm)
             gain = level - start
             gain = max(gain, 0.0)
             if rel > 0.0 and fall < rel * gain:
