@@ -110,7 +110,8 @@ def stop_index(det, obs: np.ndarray):
     if first < m:
         left = done & (stop_at < 0)
         # the work the twin saves: the objects would run these rows, every eval
-        twin = jit.twin("evalstop.detectors.block_cusum_jit", int(left.sum()), m)
+        use = "evalstop.detectors.block_cusum_jit" + (":late" if late else "")
+        twin = jit.twin(use, int(left.sum()), m)
         if twin is None:
             done &= ~left  # the objects run these rows from the start
         elif left.any() and late:
