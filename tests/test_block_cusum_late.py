@@ -10,6 +10,7 @@ from conftest import run_detector
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from planned_stops import KINDS, scores
+from test_block_cusum_plan import jit_env
 
 from evalstop.detectors import DEFAULT_SPEC, RULE21_DEFAULT_SPEC, BlockCusum, make_detector
 from evalstop.detectors.block_cusum_array import stop_index
@@ -148,16 +149,23 @@ def test_the_wander_gate_needs_a_fall_beyond_the_levels_wander():
 
 
 @pytest.mark.skipif(not SUM_IN_ORDER, reason="the arrays decline on 3.12+")
+@pytest.mark.parametrize("twin", [True, False], ids=["twin", "numpy"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_the_plan_covers_hn_evals_and_leaves_the_rest_to_the_objects(kind):
+def test_the_plan_covers_hn_evals_and_the_twin_the_rest(kind, twin):
+    """Without the twin the rows not stopped in hn evals are left to the objects; with it
+    every row is planned, the stops after hn evals included (``test_block_cusum_late_plan``
+    compares them on many more rows)."""
     det = make_detector(DEFAULT_SPEC)
     rng = np.random.default_rng(29)
     obs = scores(rng, kind, 24, 60)
-    stop_at, kept, done = stop_index(det, obs)
+    with jit_env(twin):
+        stop_at, kept, done = stop_index(det, obs)
+    assert done.all() or not twin
     for j in range(obs.shape[0]):
         stop, d = decide(make_detector(DEFAULT_SPEC), obs[j].tolist())
         if done[j]:
-            assert stop is not None and stop_at[j] == stop - 1 and stop_at[j] < det.hn
-            assert kept[j] == d.best_step - 1
+            assert stop_at[j] == (-1 if stop is None else stop - 1)
+            assert kept[j] == (-1 if stop is None else d.best_step - 1)
+            assert twin or stop_at[j] < det.hn
         else:
             assert stop is None or stop > det.hn

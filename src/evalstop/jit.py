@@ -68,6 +68,10 @@ COSTS = {
     # leaves, 6-8 us per eval (whole processes, 2k-5k Philly jobs at 50-100 evals; it is
     # asked with those rows): it pays from about 1,600 such jobs of 100 evals.
     "evalstop.detectors.block_cusum_jit": Cost(load_s=0.1, eval_s=5e-6),
+    # With the default's collapse and dead-run paths (issue 46) the objects cost about
+    # 22 us per eval and the twin's whole rule under 1 (plan_speed_failshapes: 2,000 jobs
+    # of 100 evals, in one process): counted at 10 us, well under half of the saving.
+    "evalstop.detectors.block_cusum_jit:late": Cost(load_s=0.1, eval_s=1e-5),
 }
 # A twin not measured yet is taken to save what the default rule's plan saves per job.
 UNMEASURED = Cost(load_s=0.1, job_s=20 * COSTS["evalstop.detectors.cusum_drop_jit"].eval_s)

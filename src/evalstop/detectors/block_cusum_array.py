@@ -25,6 +25,12 @@ are all in the first with the default ``blocks=16``):
   the compiled twin ``block_cusum_jit``. Without numba (or ``EVALSTOP_JIT=0``) those rows
   are left to the objects (``done`` False): exact, and as slow as the objects on them
   (3-10 CPU-microseconds per eval; the compiled plan of 1x Philly, about 0.02).
+* **With a path after ``hn`` evals on** (issue 46: the collapse test, the dead-run path,
+  ``idle``, ``wander``, ``last``; the default turns on the first two), the first phase ends
+  at ``hn`` evals if that comes before the merge (up to ``hn`` evals those paths change
+  nothing), and the rows not stopped by then run the whole rule in the twin from their
+  first eval (``block_cusum_jit.rule_rows``), the collapse test's pair history and the
+  dead-run test's floor included; without numba they are left to the objects.
 
 Left to the objects too, as ``cusum_drop_array`` does: rows with a non-finite score (or,
 with ``eval_n``, a score outside [0, 1], which the object rejects); a fleet noise (it pools
@@ -41,6 +47,7 @@ import math
 import numpy as np
 
 from evalstop import jit
+from evalstop.detectors import collapse_test, dead_test
 from evalstop.detectors.block_cusum import BlockCusum
 from evalstop.detectors.cusum_drop_array import _min_drops, answerable, plan_rows
 from evalstop.detectors.noise import (
@@ -69,9 +76,9 @@ def covers(det) -> bool:
 
 def late_paths(det) -> bool:
     """Whether an option of the paths after ``hn`` evals (issue 46: the wander gate, the
-    dip knob, the collapse and dead-run tests) is on. Up to ``hn`` evals they change
-    nothing, so the plan still covers the first ``hn`` evals; the rows not stopped by then
-    are left to the objects (the compiled twin repeats issue 21's rule only)."""
+    dip knob, the collapse and dead-run tests, ``idle``) is on. Up to ``hn`` evals they
+    change nothing, so the plan still covers the first ``hn`` evals (up to the first
+    merge); the twin's ``rule_rows`` runs the rows not stopped by then."""
     return any(getattr(det, key) for key in BlockCusum.LATE)
 
 
@@ -95,30 +102,50 @@ def stop_index(det, obs: np.ndarray):
     if m == 0 or not done.any():
         return stop_at, kept, done
     late = late_paths(det)
-    first = min(m, det.hn if late else 2 * det.blocks - 1)  # evals the plan covers
+    # evals the plan covers: up to the first merge, and up to hn evals with the late paths
+    first = min(m, 2 * det.blocks - 1, det.hn if late else m)
     thr = thresholds(det, m)
     short = raw if first == m else np.ascontiguousarray(raw[:, :first])
     plan_rows(det, short, done, stop_at, kept, thr[: first + 1], (det.rel, det.gmin, det.hn))
-    if first < m and late:
-        done &= ~(done & (stop_at < 0))  # the objects run these rows from the start
-    elif first < m:
+    if first < m:
         left = done & (stop_at < 0)
         # the work the twin saves: the objects would run these rows, every eval
-        twin = jit.twin("evalstop.detectors.block_cusum_jit", int(left.sum()), m)
+        use = "evalstop.detectors.block_cusum_jit" + (":late" if late else "")
+        twin = jit.twin(use, int(left.sum()), m)
         if twin is None:
             done &= ~left  # the objects run these rows from the start
+        elif left.any() and late:
+            _rule_rows(twin, det, raw, np.flatnonzero(left), thr, stop_at, kept)
         elif left.any():
             _long_rows(twin, det, raw, np.flatnonzero(left), thr, stop_at, kept)
     return stop_at, kept, done
 
 
-def _long_rows(twin, det, raw, rows, thr, stop_at, kept) -> None:
+def _noise(twin, det):
+    """(where the noise comes from, stated sigma, eval_n) as the twin takes them."""
     if det.sigma is not None:
-        noise, sigma, eval_n = twin.STATED, det.sigma, 0
-    elif det.eval_n is not None:
-        noise, sigma, eval_n = twin.BINOMIAL, 0.0, det.eval_n
-    else:
-        noise, sigma, eval_n = twin.OWN, 0.0, 0
+        return twin.STATED, det.sigma, 0
+    if det.eval_n is not None:
+        return twin.BINOMIAL, 0.0, det.eval_n
+    return twin.OWN, 0.0, 0
+
+
+def _rule_rows(twin, det, raw, rows, thr, stop_at, kept) -> None:
+    noise, sigma, eval_n = _noise(twin, det)
+    nc = np.array([MAX_VALUES, MIN_DIFFS, CLIP, CLIPPED_MEAN_ABS, MEAN_ABS, MAD_N01])
+    cc = np.array([collapse_test.REF, collapse_test.MIN_PAST, collapse_test.CLIP_PAST,
+                   collapse_test.PAST_SD, collapse_test.GAIN_Z, dead_test.FLOOR_SHARE,
+                   dead_test.PEAK_SHARE, dead_test.MIN_PINNED], dtype=np.float64)
+    twin.rule_rows(np.ascontiguousarray(raw), rows, float(det._sign), thr, det.k, det.clip,
+                   det.smooth, det.min_evals, det.trim,
+                   0 if det.smooth_min is None else det.smooth_min, det.blocks, det.wblocks,
+                   det.rel, det.gmin, det.hn, det.lags, det.wander, det.last, det.fast,
+                   det.frel, det.dead, det.idle, noise, sigma, eval_n,
+                   _min_drops(det, raw.shape[1]), nc, cc, stop_at, kept)
+
+
+def _long_rows(twin, det, raw, rows, thr, stop_at, kept) -> None:
+    noise, sigma, eval_n = _noise(twin, det)
     w0 = det.smooth if det.smooth_min is None else det.smooth_min
     twin.long_rows(np.ascontiguousarray(raw), rows, float(det._sign), thr, det.k, det.clip,
                    det.smooth, det.min_evals, det.trim, w0, det.blocks, det.wblocks, det.rel,
