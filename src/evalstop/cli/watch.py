@@ -11,9 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
-import threading
 
 from evalstop.detectors import DEFAULT_SPEC
 from evalstop.integrations.watch.budget import (
@@ -474,8 +472,6 @@ def run(args) -> int:
         if server is not None:
             server.close()
         raise ValueError(f"cannot open --db {args.db!r}: {exc}") from None
-    stop = threading.Event()
-    old = {}
     controller = None
     try:
         rules = ({"policy": policy} if policy is not None else
@@ -501,16 +497,15 @@ def run(args) -> int:
             controller.run_until_idle()
             return 0
         # Finish the poll in progress, commit, and exit on SIGINT/SIGTERM.
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            old[sig] = signal.signal(sig, lambda signum, frame: stop.set())
-        controller.run_forever(args.interval, stop.wait)
+        from evalstop.stop_signal import StopSignal
+
+        with StopSignal() as stop:
+            controller.run_forever(args.interval, stop.wait)
         sys.stderr.write("evalstop watch: stopped\n")
         return 0
     except sqlite3.Error as exc:
         raise ValueError(f"state database {args.db!r}: {exc}") from None
     finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
         if server is not None:
             server.close()
         if controller is not None:
