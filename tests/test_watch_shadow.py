@@ -471,11 +471,29 @@ def test_status_report_and_corpus_export(live_and_offline, lab, tmp_path):
     assert len(again.stderr.strip().splitlines()) == 1
 
 
+def _in_chromium(path, script: str) -> tuple[list[str], dict]:
+    """Open ``path`` in headless Chromium at 1366 px: its console and page errors, and
+    what ``script`` (a JS function) returns."""
+    from headless_browser import chromium_or_skip
+    from playwright.sync_api import sync_playwright
+
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_or_skip(), args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1366, "height": 800})
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(path.as_uri(), wait_until="load")
+            return errors, page.evaluate(script)
+        finally:
+            browser.close()
+
+
 def test_report_in_a_real_browser(live_and_offline, tmp_path):
     from headless_browser import chromium_or_skip
 
     chromium_or_skip()
-    from playwright.sync_api import sync_playwright
 
     from evalstop.integrations.watch.shadow_report import write_report
 
@@ -485,21 +503,11 @@ def test_report_in_a_real_browser(live_and_offline, tmp_path):
         html = write_report(store, str(tmp_path / "r"))
     finally:
         store.close()
-    errors: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_or_skip(), args=["--no-sandbox"])
-        try:
-            page = browser.new_page(viewport={"width": 1366, "height": 800})
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(html.as_uri(), wait_until="load")
-            info = page.evaluate("""() => ({
-                images: [...document.images].map(i => [i.naturalWidth, i.complete]),
-                rows: document.querySelectorAll('tbody tr').length,
-                scrollWidth: document.documentElement.scrollWidth,
-                scripts: document.scripts.length})""")
-        finally:
-            browser.close()
+    errors, info = _in_chromium(html, """() => ({
+        images: [...document.images].map(i => [i.naturalWidth, i.complete]),
+        rows: document.querySelectorAll('tbody tr').length,
+        scrollWidth: document.documentElement.scrollWidth,
+        scripts: document.scripts.length})""")
     assert errors == []
     assert len(info["images"]) == 2 and all(w > 600 and ok for w, ok in info["images"])
     assert info["rows"] == 7 and info["scripts"] == 0
@@ -522,7 +530,6 @@ def test_page_with_the_score_in_a_real_browser(live_and_offline, tmp_path):
     from headless_browser import chromium_or_skip
 
     chromium_or_skip()
-    from playwright.sync_api import sync_playwright
 
     from evalstop.integrations.watch.status import page_html
 
@@ -530,21 +537,11 @@ def test_page_with_the_score_in_a_real_browser(live_and_offline, tmp_path):
     page_file = tmp_path / "page.html"
     page_file.write_text(page_html(str(db), per_page=5,
                                    tenant_rules={"alpha": ("default", True)}))
-    errors: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_or_skip(), args=["--no-sandbox"])
-        try:
-            page = browser.new_page(viewport={"width": 1366, "height": 800})
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(page_file.as_uri(), wait_until="load")
-            info = page.evaluate("""() => ({
-                rules: document.querySelectorAll('tr.shadow-rule').length,
-                own: [...document.querySelectorAll('tr.shadow-rule[data-own="1"] td')]
-                    .slice(0, 3).map(td => td.textContent),
-                jobs: document.querySelectorAll('tr.job').length})""")
-        finally:
-            browser.close()
+    errors, info = _in_chromium(page_file, """() => ({
+        rules: document.querySelectorAll('tr.shadow-rule').length,
+        own: [...document.querySelectorAll('tr.shadow-rule[data-own="1"] td')]
+            .slice(0, 3).map(td => td.textContent),
+        jobs: document.querySelectorAll('tr.job').length})""")
     assert errors == []
     assert info["rules"] == 7 and info["jobs"] == 5
     assert info["own"][:2] == ["alpha", "default its rule (dry run)"]
