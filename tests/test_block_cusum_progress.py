@@ -163,3 +163,23 @@ def test_plan_matches_the_objects():
             if d[-1].stop:
                 assert p.end_eval[i] == len(d) - 1
                 assert p.kept_eval[i] == d[-1].best_step - 1
+
+
+@pytest.mark.parametrize("rule", ["default:plong=10", "default:plong=40"])
+def test_simulator_planned_stops_match_the_event_path(rule):
+    """The simulator feeds each eval its grid point: the planned stops (arrays where the
+    grid keeps a job under plong, the objects where it makes it long) are the event
+    path's, stop for stop."""
+    from evalstop.schedulers import SCHEDULERS, build
+    from evalstop.sim.engine import simulate
+    from evalstop.workload import synthetic_workload
+
+    w = synthetic_workload(np.random.default_rng(0), n_jobs=300, n_gpus=64)
+    fast = simulate(w, 64, build(SCHEDULERS[0], rule))
+    slow = simulate(w, 64, build(SCHEDULERS[0], rule), plan_stops=False)
+    for f in ("start_s", "finish_s", "stopped", "stop_eval", "kept_eval", "end_progress"):
+        assert np.array_equal(getattr(fast, f), getattr(slow, f), equal_nan=True), f
+    assert fast.stopped.any()
+    plain = simulate(w, 64, build(SCHEDULERS[0], "default"))
+    if w.n_evals < int(rule.split("=")[1]):  # the grid keeps every job short: as without
+        assert np.array_equal(fast.stop_eval, plain.stop_eval)
