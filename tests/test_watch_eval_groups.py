@@ -308,3 +308,35 @@ def test_the_bounded_estimate_is_fleet_noises_estimator(seed):
         fleet.add(d)
     assert pooled_sigma(diffs, 30) == fleet.sigma()
     assert pooled_sigma(diffs[:29], 30) is None
+
+
+def test_a_restart_mid_job_leaves_the_bounded_estimate_as_one_run_would(tmp_path):
+    # a's 10 jobs half written, the controller restarted, the other halves written: the
+    # jobs held and their differences are those of one uninterrupted run.
+    jobs = flood_jobs(10)
+    halves = [{j: v[:10] for j, v in jobs.items()}, {j: v[10:] for j, v in jobs.items()}]
+
+    def lines(path, part, first_step):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as fh:
+            for job, values in part.items():
+                for step, v in enumerate(values, first_step):
+                    fh.write(json.dumps({"job": job, "step": step, "eval": v}) + "\n")
+
+    def state(root, restart: bool) -> dict:
+        log = root / "logs" / "a" / "a.jsonl"
+        lines(log, halves[0], 1)
+        if restart:
+            first = controller(root, SHARED)
+            first.run_until_idle()
+            first.close()
+        lines(log, halves[1], 11)
+        ctl = controller(root, SHARED)
+        ctl.run_until_idle()
+        ctl.close()
+        # The jobs' differences in order (their ids digest the log's path, which differs).
+        return [v for _job, v in ctl.fleets["math500"].tenants["a"].state_dict()["jobs"]]
+
+    once = state(tmp_path / "once", restart=False)
+    assert len(once) == MAX_JOBS and all(len(v) == EVALS - 2 for v in once)
+    assert state(tmp_path / "twice", restart=True) == once
