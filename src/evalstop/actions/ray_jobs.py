@@ -64,7 +64,7 @@ def _token() -> tuple[str, str] | None:
     token, where = os.environ.get("RAY_AUTH_TOKEN", "").strip(), "$RAY_AUTH_TOKEN"
     if not token:
         named = os.environ.get("RAY_AUTH_TOKEN_PATH", "")
-        where = f"$RAY_AUTH_TOKEN_PATH ({named[:200]})" if named else "~/.ray/auth_token"
+        where = f"$RAY_AUTH_TOKEN_PATH ({named[:200]!r})" if named else "~/.ray/auth_token"
         path = Path(named) if named else Path.home() / ".ray" / "auth_token"
         try:
             with open(path, encoding="utf-8") as fh:
