@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from evalstop.detectors import DEFAULT_SPEC, make_detector
+from evalstop.detectors import DEFAULT_SPEC, block_cusum, make_detector
 from evalstop.detectors.block_cusum import BlockCusum
 from evalstop.detectors.block_cusum_array import stop_index as plan
 from evalstop.sim.stops import stop_index as planned
@@ -108,9 +108,10 @@ def test_without_progress_it_is_the_plain_rule(extra):
 
 def test_progress_changes_decisions_only_on_long_runs():
     """Run lengths under plong: the same decisions with progress as without; over it the
-    gate takes stops away (never adds one) within the first hn evals."""
+    gate takes stops away within the first hn evals, and adds one only after hn evals, for
+    a run that has fallen far below its start before gaining."""
     rng = np.random.default_rng(7)
-    differ = 0
+    differ = added = 0
     for values in random_runs(rng, 300):
         n = len(values)
         today = feed(DEFAULT_SPEC + STATED, values)
@@ -119,9 +120,50 @@ def test_progress_changes_decisions_only_on_long_runs():
         long = feed(f"{DEFAULT_SPEC},plong={n}{STATED}", values, lambda j: (j + 1) / n)
         if stop_eval(long) != stop_eval(today):
             differ += 1
-            assert stop_eval(today) is not None
-            assert stop_eval(long) is None or stop_eval(long) > stop_eval(today)
-    assert differ > 0
+            if stop_eval(long) is not None and (stop_eval(today) is None
+                                                or stop_eval(long) < stop_eval(today)):
+                added += 1  # a stop the plain rule has not made (yet)
+                assert "below where it started" in long[-1].reason
+                assert stop_eval(long) > 20
+            else:
+                assert stop_eval(today) is not None
+                assert stop_eval(long) is None or stop_eval(long) > stop_eval(today)
+    assert differ > added > 0
+
+
+def below_start_run(kind: str, n: int = 400) -> list[float]:
+    """Long runs (sigma 0.01 noise, seeded) that have not gained by eval 30 and then
+    fall: ``"hacked"`` 30 sigmas for good; ``"dip"`` 7 sigmas for 12 evals, then a rise
+    of 37 sigmas to the end (a still-rising run)."""
+    rng = np.random.default_rng(1)
+    j = np.arange(n)
+    if kind == "hacked":
+        level = np.where(j < 30, 0.5, 0.2)
+    else:
+        level = np.where(j < 30, 0.5, np.where(j < 42, 0.43, 0.43 + 0.37 * (j - 42) / (n - 43)))
+    return (level + rng.normal(0.0, 0.01, n)).tolist()
+
+
+def test_long_run_hacked_before_it_gained_is_stopped_far_below_its_start():
+    n = 400
+    values = below_start_run("hacked")
+    gated = feed(GATED + STATED, values, lambda j: (j + 1) / n)
+    assert stop_eval(gated) is not None and 30 < stop_eval(gated) <= 40
+    assert "below where it started, before it gained 5 sigmas" in gated[-1].reason
+    # without plong (or without progress) the gain gate never lets it stop
+    assert stop_eval(feed(DEFAULT_SPEC + STATED, values, lambda j: (j + 1) / n)) is None
+    assert stop_eval(feed(GATED + STATED, values)) is None
+
+
+def test_a_dip_below_the_start_within_the_bar_runs_on(monkeypatch):
+    n = 400
+    values = below_start_run("dip")
+    for extra in (STATED, ""):
+        assert stop_eval(feed(GATED + extra, values, lambda j: (j + 1) / n)) is None
+    # the bar is what spares it: at gmin sigmas below the start (not twice) it stops
+    monkeypatch.setattr(block_cusum, "BELOW_START", 1.0)
+    low = feed(GATED + STATED, values, lambda j: (j + 1) / n)
+    assert stop_eval(low) is not None and "below where it started" in low[-1].reason
 
 
 def test_spec_and_bad_values():

@@ -12,6 +12,7 @@ import json
 import os
 import types
 
+import numpy as np
 import pytest
 
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
@@ -22,6 +23,7 @@ tune = pytest.importorskip("ray.tune")
 
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
 
+from evalstop.detectors import DEFAULT_SPEC
 from evalstop.integrations.ray_tune import (
     EvalStopScheduler,
     EvalStopStopper,
@@ -195,6 +197,71 @@ def _feed_loss(sched, losses):
     trial = types.SimpleNamespace(trial_id="t")
     return [sched.on_trial_result(None, trial, {"training_iteration": i + 2, "loss": v})
             for i, v in enumerate(losses)]
+
+
+def test_max_t_passes_progress():
+    # stopat:p=0.5 reads progress only: with max_t=10 it stops at iteration 5; without
+    # max_t it could never run, and says so when built.
+    sched = EvalStopScheduler(metric="score", mode="max", detector="stopat:p=0.5", max_t=10)
+    assert _feed(sched, "t", UP).index(TrialScheduler.STOP) + 1 == 5
+    stopper = EvalStopStopper("score", detector="stopat:p=0.5", max_t=10)
+    assert [stopper("t", {"training_iteration": i, "score": s})
+            for i, s in enumerate(UP, 1)].index(True) + 1 == 5
+    for make in (lambda: EvalStopScheduler(detector="stopat:p=0.5"),
+                 lambda: EvalStopStopper("score", detector="stopat:p=0.5")):
+        with pytest.raises(ValueError, match="needs the job's progress .*: pass max_t"):
+            make()
+    # Any time_attr, in its own units; past max_t the trial is at its end, not beyond.
+    timed = EvalStopStopper("score", detector="stopat:p=0.5", time_attr="time_total_s",
+                            max_t=2.0)
+    assert [timed("t", {"time_total_s": t, "score": 0.5}) for t in (0.4, 0.9, 1.0)] \
+        == [False, False, True]
+    trials = timed._trials
+    assert [trials.progress(t) for t in (0, -1.0, 0.5, 2.0, 7.5)] == [None, None, 0.25, 1.0, 1.0]
+
+
+def _wandering_rise(n):
+    # A long run that rises slowly under an AR(1) level wander (phi 0.95): the default
+    # rule takes its early wobble for a fall (seed chosen so that it does).
+    rng = np.random.default_rng(3)
+    level, wander = 0.3 + 0.4 * (1 - np.exp(-np.arange(n) / 80)), 0.0
+    out = []
+    for x in level:
+        wander = 0.95 * wander + rng.normal(0, 0.01)
+        out.append(x + wander)
+    return list(np.array(out) + rng.normal(0, 0.02, n))
+
+
+def test_max_t_feeds_plong():
+    # plong=50 spares a run that progress says will be long, and only then: without
+    # max_t, or with a max_t that makes the run short, the stop at iteration 5 stands.
+    spec = f"{DEFAULT_SPEC},plong=50"
+    curve = _wandering_rise(200)[:30]
+    first_stop = {}
+    for max_t in (None, 20, 200):
+        sched = EvalStopScheduler(metric="score", mode="max", detector=spec, max_t=max_t)
+        out = _feed(sched, "t", curve)
+        first_stop[max_t] = out.index("STOP") + 1 if "STOP" in out else None
+    assert first_stop == {None: 5, 20: 5, 200: None}
+
+
+def test_max_t_survives_from_experiment(tmp_path):
+    storage = types.SimpleNamespace(experiment_driver_staging_path=str(tmp_path))
+    sched = EvalStopScheduler(metric="score", mode="max", detector="stopat:p=0.5", max_t=8)
+    trial = types.SimpleNamespace(trial_id="t", storage=storage)
+    sched.on_trial_add(None, trial)
+    _feed(sched, "t", UP[:2])
+    again = EvalStopScheduler.from_experiment(str(tmp_path))
+    assert again._trials.max_t == 8.0
+    assert _feed(again, "t", UP[2:4], first=3) == ["CONTINUE", "STOP"]
+
+
+@pytest.mark.parametrize("max_t", [0, -5, float("nan"), float("inf"), "100", True])
+def test_bad_max_t(max_t):
+    for make in (lambda: EvalStopScheduler(max_t=max_t),
+                 lambda: EvalStopStopper("score", max_t=max_t)):
+        with pytest.raises(ValueError, match="max_t must be a positive number"):
+            make()
 
 
 @pytest.mark.parametrize(

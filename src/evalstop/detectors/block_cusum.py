@@ -50,7 +50,10 @@ set the level also wanders slowly, which eval-to-eval noise does not show.
   ``progress`` (the share of the run done, 0-1) says the run will be long (evals so far /
   progress >= L), the gain gate ``gmin`` holds from the first eval, not only after ``hn``:
   the first evals of a long run whose level wanders look like a short hacked run's fall,
-  and without knowing the length nothing tells them apart. Without progress (None, or
+  and without knowing the length nothing tells them apart. After ``hn`` evals such a long
+  run that has not gained may still be stopped when its level has fallen ``BELOW_START``
+  x ``gmin`` noise sigmas below its start: a run hacked before it gained has no gain to
+  judge its fall on, but falls far below where it began. Without progress (None, or
   outside (0, 1]) it changes nothing: the rule is the plain one, stop for stop.
 
 With ``rel=0``, up to ``hn`` evals (or up to ``2 * blocks`` evals with ``gmin=0`` and
@@ -314,14 +317,25 @@ class BlockCusum(NoiseAware):
         fall = level - now
         if self.rel > 0.0 and fall < self.rel * gain:
             return None
+        below_start = False
         if (self._n_evals > self.hn or self._long) and gain < self.gmin * sigma:
-            return None  # a long run that has not gained yet: no scale to judge a fall on
+            # A run that has not gained yet has no scale to judge a fall on, unless
+            # (plong, a long run, after hn evals) it has fallen far below where it
+            # started: a still-rising run's wander dips a few sigmas below its best, a run
+            # hacked before it gained can fall tens of sigmas below its start.
+            below_start = (self._long and self._late()
+                           and self._start - now >= BELOW_START * self.gmin * sigma)
+            if not below_start:
+                return None
         if self.wander > 0.0 and self._late() and fall < self.wander * self._wander_sd():
             return None  # within what the level's own wander reaches
         span = len(recent) * self._b
         if self.last > 0.0 and self._late() and span < self._must_last(fall, gain):
             return None  # not yet long enough to tell from a dip that recovers
         share = f"{fall / gain:.0%} of its gain" if gain > 0.0 else "it never gained"
+        if below_start:
+            share = (f"{_in_sigmas(self._start - now, sigma, self._b)} below where it "
+                     f"started, before it gained {self.gmin:g} sigmas")
         noise = _in_sigmas(fall, sigma, self._b)
         first = self._n_evals - span + 1
         return (f"{self._floor_note(recent)}the level is {self._sign * fall:.4g} below its best "
@@ -443,6 +457,13 @@ def _expected_evals(n: int, progress: float | None) -> float:
 
 # Past this many sigmas a count says nothing more (a sigma of ~0 reads as 3.5e14 sigmas).
 FAR_SIGMAS = 1000.0
+
+
+# plong: how far below its start (in gmin's noise sigmas) a long run that has not gained
+# must fall to be stopped after hn evals. Chosen on tuning material
+# (benchmarks/tune_progress.py): the lowest of {1, 1.5, 2, 3} that keeps the harm on
+# still-rising runs and dips at plong's without it.
+BELOW_START = 2.0
 
 
 def _in_sigmas(fall: float, sigma: float, b: int) -> str:

@@ -33,9 +33,9 @@ are all in the first with the default ``blocks=16``):
   dead-run test's floor included; without numba they are left to the objects.
 
 With ``plong`` (the progress-aware start) the plan is the same as without wherever the
-eval grid keeps the job's expected eval count under ``plong`` for its first ``hn`` evals
-(from then on the gain gate holds anyway); a grid that makes the job long in its first
-``hn`` evals, or no grid, leaves the job to the objects.
+eval grid keeps the job's expected eval count under ``plong`` at every eval; a grid that
+makes the job long at any eval (the gain gate from the first eval, and a fall below the
+start in its place), or no grid, leaves the job to the objects.
 
 Left to the objects too, as ``cusum_drop_array`` does: rows with a non-finite score (or,
 with ``eval_n``, a score outside [0, 1], which the object rejects); a fleet noise (it pools
@@ -95,13 +95,14 @@ def thresholds(det, m: int) -> np.ndarray:
 
 
 def early_gate(det, progress) -> bool:
-    """Whether ``plong`` puts the gain gate on within the first ``hn`` evals of a job on
-    the eval grid ``progress`` (None: unknown, so it might)."""
+    """Whether ``plong`` makes a job on the eval grid ``progress`` long at any eval (None:
+    unknown, so it might): the plan repeats neither the early gain gate nor the fall below
+    the start that stands in for it."""
     if det.plong is None:
         return False
     if progress is None:
         return True
-    grid = [float(p) for p in progress][: det.hn]
+    grid = [float(p) for p in progress]
     return any(_expected_evals(j + 1, p) >= det.plong for j, p in enumerate(grid))
 
 

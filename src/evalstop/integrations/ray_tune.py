@@ -4,7 +4,7 @@
 ``ResourceChangingScheduler`` does: every hook is forwarded to the base, so the base keeps
 ordering and deciding as before; on each result the trial's own detector (one per trial,
 an unchanged ``evalstop.detectors`` object) is fed ``(result[time_attr], result[metric])``
-and, when it fires, the overlay answers ``STOP`` whatever the base said. Tune then frees
+(and, with ``max_t``, the progress ``result[time_attr] / max_t``) and, when it fires, the overlay answers ``STOP`` whatever the base said. Tune then frees
 the trial's resources and the base scheduler picks the next trial for them.
 
 ``EvalStopStopper`` gives the same decisions to users who keep their scheduler as it is
@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import numbers
 import os
 import tempfile
 import time
@@ -55,8 +56,16 @@ class TrialDetectors:
     def __init__(
         self, spec: str, metric: str | None, mode: str | None, time_attr: str,
         fleet: Any = None, strict: bool = True, who: str = "EvalStopScheduler",
+        max_t: float | None = None,
     ) -> None:
-        make_detector(spec, fleet=fleet)  # a bad spec fails here, before any trial runs
+        probe = make_detector(spec, fleet=fleet)  # a bad spec fails here, before any trial runs
+        self.max_t = _check_max_t(max_t)
+        if self.max_t is None:
+            try:  # a rule that reads progress only (stopat) would fail at the first result
+                probe._check_inputs(0.0, 0.0, None)
+            except ValueError as exc:
+                raise ValueError(f"{who}: {exc}: pass max_t (a trial's planned length in "
+                                 f"{time_attr} units)") from None
         self.fleet = fleet  # one FleetNoise shared by every trial's detector, or None
         if mode is not None and mode not in ("max", "min"):
             raise ValueError(f"mode must be 'max' or 'min', got {mode!r}")
@@ -112,7 +121,7 @@ class TrialDetectors:
             logger.warning("EvalStop: trial %s: %s=%s does not increase (last %s), skipped",
                            trial_id, self.time_attr, step, last)
             return None
-        decision = det.update(step, score)
+        decision = det.update(step, score, progress=self.progress(raw_step))
         if decision.stop and trial_id not in self.stop_reasons:
             self.stop_reasons[trial_id] = decision.reason
             # A warning, so that it reaches Tune's console without any logging setup.
@@ -120,6 +129,18 @@ class TrialDetectors:
                         trial_id, self.time_attr, step, decision.reason, self.time_attr,
                         decision.best_step)
         return decision
+
+    def progress(self, raw_step: Any) -> float | None:
+        """The share of the trial done, ``t / max_t`` clipped to 1; None without ``max_t``
+        (or at ``t <= 0``, where no share of the run is done yet)."""
+        if self.max_t is None:
+            return None
+        t = float(raw_step)
+        if not math.isfinite(t) or t <= 0:
+            return None
+        # A trial may run past max_t (a base scheduler other than ASHA, a longer stop
+        # condition): it is then at the end of its planned length, not beyond.
+        return min(t / self.max_t, 1.0)
 
     def result_fields(self, trial_id: str) -> dict[str, Any] | None:
         """What a stopped trial's last result carries (``evalstop_*`` keys), or None."""
@@ -148,6 +169,7 @@ class TrialDetectors:
             "metric": self.metric,
             "mode": self.mode,
             "time_attr": self.time_attr,
+            "max_t": self.max_t,
             "detectors": {tid: det.state_dict() for tid, det in self.detectors.items()},
             "stop_reasons": dict(self.stop_reasons),
             **({} if self.fleet is None else {"fleet": self.fleet.state_dict()}),
@@ -195,6 +217,10 @@ class EvalStopScheduler(TrialScheduler):
         strict: raise (default) when the metric looks like a loss under ``mode="max"``,
             or when the first result has no ``metric``; False turns both checks off
             (results without the metric are then skipped).
+        max_t: a trial's planned length in ``time_attr`` units (as ASHA's ``max_t``);
+            each result then carries the progress ``t / max_t`` (clipped to 1) to the
+            detector, which rules that read progress (``block-cusum``'s ``plong``,
+            ``stopat``) use. None (default): no progress, nothing changes.
     """
 
     def __init__(
@@ -206,13 +232,14 @@ class EvalStopScheduler(TrialScheduler):
         time_attr: str = "training_iteration",
         fleet: Any = None,
         strict: bool = True,
+        max_t: float | None = None,
     ) -> None:
         super().__init__()
         if base_scheduler is not None and not isinstance(base_scheduler, TrialScheduler):
             raise ValueError(f"base_scheduler must be a Tune TrialScheduler, got {base_scheduler!r}")
         self._base = base_scheduler if base_scheduler is not None else FIFOScheduler()
         self._trials = TrialDetectors(detector, metric, mode, time_attr, fleet, strict,
-                                      "EvalStopScheduler")
+                                      "EvalStopScheduler", max_t)
         self._metric = metric
         self._mode = mode
         self._state_dir: str | None = None  # the experiment's driver staging directory
@@ -228,7 +255,8 @@ class EvalStopScheduler(TrialScheduler):
         try:
             state = json.loads(text)
             sched = cls(metric=state["metric"], mode=state["mode"], detector=state["spec"],
-                        time_attr=state["time_attr"], strict=False)
+                        time_attr=state["time_attr"], strict=False,
+                        max_t=state.get("max_t"))
             sched._trials.load_state_dict(state)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"{path}/{STATE_FILE}: not an EvalStopScheduler state ({exc})") \
@@ -378,7 +406,8 @@ class EvalStopScheduler(TrialScheduler):
 
 
 class EvalStopStopper(_tune.Stopper):
-    """``tune.Stopper`` with EvalStop's decision, for users who keep their scheduler."""
+    """``tune.Stopper`` with EvalStop's decision, for users who keep their scheduler.
+    Its arguments mean what ``EvalStopScheduler``'s do (``max_t``: progress ``t / max_t``)."""
 
     def __init__(
         self,
@@ -388,12 +417,13 @@ class EvalStopStopper(_tune.Stopper):
         time_attr: str = "training_iteration",
         fleet: Any = None,
         strict: bool = True,
+        max_t: float | None = None,
     ) -> None:
         if not isinstance(metric, str) or not metric:
             raise ValueError(f"metric must be a result key, got {metric!r}")
         make_detector(detector, mode=mode)  # ValueError on a bad spec or mode
         self._trials = TrialDetectors(detector, metric, mode, time_attr, fleet, strict,
-                                      "EvalStopStopper")
+                                      "EvalStopStopper", max_t)
 
     def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
         decision = self._trials.feed(trial_id, result)
@@ -407,6 +437,16 @@ class EvalStopStopper(_tune.Stopper):
 
     def best_checkpoint(self, result: Any):
         return self._trials.best_checkpoint(result)
+
+
+def _check_max_t(max_t: Any) -> float | None:
+    if max_t is None:
+        return None
+    if isinstance(max_t, bool) or not isinstance(max_t, numbers.Real) \
+            or not math.isfinite(max_t) or max_t <= 0:
+        raise ValueError(f"max_t must be a positive number of time_attr units (a trial's "
+                         f"planned length), got {max_t!r}")
+    return float(max_t)
 
 
 def _read_experiment_file(path: str, name: str) -> str:
