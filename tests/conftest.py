@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -129,3 +130,61 @@ def slurm_cluster():
             yield c
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+# Under pytest-xdist (`-n 2 --dist loadgroup`, the default in pyproject.toml) each test goes
+# to whichever worker is free, unless it carries an `xdist_group` mark: a group runs whole
+# on one worker. Grouped here, by file:
+# - "ray": a file with "ray" in its name or calling ray.init. Each starts a Ray of its own
+#   (a two-node cluster, local ones, one in a subprocess); two at once on a 2-core machine
+#   starve each other past their start-up deadlines.
+# - "slurm": the testbed's files and every file using the session's `slurm_cluster`: per
+#   worker, a session fixture is a second cluster start (daemons, a MariaDB) for nothing.
+# - the file itself: a file whose tests share a module- or class-scoped fixture (a server,
+#   a built wheel, a simulated run): split over two workers, both would build it.
+# A new test file that starts a service on fixed ports or shares a fixed resource with
+# other files joins a group through _SERVICE_GROUPS; `-n 0` runs everything serially.
+_RAY_FILE = re.compile(r"(^|_)ray(_|$)")
+_SERVICE_GROUPS = (
+    ("ray", lambda path, source, fixtures: bool(_RAY_FILE.search(path.stem))
+     or "ray.init(" in source),
+    ("slurm", lambda path, source, fixtures: path.name.startswith("test_testbed")
+     or "slurm_cluster" in fixtures),
+)
+
+
+def _shares_a_module_fixture(item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    for name in item.fixturenames:
+        defs = info.name2fixturedefs.get(name)
+        if defs and defs[-1].scope in ("module", "class", "package"):
+            return True
+    return False
+
+
+def xdist_group_of(item, source: str) -> str | None:
+    """The worker group of ``item`` (None: any worker), ``source`` its file's text."""
+    path = Path(str(item.path))
+    fixtures = set(item.fixturenames)
+    for group, member in _SERVICE_GROUPS:
+        if member(path, source, fixtures):
+            return group
+    if _shares_a_module_fixture(item):
+        return path.name
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks
+def pytest_collection_modifyitems(config, items):
+    sources: dict[Path, str] = {}
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue  # a test's own grouping wins
+        path = Path(str(item.path))
+        if path not in sources:
+            sources[path] = path.read_text(errors="replace")
+        group = xdist_group_of(item, sources[path])
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
