@@ -132,6 +132,15 @@ def slurm_cluster():
         shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.fixture(scope="session")
+def wheel_venv(tmp_path_factory):
+    """This tree's wheel, installed in a venv (tests/wheel_venv.py), built once for the
+    session's tests of the installed package."""
+    import wheel_venv as wv
+
+    return wv.build(tmp_path_factory.mktemp("wheel"))
+
+
 # Under pytest-xdist (`-n 2 --dist loadgroup`, the default in pyproject.toml) each test goes
 # to whichever worker is free, unless it carries an `xdist_group` mark: a group runs whole
 # on one worker. Grouped here, by file:
