@@ -144,22 +144,25 @@ def wheel_venv(tmp_path_factory):
 # Under pytest-xdist (`-n 2 --dist loadgroup`, the default in pyproject.toml) each test goes
 # to whichever worker is free, unless it carries an `xdist_group` mark: a group runs whole
 # on one worker. Grouped here, by file:
-# - "ray": a file with "ray" in its name or calling ray.init. Each starts a Ray of its own
-#   (a two-node cluster, local ones, one in a subprocess); two at once on a 2-core machine
-#   starve each other past their start-up deadlines.
-# - "slurm": the testbed's files and every file using the session's `slurm_cluster`: per
-#   worker, a session fixture is a second cluster start (daemons, a MariaDB) for nothing.
+# - "services": the files that start Ray or the Slurm testbed, real daemons. Ray: a file
+#   with "ray" in its name or calling ray.init (each starts a Ray of its own). Slurm: the
+#   testbed's files and every user of the session fixtures `slurm_cluster` and
+#   `wheel_venv` (a session fixture is built once per worker that uses it). One worker runs
+#   them one after another: their start-ups have deadlines and the two-node Ray test counts
+#   the nodes that took tasks, and with the Slurm testbed's start beside it on two loaded
+#   cores, all its tasks once went to one node.
 # - the file itself: a file whose tests share a module- or class-scoped fixture (a server,
-#   a built wheel, a simulated run): split over two workers, both would build it.
-# A new test file that starts a service on fixed ports or shares a fixed resource with
-# other files joins a group through _SERVICE_GROUPS; `-n 0` runs everything serially.
+#   a simulated run, a browser's visit): split over two workers, both would build it.
+# A new test file that starts a service, or holds a fixed port or path that other files
+# use too, joins "services" in _starts_a_service; `-n 0` runs everything serially.
 _RAY_FILE = re.compile(r"(^|_)ray(_|$)")
-_SERVICE_GROUPS = (
-    ("ray", lambda path, source, fixtures: bool(_RAY_FILE.search(path.stem))
-     or "ray.init(" in source),
-    ("slurm", lambda path, source, fixtures: path.name.startswith("test_testbed")
-     or "slurm_cluster" in fixtures),
-)
+_SERVICE_FIXTURES = {"slurm_cluster", "wheel_venv"}
+
+
+def _starts_a_service(path: Path, source: str, fixtures: set[str]) -> bool:
+    return (bool(_RAY_FILE.search(path.stem)) or "ray.init(" in source
+            or path.name.startswith("test_testbed") or bool(fixtures & _SERVICE_FIXTURES))
+
 
 
 def _shares_a_module_fixture(item) -> bool:
@@ -177,9 +180,8 @@ def xdist_group_of(item, source: str) -> str | None:
     """The worker group of ``item`` (None: any worker), ``source`` its file's text."""
     path = Path(str(item.path))
     fixtures = set(item.fixturenames)
-    for group, member in _SERVICE_GROUPS:
-        if member(path, source, fixtures):
-            return group
+    if _starts_a_service(path, source, fixtures):
+        return "services"
     if _shares_a_module_fixture(item):
         return path.name
     return None
