@@ -7,7 +7,9 @@ from eval 9, read after a's. For each way of pooling the group's noise, the scri
 
 * ``pooled``: one ``FleetNoise`` over every job of the group (what ``evalstop watch`` did);
 * ``private``: each tenant its own estimate (an eval group not declared shared);
-* ``shared``: the median of the tenants' estimates within ``max_factor`` (1.5) of b's own.
+* ``shared``: the median of the tenants' estimates within ``max_factor`` (1.5) of b's own,
+  each tenant's estimate from its 8 most recently started jobs (the first 64 second
+  differences of each).
 
 The data are synthetic (numpy Generator, --seed); the default ``max_factor`` was set
 before this script existed, not tuned on its output. Runs in a few seconds.
@@ -55,17 +57,21 @@ def feed(values: list[float], fleet) -> bool:
 def scenario(pooling: str, flood: str | None, jobs) -> dict:
     if pooling == "pooled":
         one = FleetNoise()
-        fleet_a = fleet_b = one
+        fleet_a = fleet_b = lambda job: one  # noqa: E731
         read = one.sigma
     else:
         group = SharedNoise("g", max_factor=DEFAULT_MAX_FACTOR if pooling == "shared" else 1.0)
-        fleet_a, fleet_b = group.view("a"), group.view("b")
-        read = fleet_b.sigma
+        fleet_a = lambda job: group.view("a", job)  # noqa: E731 - each job its own view
+        fleet_b = lambda job: group.view("b", job)  # noqa: E731
+        read = group.view("b").sigma
     if flood is not None:
-        for _ in range(FLOOD):
-            feed(FLOODS[flood], fleet_a)
-    stops = [(declines, feed(values, fleet_b)) for declines, values in jobs]
+        for i in range(FLOOD):
+            feed(FLOODS[flood], fleet_a(f"f-{i}"))
+    stops = [(declines, feed(values, fleet_b(f"b-{j}")))
+             for j, (declines, values) in enumerate(jobs)]
+    n_a = None if pooling == "pooled" or flood is None else group.tenants["a"].count
     return {"pooling": pooling, "flood": flood or "none", "sigma_b": read(),
+            "a_differences": n_a,
             "healthy_stopped": sum(s for d, s in stops if not d),
             "declining_stopped": sum(s for d, s in stops if d)}
 
@@ -88,7 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         print(f"{r['pooling']:8} flood {r['flood']:6} sigma b reads {r['sigma_b']:.4g}  "
               f"healthy stopped {r['healthy_stopped']}/{HEALTHY}  "
-              f"declining stopped {r['declining_stopped']}/{DECLINING}")
+              f"declining stopped {r['declining_stopped']}/{DECLINING}"
+              + ("" if r["a_differences"] is None
+                 else f"  a's estimate from {r['a_differences']} differences"))
     if args.out:
         with atomic_write(args.out, encoding="utf-8") as fh:
             json.dump({"seed": args.seed, "flood_jobs": FLOOD, "max_factor": DEFAULT_MAX_FACTOR,

@@ -134,6 +134,17 @@ def test_stops_at_expected_step_and_keeps_best(hf, tmp_path):
     assert saved["attributes"]["evalstop_state"]["detector"]["best_step"] == 6
 
 
+def test_feeds_progress_from_max_steps(hf, tmp_path):
+    """Each eval carries progress = global_step / max_steps (what block-cusum's ``plong``
+    and ``stopat`` read): ``stopat:p=0.5`` over 16 steps stops at step 8."""
+    cb = hf.mod.EvalStopCallback("score", mode="max", detector="stopat:p=0.5",
+                                 save_best=False)
+    tr = hf.trainer(tmp_path, [cb])
+    tr.train()
+    assert (cb.stopped, cb.stop_step) == (True, 8)
+    assert cb.decision.reason == "reached progress 0.5"
+
+
 def test_unaligned_saves_and_save_total_limit_keep_best(hf, tmp_path):
     # Saves every 5 steps, evals every 2, keep 1: step 6 is saved only because it is a
     # new best, and rotation spares it because the callback marks it best_model_checkpoint.

@@ -1,9 +1,9 @@
 """The shipped stop actions (``evalstop action slurm|kubernetes|ray``), run by the
 controller against fake schedulers: ``squeue``/``sacct``/``scontrol``/``scancel`` and a
 stub ``kubectl`` on PATH that log their arguments and answer as the scheduler would, and
-a fake Ray dashboard (the Ray Jobs REST API) on loopback. No Kubernetes cluster here, and
-Ray's own job server needs ``ray[default]`` (not installed here): both are stubs. Slurm
-itself is exercised on the real testbed in ``test_testbed_actions.py``."""
+a fake Ray dashboard (the Ray Jobs REST API) on loopback. No Kubernetes cluster here: a
+stub. Slurm itself is exercised on the real testbed in ``test_testbed_actions.py``, Ray on
+a real head and dashboard in ``test_action_ray_jobs.py``."""
 
 from __future__ import annotations
 

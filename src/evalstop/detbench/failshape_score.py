@@ -15,6 +15,8 @@
   compute a stop frees), the savings a dip's harm is traded against.
 
 Noise modes as ``realshape_score`` (``own``: nothing stated; ``stated``: ``eval_n=N``).
+``progress=True`` gives the rule each eval's share of the run, (j + 1) / evals, as a
+platform that knows the run's length does (the simulator's eval grid); off, none.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ DEAD_REASON = "no gain left"
 EARLY = 20  # evals: harmful stops this early are the short-run rule's (``hn``), reported apart
 
 
-def run_cell(spec: str, cell: FailCell, mode: str):
+def run_cell(spec: str, cell: FailCell, mode: str, progress: bool = False):
     """(stopped, stop_idx, kept_idx, reasons) per run; the step of eval j is j + 1."""
     spec = cell_spec(spec, cell, mode)
     stopped = np.zeros(cell.runs, bool)
@@ -40,7 +42,7 @@ def run_cell(spec: str, cell: FailCell, mode: str):
     for i, row in enumerate(cell.eval.tolist()):
         det = make_detector(spec)
         for j, v in enumerate(row):
-            d = det.update_stop(j + 1, v)
+            d = det.update_stop(j + 1, v, progress=(j + 1) / cell.evals if progress else None)
             if d is not None:
                 stopped[i], stop_idx[i], kept_idx[i], reasons[i] = True, j, d.best_step - 1, \
                     d.reason
@@ -48,8 +50,8 @@ def run_cell(spec: str, cell: FailCell, mode: str):
     return stopped, stop_idx, kept_idx, reasons
 
 
-def cell_outcome(spec: str, cell: FailCell, mode: str) -> dict:
-    stopped, stop_idx, kept_idx, reasons = run_cell(spec, cell, mode)
+def cell_outcome(spec: str, cell: FailCell, mode: str, progress: bool = False) -> dict:
+    stopped, stop_idx, kept_idx, reasons = run_cell(spec, cell, mode, progress)
     th = tenant_harm(cell.eval, stopped, kept_idx, cell.hacking)
     return {"stopped": stopped, "stop_idx": stop_idx, "kept_idx": kept_idx,
             "dead_reason": np.array([DEAD_REASON in r for r in reasons]),
@@ -85,5 +87,6 @@ def pool(cells: list[FailCell], outcomes: list[dict]) -> dict:
     return out
 
 
-def score_fail(spec: str, cells: list[FailCell], mode: str = "stated") -> dict:
-    return pool(cells, [cell_outcome(spec, c, mode) for c in cells])
+def score_fail(spec: str, cells: list[FailCell], mode: str = "stated",
+               progress: bool = False) -> dict:
+    return pool(cells, [cell_outcome(spec, c, mode, progress) for c in cells])

@@ -20,9 +20,10 @@ from evalstop.detbench.realshape_score import run_cell
 from evalstop.metrics.tenant_harm import tenant_harm
 
 
-def cell_outcome(spec: str, cell: LongCell, mode: str) -> dict:
-    """Per-run arrays for one cell: stopped, stop index, loss, harmful, delay share."""
-    stopped, stop_idx, kept_idx = run_cell(spec, cell, mode)
+def cell_outcome(spec: str, cell: LongCell, mode: str, progress: bool = False) -> dict:
+    """Per-run arrays for one cell: stopped, stop index, loss, harmful, delay share;
+    ``progress``: the rule is told each eval's share of the run."""
+    stopped, stop_idx, kept_idx = run_cell(spec, cell, mode, progress)
     th = tenant_harm(cell.eval, stopped, kept_idx, cell.hacking)
     return {"stopped": stopped, "stop_idx": stop_idx, "loss": th.loss,
             "harmful": th.harmful, "delay": (stop_idx - cell.fall_idx) / cell.evals,
@@ -59,9 +60,10 @@ def pool(cells: list[LongCell], outcomes: list[dict]) -> dict:
     }
 
 
-def score_long(spec: str, cells: list[LongCell], mode: str = "stated") -> dict:
+def score_long(spec: str, cells: list[LongCell], mode: str = "stated",
+               progress: bool = False) -> dict:
     """Pooled figures over the cells, and the same split by eval frequency."""
-    outcomes = [cell_outcome(spec, c, mode) for c in cells]
+    outcomes = [cell_outcome(spec, c, mode, progress) for c in cells]
     out = pool(cells, outcomes)
     freqs = sorted({c.freq for c in cells})
     if len(freqs) > 1:

@@ -41,8 +41,11 @@ def cell_spec(spec: str, cell: Cell, mode: str) -> str:
     return f"{spec}{sep}{opt}"
 
 
-def run_cell(spec: str, cell: Cell, mode: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(stopped, stop_idx, kept_idx) per run; the step of eval j is j + 1."""
+def run_cell(spec: str, cell: Cell, mode: str,
+             progress: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(stopped, stop_idx, kept_idx) per run; the step of eval j is j + 1. ``progress``:
+    give the rule each eval's share of its run, (j + 1) / the run's length (ragged runs
+    are NaN-padded: the length is up to the last finite eval)."""
     spec = cell_spec(spec, cell, mode)
     fleet = FleetNoise(name=cell.group) if mode == "fleet" and reads_noise(spec) else None
     dets = [make_detector(spec, fleet=fleet) for _ in range(cell.runs)]
@@ -51,10 +54,12 @@ def run_cell(spec: str, cell: Cell, mode: str) -> tuple[np.ndarray, np.ndarray, 
     stop_idx = np.full(cell.runs, -1)
     kept_idx = np.full(cell.runs, cell.evals - 1)
     live = list(range(cell.runs))
+    lengths = _lengths(cell.eval)
     for j, row in enumerate(evals):
         still = []
         for i in live:
-            d = dets[i].update_stop(j + 1, row[i])
+            p = (j + 1) / lengths[i] if progress and j < lengths[i] else None
+            d = dets[i].update_stop(j + 1, row[i], progress=p)
             if d is None:
                 still.append(i)
             else:
@@ -63,7 +68,14 @@ def run_cell(spec: str, cell: Cell, mode: str) -> tuple[np.ndarray, np.ndarray, 
     return stopped, stop_idx, kept_idx
 
 
-def score(spec: str, cells: list[Cell], mode: str = "own") -> dict:
+def _lengths(ev: np.ndarray) -> list[int]:
+    """Each run's length: up to its last finite eval (at least 1)."""
+    fin = np.isfinite(ev)
+    last = ev.shape[1] - np.argmax(fin[:, ::-1], axis=1)
+    return np.where(fin.any(axis=1), last, ev.shape[1]).tolist()
+
+
+def score(spec: str, cells: list[Cell], mode: str = "own", progress: bool = False) -> dict:
     """Pooled figures over the cells (runs of different eval counts pool by counts)."""
     tp = fp = pos = neg = 0
     delays: list[int] = []
@@ -73,7 +85,7 @@ def score(spec: str, cells: list[Cell], mode: str = "own") -> dict:
     reg_pos: list[float] = []
     within3 = drops = flat_stops = flats = 0
     for cell in cells:
-        stopped, stop_idx, kept_idx = run_cell(spec, cell, mode)
+        stopped, stop_idx, kept_idx = run_cell(spec, cell, mode, progress)
         hack = cell.hacking
         pos += int(hack.sum())
         neg += int((~hack).sum())

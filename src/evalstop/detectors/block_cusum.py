@@ -46,6 +46,12 @@ set the level also wanders slowly, which eval-to-eval noise does not show.
   measured on the block means (``_wander_sd``); ``last``, a fall must have lasted
   ``last * (1 - depth)`` of the run so far (the dip knob; depth: the fall's share of the
   gain). Up to ``hn`` evals none of them acts.
+* **``plong=L``, a progress-aware start** (issue 46; off unless set): when the eval's
+  ``progress`` (the share of the run done, 0-1) says the run will be long (evals so far /
+  progress >= L), the gain gate ``gmin`` holds from the first eval, not only after ``hn``:
+  the first evals of a long run whose level wanders look like a short hacked run's fall,
+  and without knowing the length nothing tells them apart. Without progress (None, or
+  outside (0, 1]) it changes nothing: the rule is the plain one, stop for stop.
 
 With ``rel=0``, up to ``hn`` evals (or up to ``2 * blocks`` evals with ``gmin=0`` and
 ``hg=0``), the rule is ``cusum-drop`` with the same options, stop for stop (with a fleet:
@@ -82,7 +88,7 @@ class BlockCusum(NoiseAware):
         "blocks": (int, 16), "wblocks": (int, 4), "rel": (float, 0.05), "hg": (float, 0.0),
         "hn": (int, 20), "lags": (int, 4), "gmin": (float, 5.0), "wander": (float, 0.0),
         "last": (float, 0.0), "fast": (float, 0.0), "frel": (float, 0.35),
-        "dead": (float, 0.0), "idle": (int, 0), **NOISE_PARAMS,
+        "dead": (float, 0.0), "idle": (int, 0), "plong": (int, None), **NOISE_PARAMS,
     }
     # the options of the paths after hn evals (issue 46): off, the rule is issue 21's
     LATE = ("wander", "last", "fast", "dead", "idle")
@@ -93,8 +99,8 @@ class BlockCusum(NoiseAware):
                  rel: float = 0.05, hg: float = 0.0, hn: int = 20, lags: int = 4,
                  gmin: float = 5.0, wander: float = 0.0, last: float = 0.0, fast: float = 0.0,
                  frel: float = 0.35, dead: float = 0.0, idle: int = 0,
-                 sigma: float | None = None, eval_n: int | None = None,
-                 fleet=None, mode: str = "max") -> None:
+                 plong: int | None = None, sigma: float | None = None,
+                 eval_n: int | None = None, fleet=None, mode: str = "max") -> None:
         super().__init__(mode=mode)
         self._init_noise(sigma, eval_n, fleet)
         check_cusum_args(h=h, k=k, clip=clip, smooth=smooth, min_evals=min_evals, trim=trim,
@@ -107,6 +113,8 @@ class BlockCusum(NoiseAware):
                 raise ValueError(f"{key} must be in [0, 1) (a share), got {v}")
         if idle < 0:
             raise ValueError(f"idle must be >= 0 (evals; 0: off), got {idle}")
+        if plong is not None and plong < 0:
+            raise ValueError(f"plong must be >= 0 (evals; 0: off), got {plong}")
         if lags < 1 or lags & (lags - 1):
             raise ValueError(f"lags must be a power of 2 (1, 2, 4, ...), got {lags}")
         # after a merge the rule sees `blocks` blocks: a fixed window must fit in them
@@ -126,6 +134,9 @@ class BlockCusum(NoiseAware):
         self.wander, self.last, self.fast, self.frel = (float(wander), float(last), float(fast),
                                                         float(frel))
         self.dead, self.idle = float(dead), idle
+        # off (0 or unset) is None, so the spec of a rule without it stays as it was
+        self.plong = int(plong) if plong else None
+        self._long = False  # the gain gate holds from the first eval (plong; this eval)
         self._b = 1  # evals per block
         self._means: list[float] = []  # completed block means, at most 2 * blocks
         self._open_sum, self._open_n = 0.0, 0
@@ -234,6 +245,8 @@ class BlockCusum(NoiseAware):
 
     # ---- the rule ---------------------------------------------------------------------
     def _observe(self, step, value, loss, proxy, progress):
+        if self.plong is not None:
+            self._long = _expected_evals(self._n_evals, progress) >= self.plong
         tail = self._tail
         tail.append(value)
         del tail[:-self._keep]
@@ -301,7 +314,7 @@ class BlockCusum(NoiseAware):
         fall = level - now
         if self.rel > 0.0 and fall < self.rel * gain:
             return None
-        if self._n_evals > self.hn and gain < self.gmin * sigma:
+        if (self._n_evals > self.hn or self._long) and gain < self.gmin * sigma:
             return None  # a long run that has not gained yet: no scale to judge a fall on
         if self.wander > 0.0 and self._late() and fall < self.wander * self._wander_sd():
             return None  # within what the level's own wander reaches
@@ -385,11 +398,11 @@ class BlockCusum(NoiseAware):
                     f"({sign * start:.4g}), under {self.gmin:g} noise sigmas of a block")
         return None
 
-    def stop_index(self, obs):
+    def stop_index(self, obs, progress=None):
         """The rule over many fresh jobs at once, for the simulator's planned stops (see
         ``block_cusum_array``); None where only the objects answer."""
         from evalstop.detectors.block_cusum_array import stop_index
-        return stop_index(self, obs)
+        return stop_index(self, obs, progress)
 
     def _rule_state(self) -> dict[str, Any]:
         return {"b": self._b, "means": list(self._means), "open_sum": self._open_sum,
@@ -414,6 +427,18 @@ class BlockCusum(NoiseAware):
         total, count = state.get("pairs", (0.0, 0))
         self._pairs = PairHistory(float(total), int(count))
         self._load_noise_state(state)
+
+
+def _expected_evals(n: int, progress: float | None) -> float:
+    """The run's expected eval count from its evals so far and the share of it done; 0
+    (unknown) without a usable progress, so that the rule is then the plain one."""
+    try:
+        p = float(progress) if progress is not None else math.nan
+    except (TypeError, ValueError):
+        return 0.0
+    if not 0.0 < p <= 1.0:  # NaN fails both comparisons
+        return 0.0
+    return n / p
 
 
 # Past this many sigmas a count says nothing more (a sigma of ~0 reads as 3.5e14 sigmas).

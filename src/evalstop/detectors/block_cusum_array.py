@@ -32,6 +32,11 @@ are all in the first with the default ``blocks=16``):
   first eval (``block_cusum_jit.rule_rows``), the collapse test's pair history and the
   dead-run test's floor included; without numba they are left to the objects.
 
+With ``plong`` (the progress-aware start) the plan is the same as without wherever the
+eval grid keeps the job's expected eval count under ``plong`` for its first ``hn`` evals
+(from then on the gain gate holds anyway); a grid that makes the job long in its first
+``hn`` evals, or no grid, leaves the job to the objects.
+
 Left to the objects too, as ``cusum_drop_array`` does: rows with a non-finite score (or,
 with ``eval_n``, a score outside [0, 1], which the object rejects); a fleet noise (it pools
 jobs); an option this module does not know; a subclass that changes a part of the rule;
@@ -48,7 +53,7 @@ import numpy as np
 
 from evalstop import jit
 from evalstop.detectors import collapse_test, dead_test
-from evalstop.detectors.block_cusum import BlockCusum
+from evalstop.detectors.block_cusum import BlockCusum, _expected_evals
 from evalstop.detectors.cusum_drop_array import _min_drops, answerable, plan_rows
 from evalstop.detectors.noise import (
     CLIP,
@@ -89,10 +94,23 @@ def thresholds(det, m: int) -> np.ndarray:
                      for n in range(m + 1)])
 
 
-def stop_index(det, obs: np.ndarray):
+def early_gate(det, progress) -> bool:
+    """Whether ``plong`` puts the gain gate on within the first ``hn`` evals of a job on
+    the eval grid ``progress`` (None: unknown, so it might)."""
+    if det.plong is None:
+        return False
+    if progress is None:
+        return True
+    grid = [float(p) for p in progress][: det.hn]
+    return any(_expected_evals(j + 1, p) >= det.plong for j, p in enumerate(grid))
+
+
+def stop_index(det, obs: np.ndarray, progress=None):
     """``(stop_at, kept, done)`` for fresh detectors like ``det`` on the rows of ``obs``
-    (see ``KDecline.stop_index``), or None where only the objects can answer."""
-    if not covers(det):
+    (see ``KDecline.stop_index``), or None where only the objects can answer. ``progress``
+    is the eval grid (shared by every row): with ``plong``, a grid that makes the job long
+    leaves it to the objects (the plan does not repeat the early gain gate)."""
+    if not covers(det) or early_gate(det, progress):
         return None
     raw = np.asarray(obs, dtype=np.float64)
     n, m = raw.shape

@@ -43,8 +43,10 @@ class FleetNoise:
         self._n = 0
         self._sum = 0.0  # clipped absolute differences since the warm-up (and the warm-up's)
 
-    def add(self, d: float) -> None:
-        """One second difference of some job's evals (non-finite values are ignored)."""
+    def add(self, d: float, index: int | None = None) -> None:
+        """One second difference of some job's evals (non-finite values are ignored);
+        ``index``, its place in the job's differences, is not needed here (see
+        ``recent_jobs``)."""
         d = abs(float(d))
         if not math.isfinite(d):
             return
@@ -101,3 +103,25 @@ class FleetNoise:
     def __repr__(self) -> str:
         s = self.sigma()
         return f"<FleetNoise {self.name!r} n={self._n} sigma={'?' if s is None else f'{s:.4g}'}>"
+
+
+def pooled_sigma(diffs: list[float], min_count: int) -> float | None:
+    """What a ``FleetNoise(min_count=...)`` reads after ``diffs`` (absolute, finite second
+    differences) were added in this order, computed at once: the same sums in the same
+    order, so the same float."""
+    n = len(diffs)
+    if n < min_count or n < WARMUP:
+        return None
+    scale = median(diffs[:WARMUP]) / MAD_N01
+    if scale > 0.0:
+        cap = CLIP * scale
+        total = sum(min(x, cap) for x in diffs[:WARMUP])
+        for x in diffs[WARMUP:]:
+            total += min(x, cap)
+        norm = CLIPPED_MEAN_ABS
+    else:
+        total = sum(diffs[:WARMUP])
+        for x in diffs[WARMUP:]:
+            total += x
+        norm = MEAN_ABS
+    return total / n / norm / math.sqrt(6.0)

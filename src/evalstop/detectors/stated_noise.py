@@ -80,7 +80,9 @@ class NoiseAware(Detector):
         """Give the fleet this job's newest second difference (call after appending)."""
         self._fed += 1
         if self.fleet is not None and self._fed >= 3 and len(values) >= 3:
-            self.fleet.add(values[-3] - 2.0 * values[-2] + values[-1])
+            # Its place among this job's differences: a shared group takes a job's first
+            # few only (detectors.recent_jobs).
+            self.fleet.add(values[-3] - 2.0 * values[-2] + values[-1], self._fed - 3)
 
     def _noise(self, values: list[float], level: float | None) -> float | None:
         if self.sigma is not None:

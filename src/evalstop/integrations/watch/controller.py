@@ -41,8 +41,9 @@ metric, mode, detector, stated noise and eval group, action, checkpoint root, dr
 allow list; without one, the flags make one rule for everyone. A job keeps the detector
 it started with (its state records the spec), so editing a policy changes new jobs only.
 Each tenant's jobs of one eval group pool that tenant's own ``FleetNoise``; a group the
-policy declares shared reads the tenants' estimates weighed by tenant, within a bound
-(``detectors.shared_noise``); all persisted with the poll.
+policy declares shared reads the tenants' estimates weighed by tenant, within a bound,
+each from the tenant's 8 most recent jobs in the group (``detectors.shared_noise``); all
+persisted with the poll.
 
 Tenant identity (``identity``): without a policy, the first spelling of a tenant seen owns
 its identity (kept in the state database), and a source or job whose tenant is a twin of
@@ -56,6 +57,7 @@ already stopped are ignored.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import sys
 import time
@@ -204,7 +206,7 @@ class Controller:
         self._rule_specs: dict[str, str] = {}  # tenant -> its rule's full spec (restores)
         for row in store.jobs().values():
             key = JobKey(row.source, row.job)
-            det = self._restore_detector(row.tenant, row.detector)
+            det = self._restore_detector(row.tenant, row.detector, key)
             if getattr(det, "fleet", None) is not None:  # counted in its group's jobs
                 group = self.rule_of(row.tenant).eval_group
                 self._fleet_jobs.setdefault((group, row.tenant), set()).add(key)
@@ -239,20 +241,24 @@ class Controller:
                 name, max_factor=self.policy.group(name).max_factor)
         return group
 
-    def _fleet(self, rule: Rule) -> TenantNoise | None:
-        """What the rule's tenant's detectors read as their fleet noise (its view of its
+    def _fleet(self, rule: Rule, key: JobKey) -> TenantNoise | None:
+        """What job ``key``'s detector reads as its fleet noise (its tenant's view of its
         eval group), or None without a group."""
         if rule.eval_group is None:
             return None
-        return self._group(rule.eval_group).view(rule.tenant)
+        # The job by a fixed-size digest: a shared group keeps a few jobs' ids in its state.
+        job = hashlib.blake2b(f"{key.source}\0{key.name}".encode("utf-8", "surrogatepass"),
+                              digest_size=12).hexdigest()
+        return self._group(rule.eval_group).view(rule.tenant, job)
 
-    def _new_detector(self, tenant: str) -> Detector:
+    def _new_detector(self, tenant: str, key: JobKey) -> Detector:
         rule = self.rule_of(tenant)
         if rule is None:  # sources are only read for tenants of the policy
             raise ValueError(f"no rule for tenant {show(tenant)}")
-        return make_detector(rule.detector_spec(), mode=rule.mode, fleet=self._fleet(rule))
+        return make_detector(rule.detector_spec(), mode=rule.mode,
+                             fleet=self._fleet(rule, key))
 
-    def _restore_detector(self, tenant: str, state: dict[str, Any]) -> Detector:
+    def _restore_detector(self, tenant: str, state: dict[str, Any], key: JobKey) -> Detector:
         """A job's detector as saved: its own spec and mode, whatever the policy says now;
         it rejoins its tenant's eval group only if the rule is still the same."""
         spec, mode = state["spec"], state["mode"]
@@ -263,7 +269,7 @@ class Controller:
                 self._rule_specs[rule.tenant] = make_detector(rule.detector_spec(),
                                                               mode=mode).spec
             if self._rule_specs[rule.tenant] == spec:
-                fleet = self._fleet(rule)
+                fleet = self._fleet(rule, key)
         det = make_detector(spec, mode=mode, fleet=fleet)
         det.load_state_dict(state)
         return det
@@ -423,7 +429,7 @@ class Controller:
         else:
             self._tenant_jobs[tenant] += 1
             self._tenant_held[tenant] += need
-            job = self.jobs[key] = _Job(self._new_detector(tenant), tenant,
+            job = self.jobs[key] = _Job(self._new_detector(tenant, key), tenant,
                                         label=self.rule_of(tenant).detector_spec())
             return job
         res.refused["quota"] += len(items)

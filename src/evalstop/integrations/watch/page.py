@@ -142,9 +142,12 @@ def render_page(rows: list[dict[str, Any]], curves: dict[str, list[tuple[int, fl
                    "<th>tenant</th><th>sigma read</th><th>its own</th><th>jobs</th>"
                    "<th>evals pooled</th></tr>")
         for g in fleet:
+            jobs = _fmt(g.get("jobs"))
+            if g.get("held") is not None:  # a shared group: from the latest few jobs
+                jobs = f"its latest {_fmt(g['held'])} of {jobs}"
             out.append(f"<tr><td>{_fmt(g.get('group'))}</td><td>{_fmt(g.get('tenant'))}</td>"
                        f"<td>{_fmt(g.get('sigma'))}</td><td>{_fmt(g.get('own'))}</td>"
-                       f"<td>{_fmt(g.get('jobs'))}</td><td>{_fmt(g.get('n'))}</td></tr>")
+                       f"<td>{jobs}</td><td>{_fmt(g.get('n'))}</td></tr>")
         out.append("</table>")
     if extra:
         out.append(extra)

@@ -91,17 +91,20 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 def fleet_rows(store: StateStore) -> list[dict[str, Any]]:
     """Each eval group's noise per tenant: ``sigma`` as the tenant's jobs read it (None
     until its own estimate is ready), ``own`` the estimate from its own jobs, the
-    evals it pooled (``n``) and its jobs."""
-    from evalstop.detectors.fleet import FleetNoise
+    evals it pooled (``n``) and its jobs; in a shared group, ``held``: the jobs its
+    estimate comes from (its most recent)."""
+    from evalstop.detectors.recent_jobs import RecentJobsNoise
+    from evalstop.detectors.shared_noise import estimate_from_state
 
     rows = []
     for (group, tenant), (state, jobs, sigma) in store.fleet().items():
         try:
-            fleet = FleetNoise.from_state(state)
+            fleet = estimate_from_state(state)
         except ValueError:
             continue
         rows.append({"group": group, "tenant": tenant, "sigma": sigma, "own": fleet.sigma(),
-                     "n": fleet.count, "jobs": jobs})
+                     "n": fleet.count, "jobs": jobs,
+                     "held": fleet.jobs if isinstance(fleet, RecentJobsNoise) else None})
     return rows
 
 
@@ -113,8 +116,10 @@ def format_fleet(rows: list[dict[str, Any]]) -> str:
         sigma = "(warming up)" if r["sigma"] is None else f"sigma {r['sigma']:.4g}"
         if r["own"] is not None and r["sigma"] != r["own"]:
             sigma += f" (its own {r['own']:.4g})"
+        of = f"{r['jobs']} jobs" if r.get("held") is None else \
+            f"its latest {r['held']} of {r['jobs']} jobs"
         lines.append(f"  {_cell(r['group'])} [{_cell(r['tenant'])}]: {sigma} from "
-                     f"{r['n']} evals of {r['jobs']} jobs")
+                     f"{r['n']} evals of {of}")
     return "\n".join(lines) + "\n"
 
 

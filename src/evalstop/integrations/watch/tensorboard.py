@@ -8,6 +8,12 @@ bytes, files). Which scalar tag is the eval is an option. Scalars logged as
 ``simple_value`` (PyTorch's ``SummaryWriter``, Keras) and as one-element tensors (TF2
 ``tf.summary.scalar``) are both taken.
 
+The job id: a text summary tagged ``evalstop/job_id`` (``SummaryWriter.add_text`` writes
+it as ``evalstop/job_id/text_summary``, also taken) names the run's scheduler job
+(``evalstop.jobid``). Each eval carries the newest valid id read before it in the run's
+event files, as a JSONL record carries its own; one that is no job id (the same rules as
+a record's ``job_id``, at most 200 bytes) is refused, and the run keeps the id it had.
+
 Resuming: read positions are not saved, so after a restart each run is read again once,
 and steps at or below the job's last taken step (kept in the state database) are passed
 over silently, as are steps at or below the last one taken while running (events
@@ -29,6 +35,7 @@ import os
 import stat as st_mod
 from collections.abc import Callable
 
+from evalstop import jobid
 from evalstop.evallog import EvalRecord
 from evalstop.integrations._extras import require
 from evalstop.integrations.watch import walk
@@ -39,6 +46,10 @@ from evalstop.integrations.watch.tenants import JobKey, Tenancy
 from evalstop.integrations.watch.tfrecord import Corrupt, read_events
 
 LOSSES_KEPT = 4096  # recent loss values per run, matched to evals by step
+JOB_ID_TAG = "evalstop/job_id"
+# tf.summary.text writes the tag as given; PyTorch's add_text appends "/text_summary".
+JOB_ID_TAGS = (JOB_ID_TAG, JOB_ID_TAG + "/text_summary")
+JOB_ID_BYTES = 200  # evalstop.jobid's longest id; a longer string is not decoded
 
 
 def _tensor_util():
@@ -66,14 +77,38 @@ def scalar_of(value) -> float:
     return float(arr.reshape(-1)[0])
 
 
+def job_id_of(value) -> str:
+    """A ``evalstop/job_id`` text summary's job id, or ValueError saying why it is none."""
+    if value.WhichOneof("value") != "tensor":
+        raise ValueError("the job id is not a text summary")
+    proto = value.tensor
+    types = require("tensorboard.compat.proto.types_pb2", what="evalstop watch --tensorboard",
+                    extra="watch")
+    n = math.prod(d.size for d in proto.tensor_shape.dim)
+    if proto.dtype != types.DT_STRING or n != 1 or len(proto.string_val) != 1:
+        raise ValueError("the job id is not one text string")
+    raw = proto.string_val[0]
+    if len(raw) > JOB_ID_BYTES:
+        raise ValueError(f"the job id is over {JOB_ID_BYTES} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("the job id is not UTF-8") from None
+    problem = jobid.check(text)
+    if problem is not None:
+        raise ValueError(problem)
+    return text
+
+
 class _Run:
-    __slots__ = ("files", "losses", "pending", "taken")
+    __slots__ = ("files", "job_id", "losses", "pending", "taken")
 
     def __init__(self, taken: float) -> None:
         self.files: dict[str, tuple[int, int, tuple]] = {}  # name -> (ino, pos, seen)
         self.taken = taken  # last step handed on
         self.losses: dict[int, float] = {}
-        self.pending: list[tuple[int, float, str]] = []
+        self.pending: list[tuple[int, float, str, str | None]] = []
+        self.job_id: str | None = None  # the newest valid evalstop/job_id read
 
 
 class TensorBoardSource:
@@ -254,6 +289,15 @@ class TensorBoardSource:
         if not ev.HasField("summary"):
             return
         for v in ev.summary.value:
+            if v.tag in JOB_ID_TAGS:
+                try:
+                    run.job_id = job_id_of(v)
+                except ValueError as exc:
+                    where = f"{show(self._path(rel))}@{v.tag}:{ev.step}"
+                    batch.refuse(Refused("schema", f"{where}: {exc}; the run keeps its job "
+                                                   f"id ({run.job_id or 'none'})").refusal,
+                                 tenant)
+                continue
             if v.tag != tag and v.tag != self.loss_tag:
                 continue
             where = f"{show(self._path(rel))}@{show(v.tag)}:{ev.step}"
@@ -263,7 +307,7 @@ class TensorBoardSource:
                 batch.refuse(Refused("tensor", f"{where}: {exc}").refusal, tenant)
                 continue
             if v.tag == tag:
-                run.pending.append((int(ev.step), x, where))
+                run.pending.append((int(ev.step), x, where, run.job_id))
             else:
                 run.losses[int(ev.step)] = x
                 if len(run.losses) > LOSSES_KEPT:
@@ -273,10 +317,10 @@ class TensorBoardSource:
         """Hand on the evals read this poll, in step order, above the last step taken."""
         pending, run.pending = sorted(run.pending, key=lambda p: p[0]), []
         job, run_dir = self._job(rel), self._path(rel)
-        for step, value, where in pending:
+        for step, value, where, job_id in pending:
             if step <= run.taken:
                 continue
-            rec = EvalRecord(job, step, value, loss=run.losses.get(step))
+            rec = EvalRecord(job, step, value, loss=run.losses.get(step), job_id=job_id)
             try:
                 check_record(rec, where)
             except Refused as exc:
