@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -129,3 +130,72 @@ def slurm_cluster():
             yield c
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def wheel_venv(tmp_path_factory):
+    """This tree's wheel, installed in a venv (tests/wheel_venv.py), built once for the
+    session's tests of the installed package."""
+    import wheel_venv as wv
+
+    return wv.build(tmp_path_factory.mktemp("wheel"))
+
+
+# Under pytest-xdist (`-n 2 --dist loadgroup`, the default in pyproject.toml) each test goes
+# to whichever worker is free, unless it carries an `xdist_group` mark: a group runs whole
+# on one worker. Grouped here, by file:
+# - "services": the files that start Ray or the Slurm testbed, real daemons. Ray: a file
+#   with "ray" in its name or calling ray.init (each starts a Ray of its own). Slurm: the
+#   testbed's files and every user of the session fixtures `slurm_cluster` and
+#   `wheel_venv` (a session fixture is built once per worker that uses it). One worker runs
+#   them one after another: their start-ups have deadlines and the two-node Ray test counts
+#   the nodes that took tasks, and with the Slurm testbed's start beside it on two loaded
+#   cores, all its tasks once went to one node.
+# - the file itself: a file whose tests share a module- or class-scoped fixture (a server,
+#   a simulated run, a browser's visit): split over two workers, both would build it.
+# A new test file that starts a service, or holds a fixed port or path that other files
+# use too, joins "services" in _starts_a_service; `-n 0` runs everything serially.
+_RAY_FILE = re.compile(r"(^|_)ray(_|$)")
+_SERVICE_FIXTURES = {"slurm_cluster", "wheel_venv"}
+
+
+def _starts_a_service(path: Path, source: str, fixtures: set[str]) -> bool:
+    return (bool(_RAY_FILE.search(path.stem)) or "ray.init(" in source
+            or path.name.startswith("test_testbed") or bool(fixtures & _SERVICE_FIXTURES))
+
+
+
+def _shares_a_module_fixture(item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    for name in item.fixturenames:
+        defs = info.name2fixturedefs.get(name)
+        if defs and defs[-1].scope in ("module", "class", "package"):
+            return True
+    return False
+
+
+def xdist_group_of(item, source: str) -> str | None:
+    """The worker group of ``item`` (None: any worker), ``source`` its file's text."""
+    path = Path(str(item.path))
+    fixtures = set(item.fixturenames)
+    if _starts_a_service(path, source, fixtures):
+        return "services"
+    if _shares_a_module_fixture(item):
+        return path.name
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks
+def pytest_collection_modifyitems(config, items):
+    sources: dict[Path, str] = {}
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue  # a test's own grouping wins
+        path = Path(str(item.path))
+        if path not in sources:
+            sources[path] = path.read_text(errors="replace")
+        group = xdist_group_of(item, sources[path])
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))

@@ -1,6 +1,6 @@
 """docs/testbed.md as a newcomer follows it: a wheel built from this tree (not an editable
-install) in a fresh virtual environment, then every runnable block of the page in page
-order, each in the environment the blocks before it left (``export SLURM_CONF=...``), in
+install) in a fresh virtual environment (the session's: tests/wheel_venv.py), then every
+runnable block of the page in page order, each in the environment the blocks before it left (``export SLURM_CONF=...``), in
 an empty folder (nothing of the checkout on hand), the page's testbed folders moved
 under a temporary one. Checked: every block exits 0; every job the controller stopped
 is ``CANCELLED`` in sacct with EvalStop's note, none ``FAILED``; ``testbed down`` leaves
@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import zipfile
 from pathlib import Path
@@ -32,33 +31,6 @@ PAGE = ROOT / "docs" / "testbed.md"
 BLOCK_TIMEOUT_S = 420  # a guard against a hang: the page's replay takes about 90 s
 
 
-def _wheel(out: Path) -> Path:
-    """The wheel of this tree, built from a copy (the build leaves nothing in the tree)."""
-    tree = out / "tree"
-    shutil.copytree(ROOT / "src", tree / "src",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, tree / name)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "-q", "-w", str(out / "dist"), str(tree)], check=True, capture_output=True,
-                   timeout=300)
-    return next((out / "dist").glob("evalstop-*.whl"))
-
-
-def _venv(out: Path, wheel: Path) -> Path:
-    # --system-site-packages: the dependencies are there (no network); evalstop itself
-    # comes from the wheel, whose site-packages precede the system's.
-    venv = out / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
-                   check=True, capture_output=True, timeout=120)
-    # --force-reinstall: an editable evalstop in the system site-packages (the test
-    # command's own install) would otherwise satisfy pip, and the wheel never land.
-    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-deps", "--no-index",
-                    "--force-reinstall", str(wheel)], check=True, capture_output=True,
-                   timeout=300)
-    return venv
-
-
 def _env_after(script: str, env: dict, cwd: Path) -> tuple[subprocess.CompletedProcess, dict]:
     """Run one block; the environment it leaves (its exports) for the next one."""
     dump = cwd / ".env-after"
@@ -72,13 +44,12 @@ def _env_after(script: str, env: dict, cwd: Path) -> tuple[subprocess.CompletedP
 
 
 @pytest.fixture(scope="module")
-def walk():
+def walk(wheel_venv):
     base = Path(tempfile.mkdtemp(prefix="evalstop-docwalk-"))
     base.chmod(0o755)
     folders = [base / "tb", base / "tb64"]
     try:
-        wheel = _wheel(base)
-        venv = _venv(base, wheel)
+        venv = wheel_venv.venv
         work = base / "walk"
         work.mkdir()
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SLURM_CONF")}
@@ -94,7 +65,7 @@ def walk():
             script = block.script().replace("/tmp/tb", str(base / "tb"))
             proc, env = _env_after(script, env, work)
             ran.append((block, proc))
-        yield {"base": base, "work": work, "ran": ran, "wheel": wheel,
+        yield {"base": base, "work": work, "ran": ran, "wheel": wheel_venv.wheel, "venv": venv,
                "installed": Path(where.stdout.strip())}
     finally:
         for folder in folders:
@@ -103,7 +74,7 @@ def walk():
 
 
 def test_the_page_runs_from_the_wheel_not_the_checkout(walk):
-    assert walk["installed"].is_relative_to(walk["base"] / "venv"), walk["installed"]
+    assert walk["installed"].is_relative_to(walk["venv"]), walk["installed"]
     assert len(walk["ran"]) >= 6  # up, replay, the 64-GPU variant, what-if x2, down
 
 

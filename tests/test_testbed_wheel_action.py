@@ -3,23 +3,18 @@ installed package, and a testbed replay run by that install enforces its stops t
 them (before, the replay pointed at ``examples/actions/scancel.sh`` beside the source
 tree, missing from an install: every stop failed with exit 127 and the replay exited 0).
 
-The wheel is built offline (``--no-build-isolation``) and installed, without
-dependencies, into a venv that sees the system's packages; the commands run outside the
-repository with no ``PYTHONPATH``. Without Slurm the replay part skips.
+The wheel and its venv are the session's (tests/wheel_venv.py); the commands run outside
+the repository with no ``PYTHONPATH``. Without Slurm the replay part skips.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
 JOBS = """job_id,arrival_s,duration_s,gpus,type,tenant
 a-0,0,3600,4,rlhf,a
 b-0,0,2400,2,dpo,b
@@ -31,42 +26,25 @@ b-2,1800,2400,4,rlhf,b
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("wheel")
-    src = tmp / "src"
-    # A copy of the tracked tree: the build never writes into the checkout.
-    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
-                           check=True).stdout.decode().split("\0")
-    for name in filter(None, files):
-        if (ROOT / name).is_file():
-            (src / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, src / name)
+def installed(wheel_venv, tmp_path_factory):
+    """A folder to run in, outside the repository, and an environment without PYTHONPATH."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "-q", "-w", str(tmp / "dist"), str(src)], env=env, check=True,
-                   capture_output=True, timeout=300)
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(tmp / "venv")],
-                   check=True, timeout=120)
-    (wheel,) = (tmp / "dist").glob("evalstop-*.whl")
-    subprocess.run([str(tmp / "venv" / "bin" / "pip"), "install", "-q", "--no-deps",
-                    "--no-index", "--force-reinstall", str(wheel)], env=env, check=True,
-                   capture_output=True, timeout=300)
-    return tmp, env
+    return tmp_path_factory.mktemp("run"), wheel_venv, env
 
 
-def _evalstop(tmp, env, *argv, **kw):
-    return subprocess.run([str(tmp / "venv" / "bin" / "evalstop"), *argv], cwd=tmp, env=env,
+def _evalstop(tmp, wv, env, *argv, **kw):
+    return subprocess.run([str(wv.bin("evalstop")), *argv], cwd=tmp, env=env,
                           capture_output=True, text=True, check=False, **kw)
 
 
 def test_the_installed_package_has_the_actions(installed):
-    tmp, env = installed
-    where = subprocess.run([str(tmp / "venv" / "bin" / "python"), "-c",
+    tmp, wv, env = installed
+    where = subprocess.run([str(wv.bin("python")), "-c",
                             "import evalstop; print(evalstop.__file__)"], cwd=tmp, env=env,
                            capture_output=True, text=True, check=True).stdout
     assert "site-packages" in where  # the wheel's copy, not the checkout
     for kind in ("slurm", "kubernetes", "ray"):
-        r = _evalstop(tmp, env, "action", kind, "--tenant", "a", "--job-id", "")
+        r = _evalstop(tmp, wv, env, "action", kind, "--tenant", "a", "--job-id", "")
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no job id" in r.stderr
 
 
@@ -74,10 +52,10 @@ def test_a_replay_from_the_wheel_enforces_its_stops(installed, slurm_cluster):
     from conftest import require_slurm
 
     require_slurm()
-    tmp, env = installed
+    tmp, wv, env = installed
     (tmp / "jobs.csv").write_text(JOBS)
     out = tmp / "out"
-    r = _evalstop(tmp, env, "testbed", "replay", "--jobs", "jobs.csv", "--gpus", "8",
+    r = _evalstop(tmp, wv, env, "testbed", "replay", "--jobs", "jobs.csv", "--gpus", "8",
                   "--hour-s", "3", "--poll", "0.5", "--detector", "evalstop:k=1", "--seed",
                   "3", "--dir", str(slurm_cluster.root), "--out", str(out), "--timeout", "90",
                   timeout=200)
