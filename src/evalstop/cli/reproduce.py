@@ -257,6 +257,10 @@ def _run_into(stage: Path, args, experiments, settings, workers: int,
         with stage_of("writing the report", enabled=progress) as shown:
             write_report(runs, stage, info, detectors=bench, executor=pool, step=shown.step)
         bench_s = None if bench is None else bench()[1]
+        if pool is not None:
+            # Its work is done: wait for its threads, as an exit right after shutdown(wait=False)
+            # races the pool's wakeup pipe (CPython gh-83279: "Bad file descriptor" at exit).
+            pool.shutdown(wait=True)
     except BaseException:
         # Queued work cancelled and running work killed: a Ctrl-C ends the run at once.
         if pool is not None:
