@@ -158,11 +158,11 @@ def family_rows(sets, rules) -> list[dict]:
     return rows
 
 
-def tenant_figures(spec, cells, mode) -> dict:
+def tenant_figures(spec, cells, mode, progress: bool = False) -> dict:
     harmful = neg = 0
     losses = []
     for c in cells:
-        stopped, _, kept = run_cell(spec, c, mode)
+        stopped, _, kept = run_cell(spec, c, mode, progress=progress)
         n = np.isfinite(c.eval).cumprod(axis=1).sum(axis=1)  # ragged runs are NaN-padded
         kept = np.minimum(kept, n - 1)
         th = tenant_harm(c.eval, stopped, kept, c.hacking, n_evals=n)
@@ -174,12 +174,13 @@ def tenant_figures(spec, cells, mode) -> dict:
             "tenant_loss_stopped_median": float(np.median(losses)) if losses else None}
 
 
-def cell_rows(cells, rules, tenant: bool = False) -> list[dict]:
+def cell_rows(cells, rules, tenant: bool = False, progress: bool = False) -> list[dict]:
     rows = []
     for label, spec, mode in rules:
-        row = {"rule": label, "spec": spec, "noise": mode, **score_cells(spec, cells, mode)}
+        row = {"rule": label, "spec": spec, "noise": mode,
+               **score_cells(spec, cells, mode, progress=progress)}
         if tenant:
-            row.update(tenant_figures(spec, cells, mode))
+            row.update(tenant_figures(spec, cells, mode, progress))
         rows.append(row)
     return rows
 

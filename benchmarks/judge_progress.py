@@ -38,16 +38,14 @@ from evalstop.detbench.failshape_score import cell_outcome as fail_outcome
 from evalstop.detbench.failshape_score import pool as fail_pool
 from evalstop.detbench.longshape_score import cell_outcome as long_outcome
 from evalstop.detbench.longshape_score import pool as long_pool
-from evalstop.detbench.realshape_score import run_cell
-from evalstop.detbench.realshape_score import score as score_cells
 from evalstop.detectors import DEFAULT_SPEC
-from evalstop.metrics.tenant_harm import tenant_harm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from judge_default import lab_cell
 from judge_failshapes import TARGETS as FAIL_TARGETS
 from judge_failshapes import targets_met as fail_targets
 from judge_long_default import (
+    cell_rows,
     dense_lab_cells,
     family_rows,
     held_out_long,
@@ -89,34 +87,6 @@ def fail_part(seed: int, runs: int, plong: int) -> dict:
                               for m in ("stated", "own")}}
 
 
-def tenant_figures(spec, cells, mode) -> dict:
-    """``judge_long_default.tenant_figures`` with progress."""
-    harmful = neg = 0
-    losses = []
-    for c in cells:
-        stopped, _, kept = run_cell(spec, c, mode, progress=True)
-        n = np.isfinite(c.eval).cumprod(axis=1).sum(axis=1)
-        kept = np.minimum(kept, n - 1)
-        th = tenant_harm(c.eval, stopped, kept, c.hacking, n_evals=n)
-        harmful += int(th.harmful.sum())
-        neg += int((~c.hacking).sum())
-        loss = th.loss[stopped & ~c.hacking]
-        losses += loss[np.isfinite(loss)].tolist()
-    return {"tenant_harmful": harmful / neg if neg else None,
-            "tenant_loss_stopped_median": float(np.median(losses)) if losses else None}
-
-
-def cell_rows(cells, rules, tenant: bool = False) -> list[dict]:
-    rows = []
-    for name, spec, mode in rules:
-        row = {"rule": name, "spec": spec, "noise": mode,
-               **score_cells(spec, cells, mode, progress=True)}
-        if tenant:
-            row.update(tenant_figures(spec, cells, mode))
-        rows.append(row)
-    return rows
-
-
 def part21(seed: int, plong: int, runs=12, short_runs=50, family_runs=20,
            synthetic_runs=4) -> dict:
     rules = [(name, spec, mode) for name, spec in (("default", DEFAULT_SPEC),
@@ -136,7 +106,7 @@ def part21(seed: int, plong: int, runs=12, short_runs=50, family_runs=20,
         print(f"{time.perf_counter() - t0:6.0f}s issue 21 long: {name} ({mode})", flush=True)
     parts["long"] = {"runs": sum(c.runs for c in long), "rows": rows}
     short = realshape.short_cells(seed, short_runs, held_out=True)
-    parts["short"] = {"runs": sum(c.runs for c in short), "rows": cell_rows(short, rules)}
+    parts["short"] = {"runs": sum(c.runs for c in short), "rows": cell_rows(short, rules, progress=True)}
     for part, fresh in (("families", False), ("families (fresh)", True)):
         sets = runs_mod.build(seed, family_runs, held_out=True, fresh=fresh)
         # the benchmark's runner gives each eval its progress already
@@ -145,7 +115,7 @@ def part21(seed: int, plong: int, runs=12, short_runs=50, family_runs=20,
            if c.noise == "binomial"]
     parts["synthetic (pass rates)"] = {
         "runs": sum(c.runs for c in syn),
-        "rows": cell_rows(syn, [r for r in rules if r[2] == "stated"])}
+        "rows": cell_rows(syn, [r for r in rules if r[2] == "stated"], progress=True)}
     print(f"{time.perf_counter() - t0:6.0f}s issue 21 short, families, synthetic", flush=True)
     labs = [("lab (world 1)", [lab_cell("bigram")]),
             ("lab (held-out world 2)", [lab_cell("trigram")])]
@@ -153,7 +123,7 @@ def part21(seed: int, plong: int, runs=12, short_runs=50, family_runs=20,
     for part, cells in labs:
         parts[part] = {"runs": sum(c.runs for c in cells),
                        "rows": cell_rows(cells, [r for r in rules if r[2] != "fleet"],
-                                         tenant=True)}
+                                         tenant=True, progress=True)}
     print(f"{time.perf_counter() - t0:6.0f}s issue 21 labs", flush=True)
     result = {"default": DEFAULT_SPEC, "plong": plong, "seed": seed,
               "runs_per_long_cell": runs, "progress": "each eval's (j + 1) / the run's length",
