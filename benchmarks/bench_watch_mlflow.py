@@ -83,16 +83,66 @@ def quiet_jsonl(path: str, t0: float, seconds: float) -> None:
             fh.flush()
 
 
-def flood_runs(uri: str, run_ids: list[str], t0: float, seconds: float) -> None:
-    import mlflow
+def flood_runs(db: str, run_ids: list[str], t0: float, seconds: float) -> None:
+    """Each run logs one point a second, written straight into the SQLite store (one
+    transaction a second, as MLflow itself writes a point: ``metrics`` and the run's
+    ``latest_metrics``), so the server serves only the controller and the quiet tenant."""
+    import sqlite3
 
-    client = mlflow.MlflowClient(uri)
+    con = sqlite3.connect(db, timeout=60)
     step = 0
     while time.time() < t0 + seconds:
         step += 1
-        for run in run_ids:
-            client.log_metric(run, "eval", float(step % 7), step=step)
         time.sleep(max(0.0, t0 + step - time.time()))
+        ts = int(time.time() * 1000)
+        rows = [("eval", float(step % 7), ts, run, step, 0) for run in run_ids]
+        with con:
+            con.executemany("INSERT INTO metrics (key, value, timestamp, run_uuid, step, "
+                            "is_nan) VALUES (?, ?, ?, ?, ?, ?)", rows)
+            con.executemany("INSERT INTO latest_metrics (key, value, timestamp, run_uuid, "
+                            "step, is_nan) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (key, "
+                            "run_uuid) DO UPDATE SET value = excluded.value, timestamp = "
+                            "excluded.timestamp, step = excluded.step, is_nan = "
+                            "excluded.is_nan", rows)
+    con.close()
+
+
+def seed(db: str, name: str, scale: float) -> dict:
+    """The experiments and runs of a scenario, and its static flood (the history's points,
+    the experiments), written into the SQLite store before the server starts, by MLflow's
+    own store; the history's points but the last in bulk (``INSERT`` of the rows MLflow
+    writes), its last point by ``log_batch`` (which sets the run's latest value)."""
+    import sqlite3
+
+    import mlflow
+    from mlflow.entities import Metric
+
+    sizes = {k: max(1, round(v * scale)) for k, v in FULL.items()}
+    client = mlflow.MlflowClient(f"sqlite:///{db}")
+    quiet_exp = client.create_experiment("quiet")
+    quiet = [client.create_run(quiet_exp).info.run_id for _ in range(QUIET_RUNS)]
+    flood_exps = [client.create_experiment("flood")]
+    flood, flood_size = [], 0
+    if name == "runs":
+        flood = [client.create_run(flood_exps[0]).info.run_id for _ in range(sizes["runs"])]
+        flood_size = len(flood)
+    elif name == "history":
+        run = client.create_run(flood_exps[0]).info.run_id
+        n, ts = sizes["history"], int(time.time() * 1000) - sizes["history"]
+        with sqlite3.connect(db, timeout=60) as con:
+            for lo in range(0, n - 1, 100_000):
+                con.executemany("INSERT INTO metrics (key, value, timestamp, run_uuid, step, "
+                                "is_nan) VALUES ('eval', ?, ?, ?, ?, 0)",
+                                ((float(s % 7), ts + s, run, s)
+                                 for s in range(lo, min(lo + 100_000, n - 1))))
+        con.close()
+        client.log_batch(run, [Metric("eval", float((n - 1) % 7), ts + n - 1, n - 1)])
+        flood_size = n
+    elif name == "experiments":
+        flood_exps += [client.create_experiment(f"e{i}") for i in range(sizes["experiments"] - 1)]
+        flood_size = len(flood_exps)
+    return {"quiet_exp": quiet_exp, "quiet": quiet, "flood_exps": flood_exps,
+            "flood": flood, "flood_size": flood_size}
 
 
 def _policy(root: str, ids: dict[str, list[str]]) -> str:
@@ -108,44 +158,43 @@ def _background(*args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, __file__, *args])
 
 
-def run_scenario(name: str, scale: float, seconds: float, interval: float) -> dict:
+def _profiled(call, prof):
+    """``call`` run under ``prof`` (cProfile sees only the thread that enables it)."""
+    def run():
+        prof.enable()
+        try:
+            return call()
+        finally:
+            prof.disable()
+    return run
+
+
+def run_scenario(name: str, scale: float, seconds: float, interval: float,
+                 workers: int, profile: str = "") -> dict:
+    import cProfile
+    import pstats
+
     import mlflow
-    from mlflow.entities import Metric
 
     from evalstop.integrations.watch import Controller, JsonlDirSource, StateStore
     from evalstop.integrations.watch.mlflow_source import MlflowSource
     from evalstop.integrations.watch.policy import PolicyTenancy, load_policy
 
-    sizes = {k: max(1, round(v * scale)) for k, v in FULL.items()}
     with tempfile.TemporaryDirectory() as root:
-        srv = MlflowServer(Path(root) / "mlflow").start()
+        srv = MlflowServer(Path(root) / "mlflow", workers=workers)
+        srv.root.mkdir(parents=True)
         dead = socket.socket()
         procs: list[subprocess.Popen] = []
         try:
-            client = mlflow.MlflowClient(srv.uri)
             t_setup = time.perf_counter()
-            quiet_exp = client.create_experiment("quiet")
-            quiet = [client.create_run(quiet_exp).info.run_id for _ in range(QUIET_RUNS)]
-            ids = {"quiet": [quiet_exp], "flood": [client.create_experiment("flood")]}
-            flood_size = 0
-            flood = []
-            if name == "runs":
-                flood = [client.create_run(ids["flood"][0]).info.run_id
-                         for _ in range(sizes["runs"])]
-                flood_size = len(flood)
-            elif name == "history":
-                run = client.create_run(ids["flood"][0]).info.run_id
-                ts = int(time.time() * 1000)
-                for lo in range(0, sizes["history"], 1000):
-                    hi = min(lo + 1000, sizes["history"])
-                    client.log_batch(run, [Metric("eval", float(s % 7), ts + s, s)
-                                           for s in range(lo, hi)])
-                flood_size = sizes["history"]
-            elif name == "experiments":
-                ids["flood"] += [client.create_experiment(f"e{i}")
-                                 for i in range(sizes["experiments"] - 1)]
-                flood_size = len(ids["flood"])
+            seeded = subprocess.run([sys.executable, __file__, "--_seed", str(srv.db), name,
+                                     str(scale)], capture_output=True, text=True, check=True)
+            made = json.loads(seeded.stdout.strip().splitlines()[-1])
             setup_s = time.perf_counter() - t_setup
+            srv.start()
+            client = mlflow.MlflowClient(srv.uri)
+            quiet, flood, flood_size = made["quiet"], made["flood"], made["flood_size"]
+            ids = {"quiet": [made["quiet_exp"]], "flood": made["flood_exps"]}
             policy = load_policy(_policy(root, ids))
             tenancy = PolicyTenancy(policy)
             sources = [MlflowSource(srv.uri, tenancy=tenancy, stuck_after=STUCK_AFTER)]
@@ -159,6 +208,12 @@ def run_scenario(name: str, scale: float, seconds: float, interval: float) -> di
                            JsonlDirSource(logdir, tenancy=tenancy)]
             ctl = Controller(StateStore(os.path.join(root, "state.db")), sources,
                              policy=policy, err=(err := io.StringIO()), out=io.StringIO())
+            profs = {}
+            if profile:  # the source's polls (their threads) and the controller's
+                profs = {"source": cProfile.Profile(), "controller": cProfile.Profile()}
+                worker = sources[0]._worker
+                worker.call = _profiled(worker.call, profs["source"])
+                ctl.poll_once = _profiled(ctl.poll_once, profs["controller"])
             ctl.poll_once()  # the first poll reads what is there before the clock starts
             t0 = time.time() + 1.0
             if name == "dead":
@@ -169,7 +224,7 @@ def run_scenario(name: str, scale: float, seconds: float, interval: float) -> di
                 procs.append(_background("--_quiet", srv.uri, ",".join(quiet), str(t0),
                                          str(seconds)))
             if flood:
-                procs.append(_background("--_flood", srv.uri, ",".join(flood), str(t0),
+                procs.append(_background("--_flood", str(srv.db), ",".join(flood), str(t0),
                                          str(seconds)))
             lags, polls, flood_fed, seen = [], [], 0, {}
             t_end = t0 + seconds + 3 * interval
@@ -210,6 +265,9 @@ def run_scenario(name: str, scale: float, seconds: float, interval: float) -> di
             lost = written - fed
             dups = sum(len(v) - len(set(v)) for v in seen.values())
             ctl.close()
+            for part, prof in profs.items():
+                with open(os.path.join(profile, f"{name}-{part}.txt"), "w") as fh:
+                    pstats.Stats(prof, stream=fh).sort_stats("cumulative").print_stats(40)
         finally:
             for p in procs:
                 if p.poll() is None:
@@ -237,6 +295,9 @@ def _scenarios(text: str) -> tuple[str, ...]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--_seed":
+        print(json.dumps(seed(argv[1], argv[2], float(argv[3]))))
+        return 0
     if argv and argv[0] in ("--_quiet", "--_flood"):
         call = quiet_mlflow if argv[0] == "--_quiet" else flood_runs
         call(argv[1], argv[2].split(","), float(argv[3]), float(argv[4]))
@@ -246,22 +307,32 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if argv and argv[0] == "--_scenario":
         name, scale, seconds, interval = argv[1], *map(float, argv[2:5])
-        print(json.dumps(run_scenario(name, scale, seconds, interval)))
+        print(json.dumps(run_scenario(name, scale, seconds, interval, int(argv[5]),
+                                      argv[6] if len(argv) > 6 else "")))
         return 0
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_flood_args(p, scale=0.1)
     p.add_argument("--only", type=_scenarios, default=SCENARIOS,
                    help=f"scenarios, comma-separated (of {', '.join(SCENARIOS)})")
+    p.add_argument("--workers", type=int, default=2,
+                   help="the mlflow server's worker processes (its --workers)")
+    p.add_argument("--profile", metavar="DIR",
+                   help="write a cProfile of each scenario's controller (its polls, and "
+                        "the MLflow source's polls in their thread) to DIR/NAME-*.txt")
     args = p.parse_args(argv)
     names = args.only
-    if not (0 < args.scale <= 1 and args.seconds > 0 and args.interval > 0):
-        p.error("--scale must be in (0, 1], --seconds and --interval > 0")
+    if args.profile:
+        os.makedirs(args.profile, exist_ok=True)
+    if not (0 < args.scale <= 1 and args.seconds > 0 and args.interval > 0
+            and args.workers >= 1):
+        p.error("--scale must be in (0, 1], --seconds and --interval > 0, --workers >= 1")
     print(f"load average at start: {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs); "
           f"scale {args.scale:g}, poll every {args.interval:g} s, {args.seconds:g} s each",
           flush=True)
     results = []
     for name in names:
-        r = in_own_process(__file__, name, args.scale, args.seconds, args.interval)
+        r = in_own_process(__file__, name, args.scale, args.seconds, args.interval,
+                           args.workers, os.path.abspath(args.profile) if args.profile else "")
         results.append(r)
         print(f"{name:>11}: quiet lag p50 {r['lag_p50_s']:.2f} s, p95 {r['lag_p95_s']:.2f} s "
               f"({'within' if r['lag_ok'] else 'OVER'} 2 intervals), max "
