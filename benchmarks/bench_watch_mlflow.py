@@ -158,9 +158,12 @@ def _background(*args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, __file__, *args])
 
 
-def _profiled(call, prof):
-    """``call`` run under ``prof`` (cProfile sees only the thread that enables it)."""
+def _profiled(call, prof, on: list[bool]):
+    """``call`` run under ``prof`` while ``on[0]`` (cProfile sees only the thread that
+    enables it)."""
     def run():
+        if not on[0]:
+            return call()
         prof.enable()
         try:
             return call()
@@ -208,12 +211,12 @@ def run_scenario(name: str, scale: float, seconds: float, interval: float,
                            JsonlDirSource(logdir, tenancy=tenancy)]
             ctl = Controller(StateStore(os.path.join(root, "state.db")), sources,
                              policy=policy, err=(err := io.StringIO()), out=io.StringIO())
-            profs = {}
+            profs, on = {}, [True]
             if profile:  # the source's polls (their threads) and the controller's
                 profs = {"source": cProfile.Profile(), "controller": cProfile.Profile()}
                 worker = sources[0]._worker
-                worker.call = _profiled(worker.call, profs["source"])
-                ctl.poll_once = _profiled(ctl.poll_once, profs["controller"])
+                worker.call = _profiled(worker.call, profs["source"], on)
+                ctl.poll_once = _profiled(ctl.poll_once, profs["controller"], on)
             ctl.poll_once()  # the first poll reads what is there before the clock starts
             t0 = time.time() + 1.0
             if name == "dead":
@@ -240,10 +243,21 @@ def run_scenario(name: str, scale: float, seconds: float, interval: float,
                         flood_fed += 1
                 if not res.backlog:
                     time.sleep(max(0.0, interval - (time.monotonic() - started)))
+            on[0] = False  # the profile is of the measured polls, not the drain
             for p in procs:
                 p.wait(timeout=300)
+            if name == "dead":
+                with open(os.path.join(logdir, "quiet", "q.jsonl")) as fh:
+                    written = sum(1 for _ in fh)
+            else:
+                history = {r: {m.step for m in client.get_metric_history(r, "eval")}
+                           for r in quiet}
+                written = sum(len(h) for h in history.values())
             drain_until = time.time() + 600
-            while time.time() < drain_until:  # the rest, for the count of points lost
+            # The rest of the quiet points, for the count of those lost (the flood's own
+            # backlog, say the rest of a 1 M-point history, is not waited for).
+            while (time.time() < drain_until
+                   and sum(len(set(v)) for v in seen.values()) < written):
                 time.sleep(0.1)  # a poll that finds the source's own poll running is quick
                 res = ctl.poll_once()
                 for r in res.fed:
@@ -251,16 +265,9 @@ def run_scenario(name: str, scale: float, seconds: float, interval: float,
                         seen.setdefault(r.job, []).append(r.step)
                 if not res.progressed and not res.backlog:
                     break
-            if name == "dead":
-                with open(os.path.join(logdir, "quiet", "q.jsonl")) as fh:
-                    written = sum(1 for _ in fh)
-                missing = []
-            else:
-                history = {r: {m.step for m in client.get_metric_history(r, "eval")}
-                           for r in quiet}
-                written = sum(len(h) for h in history.values())
-                missing = sorted((quiet.index(r), st) for r, h in history.items()
-                                 for st in h - set(seen.get(r, [])))[:20]
+            missing = [] if name == "dead" else sorted(
+                (quiet.index(r), st) for r, h in history.items()
+                for st in h - set(seen.get(r, [])))[:20]
             fed = sum(len(set(v)) for v in seen.values())
             lost = written - fed
             dups = sum(len(v) - len(set(v)) for v in seen.values())
