@@ -222,8 +222,10 @@ class MlflowSource:
                 for t in order[i:]:
                     batch.over_budget[t] = "server budget"
                 break
-            if self._owes(tenant, now):  # its last reads ran long: it sits out, not the rest
-                batch.over_budget[tenant] = "time owed"
+            if self._owes(tenant, now):
+                # Its last reads ran long: it sits out, not the rest. No backlog is claimed
+                # for it (the controller would poll again at once, the debt is repaid by the
+                # clock, and the quick polls between would only load the server).
                 continue
             share = TenantShare(min(b.points, points), b.requests, min(now + b.seconds, until))
             given = share.points
