@@ -6,6 +6,8 @@ The real server's floods: tests/test_watch_mlflow.py and benchmarks/bench_watch_
 from __future__ import annotations
 
 import json
+import threading
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -43,6 +45,7 @@ class FakeTracking:
         self.list_page_cost = list_page_cost
         self.history: dict[str, list[tuple[int, int, float]]] = {r: [] for r in runs}
         self.pages: dict[str, int] = dict.fromkeys(runs, 0)
+        self.gate: dict[str, threading.Event] = {}  # run -> its pages wait for this (really)
         self._tracking_client = SimpleNamespace(store=self)
 
     def log(self, run: str, step: int, value: float) -> None:
@@ -69,6 +72,8 @@ class FakeTracking:
         return PagedList(out, None)
 
     def get_metric_history(self, run_id, metric, max_results, page_token=None):
+        if run_id in self.gate:
+            assert self.gate[run_id].wait(30)
         self.clock.t += self.cost[run_id]
         self.pages[run_id] += 1
         offset = SearchUtils.parse_start_offset_from_page_token(page_token)
@@ -83,13 +88,13 @@ class FakeTracking:
         self.clock.t += self.LIST
 
 
-def _source(tmp_path, tracking, clock, budget=None, flood_experiments=("1",)):
+def _source(tmp_path, tracking, clock, budget=None, flood_experiments=("1",), wait=None):
     path = tmp_path / "policy.toml"
     path.write_text('[defaults]\ndetector = "evalstop:k=1000"\n'
                     f'[tenants.flood]\nmlflow_experiments = {json.dumps(flood_experiments)}\n'
                     '[tenants.quiet]\nmlflow_experiments = ["2"]\n')
     return MlflowSource("http://127.0.0.1:1", tenancy=PolicyTenancy(load_policy(str(path))),
-                        client=tracking, budget=budget or MlflowBudget(), wait=None,
+                        client=tracking, budget=budget or MlflowBudget(), wait=wait,
                         clock=clock)
 
 
@@ -109,10 +114,10 @@ def _flood_beside_quiet(tmp_path, page_cost: float, seconds: float = 120.0,
                             list_page_cost)
     tracking.history["f"] = [(s, s, 0.5) for s in range(200_000)]
     src = _source(tmp_path, tracking, clock, flood_experiments=["1", *more])
-    first = src._poll_now()  # the first polls: what is there before the clock starts
+    first = src.poll()  # the first polls: what is there before the clock starts
     while src._listed is None:  # the first listing, a share a poll: polled again at once
         assert first.pending and not first.records
-        first = src._poll_now()
+        first = src.poll()
     t0 = end = clock.t
     step, lags, flood_fed, known = 0, [], [], []
     while clock.t < t0 + seconds:
@@ -120,7 +125,7 @@ def _flood_beside_quiet(tmp_path, page_cost: float, seconds: float = 120.0,
             step += 1
             for q in quiet:
                 tracking.history[q].append((step, int((t0 + step * 0.5) * 1000), 0.1))
-        batch = src._poll_now()
+        batch = src.poll()
         clock.t += 0.05  # the controller's own work between two polls
         end = clock.t
         lags += [end - i.rec.time for i in batch.records if i.tenant == "quiet"]
@@ -181,6 +186,38 @@ def test_a_long_listing_of_experiments_is_spread_over_polls(tmp_path):
     assert len(lags) >= 5 * 2 * 55
     assert np.percentile(lags, 95) <= 2 * INTERVAL
     assert lags.max() <= 2 * INTERVAL
+
+
+def test_the_others_are_handed_over_before_a_slow_tenant_is_read(tmp_path):
+    """A tenant whose last read ran past its share is read last, and what the others read
+    is handed to the controller at once, while its request still runs: here the flood's
+    page hangs (really) until released, and the quiet tenant's new point comes back from
+    the controller's poll without waiting for it."""
+    clock = Clock()
+    tracking = FakeTracking(clock, {"f": "1", "q": "2"}, {"f": 1.5, "q": 0.01})
+    tracking.history["f"] = [(s, s, 0.5) for s in range(5000)]
+    src = _source(tmp_path, tracking, clock, wait=5.0)
+    first = src.poll()  # the flood's first page runs 1.1 s past its share: it is slow
+    more = first
+    while more.pending:  # (handed over as soon as read: the poll may still be running)
+        more = src.poll()
+        first.records += more.records
+    assert {i.tenant for i in first.records} == {"flood"} and src._slow == {"flood"}
+    clock.t += 10.0  # its debt repaid: it is read again, but last
+    tracking.log("q", 1, 0.1)
+    tracking.gate["f"] = threading.Event()
+    started = time.monotonic()
+    batch = src.poll()
+    assert time.monotonic() - started < 4.0  # not the 5 s wait: woken by the hand-over
+    assert [(i.tenant, i.rec.step) for i in batch.records] == [("quiet", 1)]
+    assert batch.pending and "mlflow:http://127.0.0.1:1#q" in batch.offsets
+    tracking.gate["f"].set()
+    rest = more = src.poll()
+    while more.pending:
+        more = src.poll()
+        rest.records += more.records
+    assert {i.tenant for i in rest.records} == {"flood"}
+    assert min(i.rec.step for i in rest.records) == 1000  # from where its last page ended
 
 
 def test_repay_is_checked():

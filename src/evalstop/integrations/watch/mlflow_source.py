@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable
@@ -135,6 +136,9 @@ class MlflowSource:
         self._down = self._perm_down = self._tags_down = self._said_stuck = False
         self._tenant_cursor: str | None = None  # the last tenant served by a cut poll
         self._owed: dict[str, tuple[float, float]] = {}  # tenant -> (seconds owed, since)
+        self._slow: set[str] = set()  # tenants whose last read ran past their share
+        self._parts: Batch | None = None  # tenants read by the running poll, not yet taken
+        self._parts_lock = threading.Lock()
         self._run_cursor: dict[str, str] = {}  # tenant -> the last run read whole
         self._listing: dict[str, tuple[int, str | None]] = {}  # tenant -> where it resumes
         self._tags: dict[str, dict[str, str]] = {}  # run id -> decision tags to write
@@ -157,14 +161,18 @@ class MlflowSource:
 
     # ---- the controller's side ----------------------------------------------------------
     def poll(self) -> Batch:
-        """The batch of the source's last finished poll (starting the next one), or an
-        empty batch while one is still running (``pending`` until it is stuck: the
-        controller polls again at once, each poll waiting up to ``wait`` for it)."""
+        """The batch of the source's last finished poll (starting the next one), or, while
+        one is still running, what it has read so far (``pending`` until it is stuck: the
+        controller polls again at once, each poll waiting up to ``wait`` for it). Each
+        tenant's reading is handed over as soon as it is done, so a tenant whose requests
+        are slow, read after the others, does not hold up their records."""
         try:
             done, batch = self._worker.take()
         except Exception as exc:  # noqa: BLE001 - a failed poll is one line, never the end
             done, batch = True, Batch(self.name)
             batch.problems.append(self._line(f"{self.name}: poll failed ({exc!r}); will retry"))
+        with self._parts_lock:
+            parts, self._parts = self._parts, None
         if not done:
             stuck = self._worker.stuck()
             batch = Batch(self.name, progressed=True, pending=stuck is None)
@@ -172,7 +180,8 @@ class MlflowSource:
                 self._said_stuck = True
                 batch.problems.append(f"{self.name}: no answer for {stuck:.0f} s (server slow "
                                       "or down); its runs wait, the other sources go on")
-            return batch
+            return _merged(parts, batch)
+        batch = _merged(parts, batch)
         if self._said_stuck and not self._down:  # a poll that timed out is no answer
             self._said_stuck = False
             batch.problems.append(f"{self.name}: answering again")
@@ -214,6 +223,8 @@ class MlflowSource:
         by_tenant = self._owned(batch, experiments, min(until, start + b.server_seconds / 4))
         points = b.server_points
         order = _rotate(sorted(by_tenant), self._tenant_cursor)
+        if self._tenant_cursor is None:  # the slow go last (after a cut poll: in turn)
+            order.sort(key=lambda t: t in self._slow)
         self._tenant_cursor = None
         for i, tenant in enumerate(order):
             now = self.clock()
@@ -229,15 +240,29 @@ class MlflowSource:
                 continue
             share = TenantShare(min(b.points, points), b.requests, min(now + b.seconds, until))
             given = share.points
-            self._read_tenant(batch, tenant, by_tenant[tenant], share)
+            part = Batch(self.name)
+            self._read_tenant(part, tenant, by_tenant[tenant], share)
             points -= given - share.points
             over = self.clock() - now - b.seconds
             if over > 0:
                 self._owed[tenant] = (over, self.clock())
+                self._slow.add(tenant)
+            else:
+                self._slow.discard(tenant)
             if share.short:
-                batch.over_budget[tenant] = share
+                part.over_budget[tenant] = share
+            self._hand_over(part)
+        self._slow &= set(by_tenant)
         self._write_tags(batch, until)
         return batch
+
+    def _hand_over(self, part: Batch) -> None:
+        """A tenant's reading, for the controller's next take (woken when it has records,
+        though the rest of the poll goes on)."""
+        with self._parts_lock:
+            self._parts = _merged(self._parts, part)
+        if part.records or part.offsets:
+            self._worker.wake()
 
     def _owes(self, tenant: str, now: float) -> bool:
         """True while the time ``tenant``'s reads ran past its share is not yet repaid
@@ -510,6 +535,21 @@ class _RunView(NamedTuple):
         return cls(str(run.info.run_id), str(run.info.experiment_id), str(run.info.status),
                    None if m is None else (int(m.step), int(m.timestamp)),
                    tags.get(TAG_PREFIX + "stopped") == "true", job_id)
+
+
+def _merged(first: Batch | None, then: Batch) -> Batch:
+    """``then`` with ``first``'s records, offsets, notices and budget cuts before its own."""
+    if first is None:
+        return then
+    first.records += then.records
+    first.offsets.update(then.offsets)
+    first.gone += then.gone
+    first.refused += then.refused
+    first.problems += then.problems
+    first.progressed |= then.progressed
+    first.over_budget.update(then.over_budget)
+    first.pending = then.pending
+    return first
 
 
 def _rotate(names: list[str], last: str | None) -> list[str]:
