@@ -8,11 +8,12 @@ so one tenant's flood of runs, huge history or many experiments costs every poll
 its share, while every other tenant is read on every poll.
 
 A single request cannot be cut short, and one may take longer than a whole share (a page of
-a history of millions of points, which the server sorts whole for each page). The time a
-tenant's reads run past its share is owed: that tenant sits out the following polls until
-the debt is repaid at ``repay`` seconds per second of the clock, so over time its reads take
-at most that fraction of the server's poll, however slow its requests, and the polls in
-which it sits out are as quick as the other tenants' reads.
+a history of millions of points, which the server sorts whole for each page). A tenant
+whose reading ran past its share is read after the others (whose readings are handed over
+first); what it ran past by more than a share (more than the last request's usual overrun)
+is owed: it sits out the following polls until that is repaid at ``repay`` seconds per
+second of the clock, so however slow its requests, it takes a bounded part of the server's
+time, and the polls in which it sits out are as quick as the other tenants' reads.
 """
 
 from __future__ import annotations

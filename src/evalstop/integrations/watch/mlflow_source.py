@@ -244,11 +244,12 @@ class MlflowSource:
             self._read_tenant(part, tenant, by_tenant[tenant], share)
             points -= given - share.points
             over = self.clock() - now - b.seconds
-            if over > 0:
-                self._owed[tenant] = (over, self.clock())
+            if over > 0:  # read after the others from now on
                 self._slow.add(tenant)
             else:
                 self._slow.discard(tenant)
+            if over > b.seconds:  # more than the last request's usual overrun: owed
+                self._owed[tenant] = (over - b.seconds, self.clock())
             if share.short:
                 part.over_budget[tenant] = share
             self._hand_over(part)
