@@ -8,10 +8,11 @@ so one tenant's flood of runs, huge history or many experiments costs every poll
 its share, while every other tenant is read on every poll.
 
 A single request cannot be cut short, and one may take longer than a whole share (a page of
-a history of millions of points, which the server sorts whole for each page). A tenant
-whose reading ran past its share is read after the others (whose readings are handed over
-first); what it ran past by more than a share (more than the last request's usual overrun)
-is owed: it sits out the following polls until that is repaid at ``repay`` seconds per
+a history of millions of points, which the server sorts whole for each page). Tenants are
+read in the order of their slowest request in their last reading, quickest first, and
+each tenant's reading is handed over as soon as it is done, so the slow requests of one
+hold up no other's records; what a tenant ran past its share by more than a share (more
+than the last request's usual overrun) is owed: it sits out the following polls until that is repaid at ``repay`` seconds per
 second of the clock, so however slow its requests, it takes a bounded part of the server's
 time, and the polls in which it sits out are as quick as the other tenants' reads.
 """
@@ -59,6 +60,7 @@ class TenantShare:
     until: float
     short: bool = False  # something was left unread for want of budget
     read: bool = False  # a history page was read this poll
+    longest: float = 0.0  # seconds of its slowest request this poll
 
     def spent(self, now: float) -> bool:
         return self.points <= 0 or self.requests <= 0 or now >= self.until

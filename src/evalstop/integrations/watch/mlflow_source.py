@@ -136,7 +136,7 @@ class MlflowSource:
         self._down = self._perm_down = self._tags_down = self._said_stuck = False
         self._tenant_cursor: str | None = None  # the last tenant served by a cut poll
         self._owed: dict[str, tuple[float, float]] = {}  # tenant -> (seconds owed, since)
-        self._slow: set[str] = set()  # tenants whose last read ran past their share
+        self._longest: dict[str, float] = {}  # tenant -> its slowest request, last reading
         self._parts: Batch | None = None  # tenants read by the running poll, not yet taken
         self._parts_lock = threading.Lock()
         self._run_cursor: dict[str, str] = {}  # tenant -> the last run read whole
@@ -223,8 +223,8 @@ class MlflowSource:
         by_tenant = self._owned(batch, experiments, min(until, start + b.server_seconds / 4))
         points = b.server_points
         order = _rotate(sorted(by_tenant), self._tenant_cursor)
-        if self._tenant_cursor is None:  # the slow go last (after a cut poll: in turn)
-            order.sort(key=lambda t: t in self._slow)
+        if self._tenant_cursor is None:  # slow requests go last (after a cut poll: in turn)
+            order.sort(key=lambda t: self._longest.get(t, 0.0))
         self._tenant_cursor = None
         for i, tenant in enumerate(order):
             now = self.clock()
@@ -243,17 +243,14 @@ class MlflowSource:
             part = Batch(self.name)
             self._read_tenant(part, tenant, by_tenant[tenant], share)
             points -= given - share.points
+            self._longest[tenant] = share.longest
             over = self.clock() - now - b.seconds
-            if over > 0:  # read after the others from now on
-                self._slow.add(tenant)
-            else:
-                self._slow.discard(tenant)
             if over > b.seconds:  # more than the last request's usual overrun: owed
                 self._owed[tenant] = (over - b.seconds, self.clock())
             if share.short:
                 part.over_budget[tenant] = share
             self._hand_over(part)
-        self._slow &= set(by_tenant)
+        self._longest = {t: v for t, v in self._longest.items() if t in by_tenant}
         self._write_tags(batch, until)
         return batch
 
@@ -375,10 +372,12 @@ class MlflowSource:
                 self._listing[tenant] = (ci, token)
                 break
             share.requests -= 1
+            asked = self.clock()
             page = self.client.search_runs(experiment_ids=chunks[ci],
                                            max_results=self.budget.run_page,
                                            order_by=["attributes.start_time ASC"],
                                            page_token=token)
+            share.longest = max(share.longest, self.clock() - asked)
             out.extend(_RunView.of(r, metric) for r in page)  # a page's runs, then only these
             token = getattr(page, "token", None) or None
             if token is None:
@@ -409,8 +408,10 @@ class MlflowSource:
             if share.history_spent(self.clock()):
                 return False
             share.requests -= 1
+            asked = self.clock()
             page = self._history(run_id, metric, read,
                                  max(1, min(self.budget.page, share.points)))
+            share.longest = max(share.longest, self.clock() - asked)
             share.read = True
             self.fetches += 1
             share.points -= len(page)
