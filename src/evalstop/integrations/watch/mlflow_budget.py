@@ -11,10 +11,11 @@ A single request cannot be cut short, and one may take longer than a whole share
 a history of millions of points, which the server sorts whole for each page). Tenants are
 read in the order of their slowest request in their last reading, quickest first, and
 each tenant's reading is handed over as soon as it is done, so the slow requests of one
-hold up no other's records; what a tenant ran past its share by more than a share (more
-than the last request's usual overrun) is owed: it sits out the following polls until that is repaid at ``repay`` seconds per
-second of the clock, so however slow its requests, it takes a bounded part of the server's
-time, and the polls in which it sits out are as quick as the other tenants' reads.
+hold up no other's records. When one request of a tenant took longer than its whole
+share, what its reading ran past the share is owed: it sits out the following polls until
+that is repaid at ``repay`` seconds per second of the clock, so however slow its requests,
+it takes a bounded part of the server's time, and the polls in which it sits out are as
+quick as the other tenants' reads (many quick requests owe nothing: the share cuts them).
 """
 
 from __future__ import annotations

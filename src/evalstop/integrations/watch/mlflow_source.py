@@ -245,8 +245,8 @@ class MlflowSource:
             points -= given - share.points
             self._longest[tenant] = share.longest
             over = self.clock() - now - b.seconds
-            if over > b.seconds:  # more than the last request's usual overrun: owed
-                self._owed[tenant] = (over - b.seconds, self.clock())
+            if over > 0 and share.longest > b.seconds:  # a request slower than a share
+                self._owed[tenant] = (over, self.clock())
             if share.short:
                 part.over_budget[tenant] = share
             self._hand_over(part)
