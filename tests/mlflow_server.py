@@ -35,13 +35,16 @@ ADMIN, ADMIN_PASSWORD = "admin", "admin-password-1234"
 class MlflowServer:
     """With ``auth``, MLflow's basic-auth app (users and per-experiment permissions; its
     own SQLite user store in ``root``), admin ``ADMIN``/``ADMIN_PASSWORD``, and every other
-    user at ``default_permission = READ``."""
+    user at ``default_permission = READ``. ``workers``: its uvicorn worker processes.
+    The store is ``db`` (``root/mlflow.db``), which a caller may fill before ``start``."""
 
-    def __init__(self, root: Path, *, auth: bool = False) -> None:
+    def __init__(self, root: Path, *, auth: bool = False, workers: int = 1) -> None:
         self.root = root
         self.auth = auth
+        self.workers = workers
         self.port = free_port()
         self.uri = f"http://{HOST}:{self.port}"
+        self.db = root / "mlflow.db"
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> MlflowServer:
@@ -49,9 +52,9 @@ class MlflowServer:
         log = open(self.root / "server.log", "wb")  # noqa: SIM115 - closed in stop()
         self._log = log
         cmd = [sys.executable, "-m", "mlflow", "server",
-               "--backend-store-uri", f"sqlite:///{self.root / 'mlflow.db'}",
+               "--backend-store-uri", f"sqlite:///{self.db}",
                "--default-artifact-root", str(self.root / "artifacts"),
-               "--host", HOST, "--port", str(self.port), "--workers", "1"]
+               "--host", HOST, "--port", str(self.port), "--workers", str(self.workers)]
         env = {**os.environ, **ENV}
         if self.auth:
             ini = self.root / "basic_auth.ini"

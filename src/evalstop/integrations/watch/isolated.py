@@ -5,7 +5,9 @@ for its result and waits at most ``wait`` seconds: a call that is not done by th
 left running, and its result is handed over by a later poll (which the controller makes
 at once while the call is young: ``Batch.pending``); no other source waits for it
 longer. A call running longer than ``stuck_after`` seconds makes the source *stuck*: said
-once in the log, by ``/healthz`` while it lasts, and once again when it ends.
+once in the log, by ``/healthz`` while it lasts, and once again when it ends. A call may
+``wake`` the waiting caller early, when it has a part of its result to hand over before
+it ends (the caller takes that part by its own means).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class Isolated(Generic[T]):
         self.clock = clock
         self._lock = threading.Lock()
         self._done = threading.Event()
+        self._ping = threading.Event()  # the call ended, or woke the caller
         self._started: float | None = None  # the running call's start; None when idle
         self._result: tuple[T | None, BaseException | None] | None = None
 
@@ -43,20 +46,26 @@ class Isolated(Generic[T]):
         with self._lock:
             if self._started is None and self._result is None:
                 self._done.clear()
+                self._ping.clear()
                 self._started = self.clock()
                 threading.Thread(target=self._run, name=f"evalstop-{self.name}",
                                  daemon=True).start()
         if self.wait is None:
             self._done.wait()
         elif self.stuck() is None:
-            self._done.wait(self.wait)
+            self._ping.wait(self.wait)
         with self._lock:
+            self._ping.clear()
             if self._result is None:
                 return False, None
             (value, error), self._result = self._result, None
         if error is not None:
             raise error
         return True, value
+
+    def wake(self) -> None:
+        """From the call: end the caller's wait now (it has a part to take)."""
+        self._ping.set()
 
     def running_for(self) -> float | None:
         """Seconds the current call has been running, None when idle."""
@@ -78,3 +87,4 @@ class Isolated(Generic[T]):
             self._result = (value, error)
             self._started = None
         self._done.set()
+        self._ping.set()

@@ -6,6 +6,16 @@ a whole has its own seconds and points. Tenants are served in turn from the one 
 where the last cut poll stopped, and each tenant's runs from the one after its last read,
 so one tenant's flood of runs, huge history or many experiments costs every poll at most
 its share, while every other tenant is read on every poll.
+
+A single request cannot be cut short, and one may take longer than a whole share (a page of
+a history of millions of points, which the server sorts whole for each page). Tenants are
+read in the order of their slowest request in their last reading, quickest first, and
+each tenant's reading is handed over as soon as it is done, so the slow requests of one
+hold up no other's records. When one request of a tenant took longer than its whole
+share, what its reading ran past the share is owed: it sits out the following polls until
+that is repaid at ``repay`` seconds per second of the clock, so however slow its requests,
+it takes a bounded part of the server's time, and the polls in which it sits out are as
+quick as the other tenants' reads (many quick requests owe nothing: the share cuts them).
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ class MlflowBudget:
     server_points: int = 5 * DEFAULT_LINES
     server_seconds: float = 2.0  # the whole poll of one server, listings included
     list_every: float = 10.0  # seconds between listings of the experiments (new ones)
+    repay: float = 0.5  # seconds of a tenant's overrun forgiven per second of the clock
     page: int = 1000  # points per history page (what one request holds in memory)
     run_page: int = 200  # runs per search_runs page (held whole, then only their ids)
     experiments: int = 100_000  # experiments listed per poll, at most
@@ -33,7 +44,7 @@ class MlflowBudget:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"MLflow budget {name} must be an integer >= 1, got {v!r}")
-        for name in ("seconds", "server_seconds", "list_every"):
+        for name in ("seconds", "server_seconds", "list_every", "repay"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0:
                 raise ValueError(f"MLflow budget {name} must be > 0, got {v!r}")
@@ -50,6 +61,7 @@ class TenantShare:
     until: float
     short: bool = False  # something was left unread for want of budget
     read: bool = False  # a history page was read this poll
+    longest: float = 0.0  # seconds of its slowest request this poll
 
     def spent(self, now: float) -> bool:
         return self.points <= 0 or self.requests <= 0 or now >= self.until

@@ -10,14 +10,14 @@ tenant's ``metric``, logged with ``mlflow.log_metric(key, value, step=N)``; its 
 timestamp is the record's ``time``.
 
 Incremental, paged reads: the experiments are listed every ``list_every`` seconds (a new
-one is seen within that); a poll lists each tenant's runs (``search_runs``, which carries
-each run's latest value, step and timestamp of every metric) and reads a run's metric
-history only when that latest point is past the run's mark, from where the last read
-stopped, a bounded page at a time (MLflow's page token: the history's offset, in its
-(timestamp, step) order). The marks (last step, its timestamp, points read) are committed
+one is seen within that), a few pages a poll; a poll lists each tenant's runs
+(``search_runs``, which carries each run's latest value, step and timestamp of every
+metric) and reads a run's metric history only when that latest point is past the run's
+mark, from where the last read stopped, a bounded page at a time (MLflow's page token:
+the history's offset, in its (timestamp, step) order). The marks (last step, its timestamp, points read) are committed
 with the detector states (as offsets keyed ``mlflow:URI#RUN_ID``), so a restarted
 controller reads nothing twice. Every tenant's reading is within its share of the poll
-(``mlflow_budget``), and the whole poll runs in a thread of its own (``isolated``): a slow
+(``mlflow_budget``; a tenant whose requests ran past it sits out the next polls), and the whole poll runs in a thread of its own (``isolated``): a slow
 or dead server holds up only its own runs, says so once, and shows in ``/healthz``.
 
 Decisions go back to the run as tags, so the MLflow UI shows them: ``evalstop.stopped``,
@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable
@@ -134,11 +135,17 @@ class MlflowSource:
         self._announced: set[str] = set()  # experiments said to be nobody's
         self._down = self._perm_down = self._tags_down = self._said_stuck = False
         self._tenant_cursor: str | None = None  # the last tenant served by a cut poll
+        self._owed: dict[str, tuple[float, float]] = {}  # tenant -> (seconds owed, since)
+        self._longest: dict[str, float] = {}  # tenant -> its slowest request, last reading
+        self._parts: Batch | None = None  # tenants read by the running poll, not yet taken
+        self._parts_lock = threading.Lock()
         self._run_cursor: dict[str, str] = {}  # tenant -> the last run read whole
         self._listing: dict[str, tuple[int, str | None]] = {}  # tenant -> where it resumes
         self._tags: dict[str, dict[str, str]] = {}  # run id -> decision tags to write
         self._ended: dict[str, str] = {}  # run id -> its end status, as last listed
         self._listed: tuple[float, list[tuple[str, str]]] | None = None  # (when, listed)
+        # A listing under way: (when it began, the experiments so far, the next page's token)
+        self._relisting: tuple[float, list[tuple[str, str]], str | None] | None = None
         self._worker = Isolated(self._poll_now, name=self.name, wait=wait,
                                 stuck_after=stuck_after)
         self.last_step: Callable[[JobKey], int | None] = lambda key: None
@@ -154,14 +161,18 @@ class MlflowSource:
 
     # ---- the controller's side ----------------------------------------------------------
     def poll(self) -> Batch:
-        """The batch of the source's last finished poll (starting the next one), or an
-        empty batch while one is still running (``pending`` until it is stuck: the
-        controller polls again at once, each poll waiting up to ``wait`` for it)."""
+        """The batch of the source's last finished poll (starting the next one), or, while
+        one is still running, what it has read so far (``pending`` until it is stuck: the
+        controller polls again at once, each poll waiting up to ``wait`` for it). Each
+        tenant's reading is handed over as soon as it is done, so a tenant whose requests
+        are slow, read after the others, does not hold up their records."""
         try:
             done, batch = self._worker.take()
         except Exception as exc:  # noqa: BLE001 - a failed poll is one line, never the end
             done, batch = True, Batch(self.name)
             batch.problems.append(self._line(f"{self.name}: poll failed ({exc!r}); will retry"))
+        with self._parts_lock:
+            parts, self._parts = self._parts, None
         if not done:
             stuck = self._worker.stuck()
             batch = Batch(self.name, progressed=True, pending=stuck is None)
@@ -169,7 +180,8 @@ class MlflowSource:
                 self._said_stuck = True
                 batch.problems.append(f"{self.name}: no answer for {stuck:.0f} s (server slow "
                                       "or down); its runs wait, the other sources go on")
-            return batch
+            return _merged(parts, batch)
+        batch = _merged(parts, batch)
         if self._said_stuck and not self._down:  # a poll that timed out is no answer
             self._said_stuck = False
             batch.problems.append(f"{self.name}: answering again")
@@ -194,10 +206,9 @@ class MlflowSource:
         until = start + b.server_seconds
         self._write_tags(batch, until)
         try:
-            if self._listed is None or start - self._listed[0] >= b.list_every:
-                self._listed = (start, self._experiments())
-            experiments = self._listed[1]
+            experiments = self._experiments(start)
         except Exception as exc:  # noqa: BLE001 - network, store, auth: retried next poll
+            self._relisting = None
             if not self._down:
                 batch.problems.append(f"{self.name}: cannot list experiments "
                                       f"({self._error(exc)}); will retry")
@@ -206,9 +217,14 @@ class MlflowSource:
         if self._down:
             batch.problems.append(f"{self.name}: reachable again")
         self._down = False
+        if experiments is None:  # the first listing goes on in the next poll, at once
+            batch.pending = batch.progressed = True
+            return batch
         by_tenant = self._owned(batch, experiments, min(until, start + b.server_seconds / 4))
         points = b.server_points
         order = _rotate(sorted(by_tenant), self._tenant_cursor)
+        if self._tenant_cursor is None:  # slow requests go last (after a cut poll: in turn)
+            order.sort(key=lambda t: self._longest.get(t, 0.0))
         self._tenant_cursor = None
         for i, tenant in enumerate(order):
             now = self.clock()
@@ -217,26 +233,70 @@ class MlflowSource:
                 for t in order[i:]:
                     batch.over_budget[t] = "server budget"
                 break
+            if self._owes(tenant, now):
+                # Its last reads ran long: it sits out, not the rest. No backlog is claimed
+                # for it (the controller would poll again at once, the debt is repaid by the
+                # clock, and the quick polls between would only load the server).
+                continue
             share = TenantShare(min(b.points, points), b.requests, min(now + b.seconds, until))
             given = share.points
-            self._read_tenant(batch, tenant, by_tenant[tenant], share)
+            part = Batch(self.name)
+            self._read_tenant(part, tenant, by_tenant[tenant], share)
             points -= given - share.points
+            self._longest[tenant] = share.longest
+            over = self.clock() - now - b.seconds
+            if over > 0 and share.longest > b.seconds:  # a request slower than a share
+                self._owed[tenant] = (over, self.clock())
             if share.short:
-                batch.over_budget[tenant] = share
+                part.over_budget[tenant] = share
+            self._hand_over(part)
+        self._longest = {t: v for t, v in self._longest.items() if t in by_tenant}
         self._write_tags(batch, until)
         return batch
 
-    def _experiments(self) -> list[tuple[str, str]]:
-        """(id, name) of every experiment, at most ``budget.experiments``."""
-        out, token = [], None
-        while len(out) < self.budget.experiments:
-            page = self.client.search_experiments(max_results=EXPERIMENT_PAGE,
-                                                  page_token=token)
-            out.extend((str(e.experiment_id), str(e.name)[:200]) for e in page)
-            token = getattr(page, "token", None)
-            if not token:
-                break
-        return out[:self.budget.experiments]
+    def _hand_over(self, part: Batch) -> None:
+        """A tenant's reading, for the controller's next take (woken when it has records,
+        though the rest of the poll goes on)."""
+        with self._parts_lock:
+            self._parts = _merged(self._parts, part)
+        if part.records or part.offsets:
+            self._worker.wake()
+
+    def _owes(self, tenant: str, now: float) -> bool:
+        """True while the time ``tenant``'s reads ran past its share is not yet repaid
+        (``budget.repay`` seconds a second)."""
+        owed = self._owed.get(tenant)
+        if owed is None:
+            return False
+        if owed[0] - (now - owed[1]) * self.budget.repay > 0:
+            return True
+        del self._owed[tenant]
+        return False
+
+    def _experiments(self, start: float) -> list[tuple[str, str]] | None:
+        """(id, name) of every experiment, at most ``budget.experiments``, as last listed
+        whole (None before the first listing is whole). A new listing begins every
+        ``list_every`` s and reads pages for at most ``budget.seconds`` a poll (one page at
+        least), so many experiments cost each poll a share, not the whole listing; the
+        last whole listing holds meanwhile."""
+        b = self.budget
+        if self._relisting is None and (self._listed is None
+                                        or start - self._listed[0] >= b.list_every):
+            self._relisting = (start, [], None)
+        if self._relisting is not None:
+            began, out, token = self._relisting
+            while True:
+                page = self.client.search_experiments(max_results=EXPERIMENT_PAGE,
+                                                      page_token=token)
+                out.extend((str(e.experiment_id), str(e.name)[:200]) for e in page)
+                token = getattr(page, "token", None) or None
+                if token is None or len(out) >= b.experiments:
+                    self._listed, self._relisting = (began, out[:b.experiments]), None
+                    break
+                if self.clock() >= start + b.seconds:
+                    self._relisting = (began, out, token)
+                    break
+        return None if self._listed is None else self._listed[1]
 
     def _owned(self, batch: Batch, experiments: list[tuple[str, str]],
                until: float) -> dict[str, list[str]]:
@@ -312,10 +372,12 @@ class MlflowSource:
                 self._listing[tenant] = (ci, token)
                 break
             share.requests -= 1
+            asked = self.clock()
             page = self.client.search_runs(experiment_ids=chunks[ci],
                                            max_results=self.budget.run_page,
                                            order_by=["attributes.start_time ASC"],
                                            page_token=token)
+            share.longest = max(share.longest, self.clock() - asked)
             out.extend(_RunView.of(r, metric) for r in page)  # a page's runs, then only these
             token = getattr(page, "token", None) or None
             if token is None:
@@ -346,8 +408,10 @@ class MlflowSource:
             if share.history_spent(self.clock()):
                 return False
             share.requests -= 1
+            asked = self.clock()
             page = self._history(run_id, metric, read,
                                  max(1, min(self.budget.page, share.points)))
+            share.longest = max(share.longest, self.clock() - asked)
             share.read = True
             self.fetches += 1
             share.points -= len(page)
@@ -473,6 +537,21 @@ class _RunView(NamedTuple):
         return cls(str(run.info.run_id), str(run.info.experiment_id), str(run.info.status),
                    None if m is None else (int(m.step), int(m.timestamp)),
                    tags.get(TAG_PREFIX + "stopped") == "true", job_id)
+
+
+def _merged(first: Batch | None, then: Batch) -> Batch:
+    """``then`` with ``first``'s records, offsets, notices and budget cuts before its own."""
+    if first is None:
+        return then
+    first.records += then.records
+    first.offsets.update(then.offsets)
+    first.gone += then.gone
+    first.refused += then.refused
+    first.problems += then.problems
+    first.progressed |= then.progressed
+    first.over_budget.update(then.over_budget)
+    first.pending = then.pending
+    return first
 
 
 def _rotate(names: list[str], last: str | None) -> list[str]:
