@@ -14,7 +14,9 @@ filter ignores case) and it is pending, running or suspended. Before the cancel,
 AdminComment (an operator's right; else its Comment, which its owner may set) names
 EvalStop, the stop step, the best step and the checkpoint; ``sacct -o AdminComment``
 keeps it. The cancel is a plain ``scancel``: Slurm records CANCELLED, sends SIGTERM, and
-SIGKILL after the cluster's KillWait, the job's grace to save. With ``--notes FILE``
+SIGKILL after the cluster's KillWait, the job's grace to save. A job that ends by itself
+as the cancel lands (COMPLETED, not CANCELLED) freed nothing: exit 10, as for a job already
+ended, and no note. With ``--notes FILE``
 (default ``$EVALSTOP_NOTES``) a line per stop is appended there too.
 """
 
@@ -80,6 +82,22 @@ def whose(job_id: str) -> tuple[str, str, str]:
     return shown, account, state
 
 
+def _ended_by_itself(target: str, wait_s: float = 5.0) -> str:
+    """The state a job ended in by itself, or "": a job that ends as the cancel lands takes
+    ``scancel``'s 0 and stays COMPLETED (or FAILED, ...), not CANCELLED; its stop freed
+    nothing and must not be reported as one. COMPLETING says not yet, so ask again."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            _shown, _account, state = whose(target)
+        except Outcome:
+            return ""  # forgotten or unreadable: scancel's answer stands
+        if state != "COMPLETING" or time.monotonic() >= deadline:
+            break
+        time.sleep(0.2)
+    return "" if state in ACTIVE or state in ("CANCELLED", "COMPLETING") else state
+
+
 def act(args) -> str:
     if not SLURM_ID.fullmatch(args.job_id):
         raise Outcome(USAGE, f"--job-id {args.job_id!r} is not a Slurm job id (N or N_TASK)")
@@ -101,6 +119,10 @@ def act(args) -> str:
     c = tool(["scancel", "--", target], "Slurm")
     if c.returncode != 0:
         raise Outcome(REFUSED, f"scancel {target} failed: {first_line(c.stderr)}")
+    ended = _ended_by_itself(target)
+    if ended:
+        raise Outcome(ALREADY_ENDED, f"job {target} (account {account}) ended {ended} by "
+                                     "itself as it was cancelled: nothing stopped")
     if args.notes:
         fields = [time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), args.tenant, args.job,
                   target, args.best_step, args.best_checkpoint]
