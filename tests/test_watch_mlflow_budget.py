@@ -262,3 +262,42 @@ def test_the_others_are_handed_over_before_a_slow_tenant_is_read(tmp_path):
 def test_repay_is_checked():
     with pytest.raises(ValueError, match="repay must be > 0"):
         MlflowBudget(repay=0)
+
+
+def _one_poll(src):
+    batch = more = src.poll()
+    while more.pending:
+        more = src.poll()
+        batch.records += more.records
+    return batch
+
+
+@pytest.mark.parametrize("runs", [10, 30])
+def test_only_a_small_reading_goes_past_its_share_and_it_is_owed(tmp_path, runs):
+    """Tenant flood has ``runs`` runs with a point each, 0.1 s a page. Ten runs are a small
+    reading: past its 0.4 s share it reads first pages for up to ``finish`` s more (8 of
+    them, not all 10), and the overrun is owed: right after, it may finish for only what is
+    repaid. Thirty runs (past ``finish_runs``) are not small: cut at its share, as before."""
+    clock = Clock()
+    names = [f"f{i:02d}" for i in range(runs)]
+    tracking = FakeTracking(clock, {**dict.fromkeys(names, "1"), "q": "2"},
+                            {**dict.fromkeys(names, 0.1), "q": 0.01})
+    for r in [*names, "q"]:
+        tracking.log(r, 1, 0.5)
+    src = _source(tmp_path, tracking, clock)
+    b = MlflowBudget()
+    first = _one_poll(src)
+    fed = {i.rec.job for i in first.records if i.tenant == "flood"}
+    assert {i.rec.job for i in first.records if i.tenant == "quiet"} == {"q"}
+    if runs > b.finish_runs:
+        assert len(fed) == b.seconds / 0.1 and "flood" in first.over_budget
+        assert "flood" not in src._finished
+        return
+    assert len(fed) == round((b.seconds + b.finish) / 0.1)  # 8 pages of 0.1 s
+    assert src._finished["flood"][0] == pytest.approx(b.finish + 0.01)  # and the listing
+    clock.t += 0.2  # 0.1 s of the overrun repaid: about 0.1 s more than its share next poll
+    for r in names:
+        tracking.log(r, 2, 0.5)
+    again = _one_poll(src)
+    n = len({i.rec.job for i in again.records if i.tenant == "flood"})
+    assert b.seconds / 0.1 <= n <= b.seconds / 0.1 + 1  # not 8 again: 0.31 s still owed
