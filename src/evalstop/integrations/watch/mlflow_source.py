@@ -165,8 +165,9 @@ class MlflowSource:
         """The batch of the source's last finished poll (starting the next one), or, while
         one is still running, what it has read so far (``pending`` until it is stuck: the
         controller polls again at once, each poll waiting up to ``wait`` for it). Each
-        tenant's reading is handed over as soon as it is done, so a tenant whose requests
-        are slow, read after the others, does not hold up their records."""
+        run's points are handed over as soon as they are read, so a tenant whose requests
+        are slow, read after the others, does not hold up their records, nor a slow run
+        its tenant's runs read before it."""
         try:
             done, batch = self._worker.take()
         except Exception as exc:  # noqa: BLE001 - a failed poll is one line, never the end
