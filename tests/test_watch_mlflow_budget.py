@@ -301,26 +301,3 @@ def test_only_a_small_reading_goes_past_its_share_and_it_is_owed(tmp_path, runs)
     again = _one_poll(src)
     n = len({i.rec.job for i in again.records if i.tenant == "flood"})
     assert b.seconds / 0.1 <= n <= b.seconds / 0.1 + 1  # not 8 again: 0.31 s still owed
-
-
-def test_each_runs_points_are_handed_over_when_read(tmp_path):
-    """A tenant's runs go to the controller one by one: here the quiet tenant's second run's
-    page hangs (really) until released, and its first run's new point comes back from the
-    controller's poll meanwhile, with that run's mark."""
-    clock = Clock()
-    tracking = FakeTracking(clock, {"q0": "2", "q1": "2"}, {"q0": 0.01, "q1": 0.01})
-    for q in ("q0", "q1"):
-        tracking.log(q, 1, 0.1)
-    src = _source(tmp_path, tracking, clock, wait=5.0)
-    _one_poll(src)
-    for q in ("q0", "q1"):
-        tracking.log(q, 2, 0.1)
-    tracking.gate["q1"] = threading.Event()
-    started = time.monotonic()
-    batch = src.poll()
-    assert time.monotonic() - started < 4.0  # not the 5 s wait: woken by the hand-over
-    assert [i.rec.job for i in batch.records] == ["q0"] and batch.pending
-    assert [k.rsplit("#", 1)[1] for k in batch.offsets] == ["q0"]
-    tracking.gate["q1"].set()
-    rest = _one_poll(src)
-    assert [i.rec.job for i in rest.records] == ["q1"]

@@ -10,7 +10,7 @@ its share, while every other tenant is read on every poll.
 A single request cannot be cut short, and one may take longer than a whole share (a page of
 a history of millions of points, which the server walks up to the page's offset). Tenants are
 read in the order of their slowest request in their last reading, quickest first, and
-each run's points are handed over as soon as they are read, so the slow requests of one
+each tenant's reading is handed over as soon as it is done, so the slow requests of one
 hold up no other's records. When one request of a tenant took longer than its whole
 share, what its reading ran past the share is owed: it sits out the following polls until
 that is repaid at ``repay`` seconds per second of the clock, so however slow its requests,

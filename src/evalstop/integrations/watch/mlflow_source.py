@@ -165,9 +165,8 @@ class MlflowSource:
         """The batch of the source's last finished poll (starting the next one), or, while
         one is still running, what it has read so far (``pending`` until it is stuck: the
         controller polls again at once, each poll waiting up to ``wait`` for it). Each
-        run's points are handed over as soon as they are read, so a tenant whose requests
-        are slow, read after the others, does not hold up their records, nor a slow run
-        its tenant's runs read before it."""
+        tenant's reading is handed over as soon as it is done, so a tenant whose requests
+        are slow, read after the others, does not hold up their records."""
         try:
             done, batch = self._worker.take()
         except Exception as exc:  # noqa: BLE001 - a failed poll is one line, never the end
@@ -263,8 +262,8 @@ class MlflowSource:
         return batch
 
     def _hand_over(self, part: Batch) -> None:
-        """A run's or a tenant's reading, for the controller's next take (woken when it
-        has records, though the rest of the poll goes on)."""
+        """A tenant's reading, for the controller's next take (woken when it has records,
+        though the rest of the poll goes on)."""
         with self._parts_lock:
             self._parts = _merged(self._parts, part)
         if part.records or part.offsets:
@@ -376,8 +375,6 @@ class MlflowSource:
                 share.short = True
                 return
             self._run_cursor[tenant] = run_id
-            if batch.records:  # each run's points go as soon as read: the next runs may be slow
-                self._hand_over(_taken(batch))
 
     def _runs(self, tenant: str, exp_ids: list[str], metric: str,
               share: TenantShare) -> list[_RunView]:
@@ -580,16 +577,6 @@ def _merged(first: Batch | None, then: Batch) -> Batch:
     first.over_budget.update(then.over_budget)
     first.pending = then.pending
     return first
-
-
-def _taken(batch: Batch) -> Batch:
-    """What ``batch`` holds so far, moved to a new batch (``batch`` goes on empty)."""
-    out = Batch(batch.source, progressed=batch.progressed)
-    out.records, batch.records = batch.records, []
-    out.offsets, batch.offsets = batch.offsets, {}
-    out.refused, batch.refused = batch.refused, []
-    out.problems, batch.problems = batch.problems, []
-    return out
 
 
 def _rotate(names: list[str], last: str | None) -> list[str]:
