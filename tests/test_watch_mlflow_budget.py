@@ -99,9 +99,11 @@ def _source(tmp_path, tracking, clock, budget=None, flood_experiments=("1",), wa
 
 
 def _flood_beside_quiet(tmp_path, page_cost: float, seconds: float = 120.0,
-                        experiments: int = 0, list_page_cost: float = FakeTracking.LIST):
+                        experiments: int = 0, list_page_cost: float = FakeTracking.LIST,
+                        quiet_cost: float = 0.01, cut: list | None = None):
     """Tenant flood: one run with a 200,000-point history, each page of which costs
-    ``page_cost`` s; tenant quiet: 5 runs, one point each every 0.5 s, pages of 0.01 s.
+    ``page_cost`` s; tenant quiet: 5 runs, one point each every 0.5 s, pages of
+    ``quiet_cost`` s (``cut``: each poll's cut tenants are appended to it).
     Polls follow each other at once (the flood always has a backlog), as the controller
     makes them; ``experiments`` more empty ones are the flood's, listed a page of 1,000
     per ``list_page_cost`` s. Returns (quiet lags, flood points fed by each poll, seconds
@@ -110,7 +112,7 @@ def _flood_beside_quiet(tmp_path, page_cost: float, seconds: float = 120.0,
     quiet = [f"q{i}" for i in range(5)]
     more = [str(e) for e in range(3, 3 + experiments)]
     tracking = FakeTracking(clock, {"f": "1", **dict.fromkeys(quiet, "2")},
-                            {"f": page_cost, **dict.fromkeys(quiet, 0.01)}, more,
+                            {"f": page_cost, **dict.fromkeys(quiet, quiet_cost)}, more,
                             list_page_cost)
     tracking.history["f"] = [(s, s, 0.5) for s in range(200_000)]
     src = _source(tmp_path, tracking, clock, flood_experiments=["1", *more])
@@ -130,6 +132,8 @@ def _flood_beside_quiet(tmp_path, page_cost: float, seconds: float = 120.0,
         end = clock.t
         lags += [end - i.rec.time for i in batch.records if i.tenant == "quiet"]
         flood_fed.append(sum(i.tenant == "flood" for i in batch.records))
+        if cut is not None:
+            cut.append(set(batch.over_budget))
         known.append(len(src._listed[1]))
     return np.array(lags), flood_fed, tracking.pages["f"] * page_cost, end - t0, known
 
@@ -175,6 +179,31 @@ def test_a_tenant_slower_than_a_whole_poll_still_moves(tmp_path):
     assert sum(flood_fed) >= (wall / (5.0 + (5.0 - b.seconds) / b.repay) - 1) * b.page
     assert np.percentile(lags, 95) <= 5.0 + 0.5  # one such page at most: no second wait
     assert np.median(lags) <= INTERVAL
+
+
+def test_a_small_reading_slowed_by_the_server_finishes_in_its_poll(tmp_path):
+    """The server is slow for every run's history (0.1 s a page: MLflow's SQL store finds a
+    run's points of a metric through the index on its name, which the flood's 200,000
+    points fill): the quiet tenant's listing and 5 pages take 0.51 s, past its 0.4 s share.
+    Its reading is small (one page a run), so it finishes in the poll that found it, its
+    overrun owed; cut at its share, its last run would wait a whole poll more (the flood's
+    share of pages first). The flood, whose backlog is never read past its share, still
+    gets its share of every poll."""
+    cut: list[set] = []
+    lags, flood_fed, flood_s, wall, _ = _flood_beside_quiet(
+        tmp_path, page_cost=0.1, seconds=60.0, quiet_cost=0.1, cut=cut)
+    b = MlflowBudget()
+    assert len(lags) >= 5 * 2 * 55
+    assert not any("quiet" in c for c in cut)  # every poll read the quiet tenant whole
+    # A poll: the quiet tenant whole, the flood's share (its last page may end past it), the
+    # controller's step. A point is fed by the end of the poll after the one it was logged
+    # in (here records count from the end of their poll); cut, it waited 2.59 s, p95 2.27 s.
+    poll = FakeTracking.LIST + 5 * 0.1 + b.seconds + 0.1 + 0.05
+    assert lags.max() <= 2 * poll
+    assert np.percentile(lags, 95) <= 2 * INTERVAL
+    busy = flood_fed[1:flood_fed.index(0, 1)] if 0 in flood_fed[1:] else flood_fed[1:]
+    assert sum(flood_fed) >= 150_000  # until its 200,000 points are read, ~4 pages a poll
+    assert all(n >= (b.seconds / 0.1 - 1) * b.page for n in busy[:-1])
 
 
 def test_a_long_listing_of_experiments_is_spread_over_polls(tmp_path):
@@ -233,3 +262,42 @@ def test_the_others_are_handed_over_before_a_slow_tenant_is_read(tmp_path):
 def test_repay_is_checked():
     with pytest.raises(ValueError, match="repay must be > 0"):
         MlflowBudget(repay=0)
+
+
+def _one_poll(src):
+    batch = more = src.poll()
+    while more.pending:
+        more = src.poll()
+        batch.records += more.records
+    return batch
+
+
+@pytest.mark.parametrize("runs", [10, 30])
+def test_only_a_small_reading_goes_past_its_share_and_it_is_owed(tmp_path, runs):
+    """Tenant flood has ``runs`` runs with a point each, 0.1 s a page. Ten runs are a small
+    reading: past its 0.4 s share it reads first pages for up to ``finish`` s more (8 of
+    them, not all 10), and the overrun is owed: right after, it may finish for only what is
+    repaid. Thirty runs (past ``finish_runs``) are not small: cut at its share, as before."""
+    clock = Clock()
+    names = [f"f{i:02d}" for i in range(runs)]
+    tracking = FakeTracking(clock, {**dict.fromkeys(names, "1"), "q": "2"},
+                            {**dict.fromkeys(names, 0.1), "q": 0.01})
+    for r in [*names, "q"]:
+        tracking.log(r, 1, 0.5)
+    src = _source(tmp_path, tracking, clock)
+    b = MlflowBudget()
+    first = _one_poll(src)
+    fed = {i.rec.job for i in first.records if i.tenant == "flood"}
+    assert {i.rec.job for i in first.records if i.tenant == "quiet"} == {"q"}
+    if runs > b.finish_runs:
+        assert len(fed) == b.seconds / 0.1 and "flood" in first.over_budget
+        assert "flood" not in src._finished
+        return
+    assert len(fed) == round((b.seconds + b.finish) / 0.1)  # 8 pages of 0.1 s
+    assert src._finished["flood"][0] == pytest.approx(b.finish + 0.01)  # and the listing
+    clock.t += 0.2  # 0.1 s of the overrun repaid: about 0.1 s more than its share next poll
+    for r in names:
+        tracking.log(r, 2, 0.5)
+    again = _one_poll(src)
+    n = len({i.rec.job for i in again.records if i.tenant == "flood"})
+    assert b.seconds / 0.1 <= n <= b.seconds / 0.1 + 1  # not 8 again: 0.31 s still owed

@@ -136,6 +136,7 @@ class MlflowSource:
         self._down = self._perm_down = self._tags_down = self._said_stuck = False
         self._tenant_cursor: str | None = None  # the last tenant served by a cut poll
         self._owed: dict[str, tuple[float, float]] = {}  # tenant -> (seconds owed, since)
+        self._finished: dict[str, tuple[float, float]] = {}  # the same, for finish overruns
         self._longest: dict[str, float] = {}  # tenant -> its slowest request, last reading
         self._parts: Batch | None = None  # tenants read by the running poll, not yet taken
         self._parts_lock = threading.Lock()
@@ -238,7 +239,9 @@ class MlflowSource:
                 # for it (the controller would poll again at once, the debt is repaid by the
                 # clock, and the quick polls between would only load the server).
                 continue
-            share = TenantShare(min(b.points, points), b.requests, min(now + b.seconds, until))
+            finish = max(0.0, b.finish - self._owing(self._finished, tenant, now))
+            share = TenantShare(min(b.points, points), b.requests, min(now + b.seconds, until),
+                                finish_until=min(now + b.seconds + finish, until))
             given = share.points
             part = Batch(self.name)
             self._read_tenant(part, tenant, by_tenant[tenant], share)
@@ -247,10 +250,14 @@ class MlflowSource:
             over = self.clock() - now - b.seconds
             if over > 0 and share.longest > b.seconds:  # a request slower than a share
                 self._owed[tenant] = (over, self.clock())
+            elif over > 0 and share.past:  # a small reading finished past its share
+                self._finished[tenant] = (self._owing(self._finished, tenant, self.clock())
+                                          + over, self.clock())
             if share.short:
                 part.over_budget[tenant] = share
             self._hand_over(part)
         self._longest = {t: v for t, v in self._longest.items() if t in by_tenant}
+        self._finished = {t: v for t, v in self._finished.items() if t in by_tenant}
         self._write_tags(batch, until)
         return batch
 
@@ -265,13 +272,20 @@ class MlflowSource:
     def _owes(self, tenant: str, now: float) -> bool:
         """True while the time ``tenant``'s reads ran past its share is not yet repaid
         (``budget.repay`` seconds a second)."""
-        owed = self._owed.get(tenant)
+        return self._owing(self._owed, tenant, now) > 0
+
+    def _owing(self, debts: dict[str, tuple[float, float]], tenant: str,
+               now: float) -> float:
+        """Seconds ``tenant`` still owes in ``debts`` (repaid at ``budget.repay`` s a
+        second; forgotten once repaid)."""
+        owed = debts.get(tenant)
         if owed is None:
-            return False
-        if owed[0] - (now - owed[1]) * self.budget.repay > 0:
-            return True
-        del self._owed[tenant]
-        return False
+            return 0.0
+        left = owed[0] - (now - owed[1]) * self.budget.repay
+        if left > 0:
+            return left
+        del debts[tenant]
+        return 0.0
 
     def _experiments(self, start: float) -> list[tuple[str, str]] | None:
         """(id, name) of every experiment, at most ``budget.experiments``, as last listed
@@ -340,14 +354,19 @@ class MlflowSource:
                                   f"{show(tenant)} ({self._error(exc)}); will retry")
             return
         runs = sorted({r.run_id: r for r in runs}.items())
+        if sum(self._has_new(r) for _rid, r in runs) > self.budget.finish_runs:
+            share.finish_until = share.until  # not a small reading: cut at its share
         last = self._run_cursor.get(tenant)
         i = next((k for k, (rid, _r) in enumerate(runs) if last is not None and rid > last), 0)
         for run_id, run in runs[i:] + runs[:i]:
+            first_only = False
             if share.history_spent(self.clock()):
-                share.short = True
-                return
+                if not share.may_finish(self.clock(), self.budget.finish):
+                    share.short = True
+                    return
+                first_only = share.past = True  # a small reading slowed by the server
             try:
-                whole = self._take_run(batch, tenant, metric, run, share)
+                whole = self._take_run(batch, tenant, metric, run, share, first_only)
             except Exception as exc:  # noqa: BLE001
                 batch.problems.append(f"{self.name}#{show(run_id)}: cannot read "
                                       f"{show(metric)!r} ({self._error(exc)}); will retry")
@@ -384,10 +403,14 @@ class MlflowSource:
                 ci, moved = (ci + 1) % len(chunks), moved + 1
         return out
 
+    def _has_new(self, run: _RunView) -> bool:
+        mark = self.marks.get(run.run_id)
+        return run.latest is not None and (mark is None or run.latest > (mark.pos, mark.line))
+
     def _take_run(self, batch: Batch, tenant: str, metric: str, run: _RunView,
-                  share: TenantShare) -> bool:
-        """Read what is new of one run, a page at a time within ``share``; True when it
-        was read to its end (or had nothing new)."""
+                  share: TenantShare, first_only: bool = False) -> bool:
+        """Read what is new of one run, a page at a time within ``share`` (only one page
+        when ``first_only``); True when it was read to its end (or had nothing new)."""
         run_id = run.run_id
         source = f"{self.name}#{run.experiment_id}/{run_id}"
         key = JobKey(source, run_id)
@@ -404,9 +427,11 @@ class MlflowSource:
         else:
             floor, read = (mark.pos, mark.line), mark.ino
         top = None if mark is None else (mark.pos, mark.line)  # the last point consumed
+        pages = 0
         while True:
-            if share.history_spent(self.clock()):
+            if share.history_spent(self.clock()) and not (first_only and pages == 0):
                 return False
+            pages += 1
             share.requests -= 1
             asked = self.clock()
             page = self._history(run_id, metric, read,
