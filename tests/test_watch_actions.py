@@ -78,8 +78,10 @@ def test_slurm_cancels_the_id_after_squeue_says_it_is_the_tenants(tmp_path, monk
     calls = _fake_bin(tmp_path, monkeypatch, {"squeue": "4242|4242|team-a|RUNNING"})
     row = _run(tmp_path, SLURM)
     assert (row.status, row.rc) == ("done", 0), row.output
-    squeue, scontrol, scancel = _calls(calls)
+    squeue, scontrol, scancel, again = _calls(calls)
     assert squeue[1:] == ["-h", "--states=all", "-j", "4242", "-o", "%i|%A|%a|%T"]
+    # Asked again after the cancel: a job that ended by itself meanwhile is no stop.
+    assert again == squeue
     # The note first (accounting keeps it), then a plain cancel (recorded as CANCELLED).
     assert scontrol[1:] == ["update", "JobId=4242", ("AdminComment=stopped by EvalStop at "
                             "step 500; best step 300; checkpoint /ckpt/team-a/run-7/ck-300")]
