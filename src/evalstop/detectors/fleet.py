@@ -106,22 +106,10 @@ class FleetNoise:
 
 
 def pooled_sigma(diffs: list[float], min_count: int) -> float | None:
-    """What a ``FleetNoise(min_count=...)`` reads after ``diffs`` (absolute, finite second
-    differences) were added in this order, computed at once: the same sums in the same
-    order, so the same float."""
-    n = len(diffs)
-    if n < min_count or n < WARMUP:
-        return None
-    scale = median(diffs[:WARMUP]) / MAD_N01
-    if scale > 0.0:
-        cap = CLIP * scale
-        total = sum(min(x, cap) for x in diffs[:WARMUP])
-        for x in diffs[WARMUP:]:
-            total += min(x, cap)
-        norm = CLIPPED_MEAN_ABS
-    else:
-        total = sum(diffs[:WARMUP])
-        for x in diffs[WARMUP:]:
-            total += x
-        norm = MEAN_ABS
-    return total / n / norm / math.sqrt(6.0)
+    """What a ``FleetNoise(min_count=...)`` reads after ``diffs`` were added in this order
+    (``recent_jobs`` recomputes its bounded estimate this way): the estimator is the
+    class's own, so there is one rule, not a second copy to keep equal."""
+    fleet = FleetNoise(min_count=min_count)
+    for d in diffs:
+        fleet.add(d)
+    return fleet.sigma()
