@@ -25,7 +25,8 @@ from collections.abc import Mapping
 # Digits (Slurm), digits_digits (a Slurm array task), a Ray submission id, a Kubernetes
 # object name: letters, digits and ``_.:-``, never a leading ``-`` (it would read as an
 # option) and never a shell or list separator (``,`` would name two Slurm jobs).
-JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}")
+MAX_LEN = 200
+JOB_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9_.:-]{{0,{MAX_LEN - 1}}}")
 ENV = "EVALSTOP_JOB_ID"
 
 
@@ -36,7 +37,7 @@ def check(value: object) -> str | None:
     if not JOB_ID.fullmatch(str(value)):
         shown = repr(str(value)[:60])
         return (f"'job_id' {shown} is not a scheduler job id (letters, digits and _.:- "
-                "only, at most 200, not starting with a sign)")
+                f"only, at most {MAX_LEN}, not starting with a sign)")
     return None
 
 

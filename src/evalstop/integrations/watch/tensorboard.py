@@ -12,7 +12,7 @@ The job id: a text summary tagged ``evalstop/job_id`` (``SummaryWriter.add_text`
 it as ``evalstop/job_id/text_summary``, also taken) names the run's scheduler job
 (``evalstop.jobid``). Each eval carries the newest valid id read before it in the run's
 event files, as a JSONL record carries its own; one that is no job id (the same rules as
-a record's ``job_id``, at most 200 bytes) is refused, and the run keeps the id it had.
+a record's ``job_id``) is refused, and the run keeps the id it had.
 
 Resuming: read positions are not saved, so after a restart each run is read again once,
 and steps at or below the job's last taken step (kept in the state database) are passed
@@ -49,7 +49,7 @@ LOSSES_KEPT = 4096  # recent loss values per run, matched to evals by step
 JOB_ID_TAG = "evalstop/job_id"
 # tf.summary.text writes the tag as given; PyTorch's add_text appends "/text_summary".
 JOB_ID_TAGS = (JOB_ID_TAG, JOB_ID_TAG + "/text_summary")
-JOB_ID_BYTES = 200  # evalstop.jobid's longest id; a longer string is not decoded
+JOB_ID_BYTES = jobid.MAX_LEN  # ASCII only: a longer string is no id and is not decoded
 
 
 def _tensor_util():
