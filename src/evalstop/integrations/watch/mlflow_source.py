@@ -181,8 +181,8 @@ class MlflowSource:
                 self._said_stuck = True
                 batch.problems.append(f"{self.name}: no answer for {stuck:.0f} s (server slow "
                                       "or down); its runs wait, the other sources go on")
-            return _merged(parts, batch)
-        batch = _merged(parts, batch)
+            return batch.after(parts)
+        batch = batch.after(parts)
         if self._said_stuck and not self._down:  # a poll that timed out is no answer
             self._said_stuck = False
             batch.problems.append(f"{self.name}: answering again")
@@ -265,7 +265,7 @@ class MlflowSource:
         """A tenant's reading, for the controller's next take (woken when it has records,
         though the rest of the poll goes on)."""
         with self._parts_lock:
-            self._parts = _merged(self._parts, part)
+            self._parts = part.after(self._parts)
         if part.records or part.offsets:
             self._worker.wake()
 
@@ -418,9 +418,9 @@ class MlflowSource:
         self._note_ended(run_id, ended)
         if self._repair_tags(key, run, ended):
             return True  # stopped: its later points are never read
-        mark = self.marks.get(run_id)
-        if run.latest is None or (mark is not None and run.latest <= (mark.pos, mark.line)):
+        if not self._has_new(run):
             return True  # nothing new: no history read
+        mark = self.marks.get(run_id)
         if mark is None:  # first sight (or the marks were lost): resume past the state
             last = self.last_step(key)
             floor, read = ((-math.inf, -math.inf) if last is None else (last, math.inf)), 0
@@ -562,21 +562,6 @@ class _RunView(NamedTuple):
         return cls(str(run.info.run_id), str(run.info.experiment_id), str(run.info.status),
                    None if m is None else (int(m.step), int(m.timestamp)),
                    tags.get(TAG_PREFIX + "stopped") == "true", job_id)
-
-
-def _merged(first: Batch | None, then: Batch) -> Batch:
-    """``then`` with ``first``'s records, offsets, notices and budget cuts before its own."""
-    if first is None:
-        return then
-    first.records += then.records
-    first.offsets.update(then.offsets)
-    first.gone += then.gone
-    first.refused += then.refused
-    first.problems += then.problems
-    first.progressed |= then.progressed
-    first.over_budget.update(then.over_budget)
-    first.pending = then.pending
-    return first
 
 
 def _rotate(names: list[str], last: str | None) -> list[str]:

@@ -46,6 +46,21 @@ class Batch:
     over_budget: dict[str, object] = field(default_factory=dict)
     pending: bool = False
 
+    def after(self, first: Batch | None) -> Batch:
+        """This batch with ``first``'s records, offsets, notices and budget cuts before its
+        own (``first`` is extended and returned; None: this batch as it is)."""
+        if first is None:
+            return self
+        first.records += self.records
+        first.offsets.update(self.offsets)
+        first.gone += self.gone
+        first.refused += self.refused
+        first.problems += self.problems
+        first.progressed |= self.progressed
+        first.over_budget.update(self.over_budget)
+        first.pending = self.pending
+        return first
+
     def refuse(self, refusal: Refusal, tenant: str = "") -> None:
         """Add a refusal, marked with its tenant (for the throttled log) when known."""
         self.refused.append(replace(refusal, tenant=tenant) if tenant else refusal)
