@@ -164,7 +164,6 @@ def _starts_a_service(path: Path, source: str, fixtures: set[str]) -> bool:
             or path.name.startswith("test_testbed") or bool(fixtures & _SERVICE_FIXTURES))
 
 
-
 def _shares_a_module_fixture(item) -> bool:
     info = getattr(item, "_fixtureinfo", None)
     if info is None:
