@@ -56,7 +56,11 @@ FIRST_PICK = ("block-cusum:h=2.5,k=1.5,clip=3.0,smooth=15,min_evals=4,trim=3,smo
               "fast=3.5,frel=0.35,dead=0.2,idle=0")
 
 
-def rules() -> list[tuple[str, str, str]]:
+def rules(candidate: str | None = None, label: str = "candidate") -> list[tuple[str, str, str]]:
+    if candidate is not None:  # the default beside one spec chosen on tuning material
+        return [(name, spec, mode) for name, spec in (("default", DEFAULT_SPEC),
+                                                      (label, candidate))
+                for mode in ("stated", "own")]
     out = [(name, spec, mode) for name, spec in (("default", DEFAULT_SPEC),
                                                  ("issue-21 default", RULE21_DEFAULT_SPEC),
                                                  ("first pick (wander=2)", FIRST_PICK))
@@ -86,6 +90,12 @@ def main(argv=None):
     ap.add_argument("--out", default="benchmarks/results/issue46")
     ap.add_argument("--figures", default="docs/figures/issue46",
                     help="where the pages' copies of the plots go ('' for none)")
+    ap.add_argument("--candidate", default=None,
+                    help="a spec chosen on tuning material, judged beside the default "
+                         "instead of the other rules (writes NAME.json and NAME.md, no plots)")
+    ap.add_argument("--candidate-label", default="candidate")
+    ap.add_argument("--name", default="judge_candidate",
+                    help="the candidate's output files (with --candidate)")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -94,7 +104,7 @@ def main(argv=None):
             "short": fail_cells(args.seed, args.runs, held_out=True, short=True)}
     assert all("held-out" in c.part for cells in mats.values() for c in cells)
     rows, outcomes = [], {}
-    for name, spec, mode in rules():
+    for name, spec, mode in rules(args.candidate, args.candidate_label):
         row = {"rule": name, "spec": spec, "noise": mode}
         for part, cells in mats.items():
             outs = [cell_outcome(spec, c, mode) for c in cells]
@@ -105,9 +115,17 @@ def main(argv=None):
     result = {"seed": args.seed, "runs_per_cell": args.runs, "default": DEFAULT_SPEC,
               "issue21_default": RULE21_DEFAULT_SPEC, "rows": rows,
               "targets": {m: targets_met(rows, "default", m) for m in ("stated", "own")},
-              "targets_issue21_default": {m: targets_met(rows, "issue-21 default", m)
-                                          for m in ("stated", "own")},
               "wall_s": round(time.perf_counter() - t0, 1)}
+    if args.candidate is not None:
+        result.update(candidate=args.candidate, candidate_label=args.candidate_label,
+                      targets_candidate={m: targets_met(rows, args.candidate_label, m)
+                                         for m in ("stated", "own")})
+        (out / f"{args.name}.json").write_text(json.dumps(result, indent=1))
+        (out / f"{args.name}.md").write_text(markdown(result))
+        print(markdown(result))
+        return
+    result["targets_issue21_default"] = {m: targets_met(rows, "issue-21 default", m)
+                                         for m in ("stated", "own")}
     (out / "judge.json").write_text(json.dumps(result, indent=1))
     (out / "judge.md").write_text(markdown(result))
     plots(result, mats, outcomes, out)
@@ -124,14 +142,18 @@ def _f(v, nd=3):
 
 
 def markdown(result: dict) -> str:
-    lines = [f"Default: `{result['default']}`; issue 21's: `{result['issue21_default']}` "
+    other, label = (("targets_candidate", result["candidate_label"]) if "candidate" in result
+                    else ("targets_issue21_default", "issue 21's"))
+    beside = (f"`{result['candidate']}`" if "candidate" in result
+              else f"issue 21's: `{result['issue21_default']}`")
+    lines = [f"Default: `{result['default']}`; {beside} "
              f"(held-out, seed {result['seed']}, {result['runs_per_cell']} runs per cell).",
              "", "### Targets", "",
-             "| target | default, stated | default, own | issue 21's, stated | issue 21's, own |",
+             f"| target | default, stated | default, own | {label}, stated | {label}, own |",
              "| --- | --- | --- | --- | --- |"]
     for k, (op, v) in TARGETS.items():
         cells = []
-        for key in ("targets", "targets_issue21_default"):
+        for key in ("targets", other):
             for m in ("stated", "own"):
                 t = result[key][m][k]
                 cells.append(f"{_f(t['value'])} {'met' if t['met'] else 'MISSED'}")

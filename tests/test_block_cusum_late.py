@@ -169,3 +169,21 @@ def test_the_plan_covers_hn_evals_and_the_twin_the_rest(kind, twin):
             assert twin or stop_at[j] < det.hn
         else:
             assert stop is None or stop > det.hn
+
+
+def test_a_stop_at_the_floor_in_the_first_hn_evals_says_no_gain_left():
+    """A pass rate that rose to 0.038 and fell to exactly 0 (issue 46's public RL run) is
+    stopped by the short-run CUSUM before its 20th eval; the reason names the floor, as a
+    stop after 20 evals does. The decision is the issue-21 rule's, stop for stop. (With
+    the noise stated the CUSUM stops it at its second 0, which may be chance: no note.)"""
+    rise = [0.0, 0.005, 0.01, 0.02, 0.025, 0.03, 0.033, 0.038, 0.036, 0.034]
+    vals = rise + [0.0] * 10
+    for extra, note in (("", True), (",eval_n=500", False)):
+        got = {}
+        for spec in (DEFAULT_SPEC, RULE21_DEFAULT_SPEC):
+            det = make_detector(spec + extra)
+            got[spec] = next((j + 1, d) for j, v in enumerate(vals)
+                             if (d := det.update_stop(j + 1, v)) is not None)
+        (stop, d), (stop21, d21) = got[DEFAULT_SPEC], got[RULE21_DEFAULT_SPEC]
+        assert stop == stop21 < 20 and d.best_step == d21.best_step
+        assert d.reason.startswith("no gain left") is note and "no gain" not in d21.reason

@@ -40,7 +40,8 @@ set the level also wanders slowly, which eval-to-eval noise does not show.
   ``dead``): ``fast``/``frel``, a collapse test at every eval (``collapse_test``: the two
   newest evals far below the median of the 8 before them, in noise and in gain);
   ``dead``, a run back at its start floor for the last ``dead`` of the run is stopped
-  ("no gain left", ``dead_test``; the reason of any stop at the floor says so too);
+  ("no gain left", ``dead_test``; the reason of any stop at the floor says so too, from
+  the first eval on);
   ``idle``, a run that has not gained ``gmin`` block sigmas in ``idle`` evals is stopped;
   ``wander``, a stop also needs the fall to be ``wander`` times the level's wander
   measured on the block means (``_wander_sd``); ``last``, a fall must have lasted
@@ -376,8 +377,10 @@ class BlockCusum(NoiseAware):
 
     def _floor_note(self, values: list[float]) -> str:
         """"no gain left: " when ``values`` (the evidence of a stop) sit at the start floor
-        and the dead-run path is on: the stop says so whichever path found it first."""
-        if self.dead <= 0.0 or self._start is None or not self._late():
+        and the dead-run path is on: the stop says so whichever path found it first, also
+        in the first ``hn`` evals, where the path itself does not act yet (text only: no
+        decision depends on it)."""
+        if self.dead <= 0.0 or self._start is None:
             return ""
         return "no gain left: " if self._dead_at(values) else ""
 
