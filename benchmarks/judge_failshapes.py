@@ -151,32 +151,43 @@ def markdown(result: dict) -> str:
              "", "### Targets", "",
              f"| target | default, stated | default, own | {label}, stated | {label}, own |",
              "| --- | --- | --- | --- | --- |"]
-    for k, (op, v) in TARGETS.items():
-        cells = []
-        for key in ("targets", other):
-            for m in ("stated", "own"):
-                t = result[key][m][k]
-                cells.append(f"{_f(t['value'])} {'met' if t['met'] else 'MISSED'}")
-        lines.append(f"| {k} ({op} {v}) | " + " | ".join(cells) + " |")
+    lines += target_rows(result, ("targets", other))
     lines += ["", "### Per rule", "",
               ("| rule | noise | rising: harmful (in 20 evals) | dips: harmful (in 20 evals) "
                "| collapses caught (long/short) "
                "| delay, evals (long/short) | dead stopped (long/short) | 'no gain left' (long) "
                "| kept its best | saved (collapse/dead, long) |"),
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for r in result["rows"]:
-        lg, sh = r["long"], r["short"]
-        lines.append(
-            f"| {r['rule']} | {r['noise']} | {_f(lg['rising']['tenant_harmful'])} "
+    lines += [rule_row(r, dead_reason=True) for r in result["rows"]]
+    return "\n".join(lines + [""])
+
+
+def target_rows(result: dict, keys: tuple[str, str]) -> list[str]:
+    """One table line per issue-46 target: value and verdict per rule (``keys``: the
+    result's two target dicts) and noise mode."""
+    lines = []
+    for k, (op, v) in TARGETS.items():
+        cells = [f"{_f(result[key][m][k]['value'])} "
+                 f"{'met' if result[key][m][k]['met'] else 'MISSED'}"
+                 for key in keys for m in ("stated", "own")]
+        lines.append(f"| {k} ({op} {v}) | " + " | ".join(cells) + " |")
+    return lines
+
+
+def rule_row(r: dict, dead_reason: bool) -> str:
+    """One rule's figures as a table line; ``dead_reason``: with the dead runs' "no gain
+    left" and kept-best shares."""
+    lg, sh = r["long"], r["short"]
+    dead = (f"| {_f(lg['dead']['no_gain_left'])} | {_f(lg['dead']['kept_best'])} "
+            if dead_reason else "")
+    return (f"| {r['rule']} | {r['noise']} | {_f(lg['rising']['tenant_harmful'])} "
             f"({_f(lg['rising']['tenant_harmful_early'])}) "
             f"| {_f(lg['dip']['tenant_harmful'])} ({_f(lg['dip']['tenant_harmful_early'])}) "
             f"| {_f(lg['collapse']['stopped'])}/{_f(sh['collapse']['stopped'])} "
             f"| {_f(lg['collapse']['delay_evals_median'], 1)}/"
             f"{_f(sh['collapse']['delay_evals_median'], 1)} "
             f"| {_f(lg['dead']['stopped'])}/{_f(sh['dead']['stopped'])} "
-            f"| {_f(lg['dead']['no_gain_left'])} | {_f(lg['dead']['kept_best'])} "
-            f"| {_f(lg['collapse']['saved'])}/{_f(lg['dead']['saved'])} |")
-    return "\n".join(lines + [""])
+            f"{dead}| {_f(lg['collapse']['saved'])}/{_f(lg['dead']['saved'])} |")
 
 
 def plots(result, mats, outcomes, out: Path) -> None:

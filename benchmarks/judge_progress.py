@@ -42,7 +42,7 @@ from evalstop.detectors import DEFAULT_SPEC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from judge_default import lab_cell
-from judge_failshapes import TARGETS as FAIL_TARGETS
+from judge_failshapes import rule_row, target_rows
 from judge_failshapes import targets_met as fail_targets
 from judge_long_default import (
     cell_rows,
@@ -142,25 +142,12 @@ def fail_markdown(r: dict) -> str:
              f"every rule told each eval's progress. Default: `{r['default']}`.", "",
              "| target | default, stated | default, own | plong, stated | plong, own |",
              "| --- | --- | --- | --- | --- |"]
-    for k, (op, v) in FAIL_TARGETS.items():
-        cells = [f"{_f(r[key][m][k]['value'])} {'met' if r[key][m][k]['met'] else 'MISSED'}"
-                 for key in ("targets", "targets_plong") for m in ("stated", "own")]
-        lines.append(f"| {k} ({op} {v}) | " + " | ".join(cells) + " |")
+    lines += target_rows(r, ("targets", "targets_plong"))
     lines += ["", "| rule | noise | rising: harmful (in 20 evals) | dips: harmful (in 20 evals) "
               "| collapses caught (long/short) | delay, evals (long/short) "
               "| dead stopped (long/short) | saved (collapse/dead, long) |",
               "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for row in r["rows"]:
-        lg, sh = row["long"], row["short"]
-        lines.append(
-            f"| {row['rule']} | {row['noise']} | {_f(lg['rising']['tenant_harmful'])} "
-            f"({_f(lg['rising']['tenant_harmful_early'])}) "
-            f"| {_f(lg['dip']['tenant_harmful'])} ({_f(lg['dip']['tenant_harmful_early'])}) "
-            f"| {_f(lg['collapse']['stopped'])}/{_f(sh['collapse']['stopped'])} "
-            f"| {_f(lg['collapse']['delay_evals_median'], 1)}/"
-            f"{_f(sh['collapse']['delay_evals_median'], 1)} "
-            f"| {_f(lg['dead']['stopped'])}/{_f(sh['dead']['stopped'])} "
-            f"| {_f(lg['collapse']['saved'])}/{_f(lg['dead']['saved'])} |")
+    lines += [rule_row(row, dead_reason=False) for row in r["rows"]]
     return "\n".join(lines + [""])
 
 

@@ -72,6 +72,16 @@ def spec_of(fast: float, frel: float, wander: float, last: float = 0.0,
             f"dead={dead:g}")
 
 
+def tuning_mats(seed: int, runs: int, long_runs: int, freqs=(1,)) -> dict:
+    """The tuning parts: the failure shapes' long and short runs (``runs`` per cell) and
+    issue 21's long runs (``long_runs`` per cell) at the eval frequencies ``freqs``."""
+    mats = {"long": fail_cells(seed, runs, held_out=False),
+            "short": fail_cells(seed, runs, held_out=False, short=True),
+            "rule21": long_cells(seed, long_runs, held_out=False, freqs=freqs)}
+    assert all("tuning" in c.part for c in mats["long"] + mats["short"] + mats["rule21"])
+    return mats
+
+
 def score(spec: str, mats: dict) -> dict:
     out = {}
     for mode in MODES:
@@ -144,10 +154,7 @@ def main(argv=None):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    mats = {"long": fail_cells(args.seed, args.runs, held_out=False),
-            "short": fail_cells(args.seed, args.runs, held_out=False, short=True),
-            "rule21": long_cells(args.seed, args.long_runs, held_out=False)}
-    assert all("tuning" in c.part for c in mats["long"] + mats["short"] + mats["rule21"])
+    mats = tuning_mats(args.seed, args.runs, args.long_runs)
     base = score(BASE, mats)
     print(f"{time.perf_counter() - t0:6.0f}s issue-21 default | {line(BASE, base)}",
           flush=True)

@@ -36,16 +36,18 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 import time
 from pathlib import Path
 
 import evalstop.detectors.block_cusum as block_cusum
-from evalstop.detbench.failshape import fail_cells
 from evalstop.detbench.failshape_score import score_fail
-from evalstop.detbench.longshape import long_cells
 from evalstop.detbench.longshape_score import score_long
 from evalstop.detbench.realshape_score import score as score_cells
 from evalstop.detectors import DEFAULT_SPEC
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tune_failshapes import tuning_mats
 
 MODES = ("stated", "own")
 PLONGS = (25, 50, 100, 200, 400)
@@ -121,10 +123,7 @@ def main(argv=None):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    mats = {"long": fail_cells(args.seed, args.runs, held_out=False),
-            "short": fail_cells(args.seed, args.runs, held_out=False, short=True),
-            "rule21": long_cells(args.seed, args.long_runs, held_out=False, freqs=(1, 2, 4))}
-    assert all("tuning" in c.part for c in mats["long"] + mats["short"] + mats["rule21"])
+    mats = tuning_mats(args.seed, args.runs, args.long_runs, freqs=(1, 2, 4))
     rows = []
     for plong in (0, *PLONGS):
         rows.append({"plong": plong, "spec": spec_of(plong), **score(spec_of(plong), mats)})
@@ -157,9 +156,6 @@ def main(argv=None):
 
 
 def dense_tuning_cells() -> list:
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     from judge_long_default import dense_lab_cells, small_gain_cells
 
     cells = [(n, c) for n, c in dense_lab_cells() if "tuning part" in n]

@@ -92,13 +92,14 @@ def score_setting(args) -> dict:
                        "tenant_harmful": r21["tenant_harmful"]}}
 
 
-def recovered_dip(values: np.ndarray) -> float:
-    """The deepest dip of the smoothed level that it rose above its former best after."""
-    n = len(values)
-    w = max(3, n // 8)
-    if n < w + 2:
-        return 0.0
-    level = np.convolve(values, np.ones(w) / w, mode="valid")
+def smoothed(values: np.ndarray) -> np.ndarray:
+    """The level: the evals' running mean over 1/8 of them (at least 3)."""
+    w = max(3, len(values) // 8)
+    return np.convolve(values, np.ones(w) / w, mode="valid")
+
+
+def recovered_dip(level: np.ndarray) -> float:
+    """The deepest dip of ``level`` that it rose above its former best after."""
     best, top, dip = 0.0, level[0], 0.0
     for v in level[1:]:
         if v > top:
@@ -121,12 +122,10 @@ def evidence(spec: str, cells, want_hacking: bool) -> list[float]:
             th = tenant_harm(c.eval, stopped, kept_idx, c.hacking)
             pick = th.harmful & (stop_idx >= EARLY)
         for i in np.flatnonzero(pick):
-            seen = c.eval[i, :stop_idx[i] + 1]
-            w = max(3, len(seen) // 8)
-            level = np.convolve(seen, np.ones(w) / w, mode="valid")
-            fall = float(level.max() - level[-1])
-            before = seen[:int(np.argmax(level)) + w]  # up to the best level's window
-            out.append(recovered_dip(before) / fall if fall > 0 else float("inf"))
+            level = smoothed(c.eval[i, :stop_idx[i] + 1])
+            top = int(np.argmax(level))
+            fall = float(level[top] - level[-1])
+            out.append(recovered_dip(level[:top + 1]) / fall if fall > 0 else float("inf"))
     return out
 
 
