@@ -124,3 +124,20 @@ def test_docs_name_the_rule_the_committed_slurm_run_ran():
     assert not specs["default"].startswith("default")
     page = " ".join((root / "docs/testbed.md").read_text().split())
     assert f"The `default` rule of this run was `{specs['default']}`" in page
+
+
+def test_an_accounting_slurmdbd_has_not_finished_is_never_passed_off_as_whole(tmp_path,
+                                                                            monkeypatch):
+    from evalstop.testbed import sacct
+
+    head = "|".join(sacct.FIELDS)
+    row = "{}|a-0|a|{}|0:0|2026-01-01T00:00:00|2026-01-01T00:00:01|{}|00:00:01|gres/gpu=1||"
+    text = "\n".join([head, row.format(1, "CANCELLED by 0", "2026-01-01T00:00:02"),
+                      row.format(2, "RUNNING", "Unknown"), ""])
+    assert sacct.unfinished(text, ["1", "2", "3"]) == ["2", "3"]
+    monkeypatch.setattr(sacct, "query", lambda ids, env: text)
+    out = tmp_path / "sacct.txt"
+    with pytest.raises(RuntimeError, match=r"no final record of job\(s\) 2, 3 after 0 s"):
+        sacct.export([1, 2, 3], {}, out, timeout_s=0)
+    assert out.read_text() == text  # what slurmdbd had is kept
+    assert sacct.export([1], {}, out, timeout_s=0) == text

@@ -69,5 +69,6 @@ def test_a_replay_from_the_wheel_enforces_its_stops(installed, slurm_cluster):
     assert cancelled, rows
     sacct = (out / "replay" / "sacct.txt").read_text()
     for job in cancelled:
-        (line,) = [x for x in sacct.splitlines() if f"|{job}|" in f"|{x}|"]
-        assert "CANCELLED" in line and "stopped by EvalStop" in line, line
+        lines = [x for x in sacct.splitlines() if f"|{job}|" in f"|{x}|"]
+        assert len(lines) == 1, (job, rows, sacct, r.stderr)
+        assert "CANCELLED" in lines[0] and "stopped by EvalStop" in lines[0], lines[0]

@@ -28,19 +28,33 @@ def query(ids, env: dict) -> str:
     return r.stdout
 
 
-def export(ids, env: dict, path: Path, timeout_s: float = 60.0) -> str:
+def export(ids, env: dict, path: Path, timeout_s: float = 180.0) -> str:
     """Write the jobs' accounting to ``path`` once every job has a final state and an end
-    in it (slurmdbd may lag the controller by a moment)."""
-    ids = list(ids)
+    in it. slurmdbd may lag the controller (seconds; on a loaded machine, much longer), so
+    this waits up to ``timeout_s``; past it, what slurmdbd had is still written to ``path``
+    and ``RuntimeError`` names the jobs it lacks: a study measured on a partial accounting
+    would count those jobs' GPU time as never used."""
+    ids = [str(i) for i in ids]
     deadline = time.monotonic() + timeout_s
     while True:
         text = query(ids, env)
-        rows = [line.split("|") for line in text.splitlines()[1:] if line]
-        state, end = FIELDS.index("State"), FIELDS.index("End")
-        done = [r for r in rows if r[state].split()[0] in FINAL and r[end] not in ("Unknown", "")]
-        if len(done) >= len(ids) or time.monotonic() > deadline:
+        missing = unfinished(text, ids)
+        if not missing or time.monotonic() > deadline:
             break
         time.sleep(0.5)
     with atomic_write(path) as fh:
         fh.write(text)
+    if missing:
+        raise RuntimeError(f"Slurm's accounting has no final record of job(s) "
+                           f"{', '.join(missing)} after {timeout_s:.0f} s (slurmdbd behind?); "
+                           f"{path} holds what it had")
     return text
+
+
+def unfinished(text: str, ids: list[str]) -> list[str]:
+    """The ids among ``ids`` without a row in a final state with an end in ``text``."""
+    rows = [line.split("|") for line in text.splitlines()[1:] if line]
+    key, state, end = (FIELDS.index(f) for f in ("JobIDRaw", "State", "End"))
+    done = {r[key] for r in rows if len(r) == len(FIELDS) and r[state]
+            and r[state].split()[0] in FINAL and r[end] not in ("Unknown", "")}
+    return [i for i in ids if i not in done]
