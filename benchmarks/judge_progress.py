@@ -63,14 +63,18 @@ def label(plong: int) -> str:
     return f"default, plong={plong}"
 
 
-def fail_part(seed: int, runs: int, plong: int) -> dict:
+def fail_part(seed: int, runs: int, plong: int, candidate: tuple[str, str] | None = None
+              ) -> dict:
+    """``candidate`` (label, spec): judged beside the default instead of ``plong``'s
+    values."""
     mats = {"long": fail_cells(seed, runs, held_out=True),
             "short": fail_cells(seed, runs, held_out=True, short=True)}
     assert all("held-out" in c.part for cells in mats.values() for c in cells)
-    rules = [(name, spec, mode) for name, spec in (("default", DEFAULT_SPEC),
-                                                   (label(plong), gated(plong)))
+    name2, spec2 = candidate or (label(plong), gated(plong))
+    rules = [(name, spec, mode) for name, spec in (("default", DEFAULT_SPEC), (name2, spec2))
              for mode in ("stated", "own")]
-    rules += [(f"{label(v)} (shown)", gated(v), "stated") for v in PLONGS if v != plong]
+    if candidate is None:
+        rules += [(f"{label(v)} (shown)", gated(v), "stated") for v in PLONGS if v != plong]
     rows = []
     t0 = time.perf_counter()
     for name, spec, mode in rules:
@@ -81,16 +85,16 @@ def fail_part(seed: int, runs: int, plong: int) -> dict:
         rows.append(row)
         print(f"{time.perf_counter() - t0:6.0f}s failshapes: {name} ({mode})", flush=True)
     return {"seed": seed, "runs_per_cell": runs, "default": DEFAULT_SPEC,
-            "plong": plong, "progress": "each eval's (j + 1) / evals", "rows": rows,
+            "plong": plong, "beside": name2, "progress": "each eval's (j + 1) / evals",
+            "rows": rows,
             "targets": {m: fail_targets(rows, "default", m) for m in ("stated", "own")},
-            "targets_plong": {m: fail_targets(rows, label(plong), m)
-                              for m in ("stated", "own")}}
+            "targets_plong": {m: fail_targets(rows, name2, m) for m in ("stated", "own")}}
 
 
 def part21(seed: int, plong: int, runs=12, short_runs=50, family_runs=20,
-           synthetic_runs=4) -> dict:
-    rules = [(name, spec, mode) for name, spec in (("default", DEFAULT_SPEC),
-                                                   (label(plong), gated(plong)))
+           synthetic_runs=4, candidate: tuple[str, str] | None = None) -> dict:
+    name2, spec2 = candidate or (label(plong), gated(plong))
+    rules = [(name, spec, mode) for name, spec in (("default", DEFAULT_SPEC), (name2, spec2))
              for mode in ("stated", "fleet", "own")]
     t0 = time.perf_counter()
     parts: dict = {}
@@ -125,11 +129,11 @@ def part21(seed: int, plong: int, runs=12, short_runs=50, family_runs=20,
                        "rows": cell_rows(cells, [r for r in rules if r[2] != "fleet"],
                                          tenant=True, progress=True)}
     print(f"{time.perf_counter() - t0:6.0f}s issue 21 labs", flush=True)
-    result = {"default": DEFAULT_SPEC, "plong": plong, "seed": seed,
+    result = {"default": DEFAULT_SPEC, "plong": plong, "beside": name2, "seed": seed,
               "runs_per_long_cell": runs, "progress": "each eval's (j + 1) / the run's length",
               "parts": parts}
     result["targets"] = targets21(result)
-    result["targets_plong"] = targets21(result, label(plong))
+    result["targets_plong"] = targets21(result, name2)
     return result
 
 
@@ -137,10 +141,19 @@ def _f(v, nd=3):
     return "-" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{v:.{nd}f}"
 
 
+def _beside(r: dict, head: bool = True) -> str:
+    """The rule judged beside the default: a column head, or (``head=False``) in text."""
+    name = r.get("beside", label(r["plong"]))
+    if name != label(r["plong"]):
+        return name
+    return "plong" if head else f"plong={r['plong']}"
+
+
 def fail_markdown(r: dict) -> str:
     lines = [f"Held-out failure shapes (seed {r['seed']}, {r['runs_per_cell']} runs per cell), "
              f"every rule told each eval's progress. Default: `{r['default']}`.", "",
-             "| target | default, stated | default, own | plong, stated | plong, own |",
+             f"| target | default, stated | default, own | {_beside(r)}, stated "
+             f"| {_beside(r)}, own |",
              "| --- | --- | --- | --- | --- |"]
     lines += target_rows(r, ("targets", "targets_plong"))
     lines += ["", "| rule | noise | rising: harmful (in 20 evals) | dips: harmful (in 20 evals) "
@@ -153,8 +166,9 @@ def fail_markdown(r: dict) -> str:
 
 def markdown21(r: dict) -> str:
     lines = [f"Issue 21's held-out table (seed {r['seed']}), every rule told each eval's "
-             f"progress; `plong={r['plong']}` beside the default.", "",
-             "| target | default, stated | default, fleet | plong, stated | plong, fleet |",
+             f"progress; `{_beside(r, head=False)}` beside the default.", "",
+             f"| target | default, stated | default, fleet | {_beside(r)}, stated "
+             f"| {_beside(r)}, fleet |",
              "| --- | --- | --- | --- | --- |"]
     for k in r["targets"]["stated"]:
         t = r["targets"]["stated"][k]
@@ -193,24 +207,31 @@ def main(argv=None):
     ap.add_argument("--seed21", type=int, default=0, help="issue 21's held-out seed")
     ap.add_argument("--out", default="benchmarks/results/issue46")
     ap.add_argument("--part", choices=("both", "failshapes", "issue21"), default="both")
+    ap.add_argument("--candidate", default=None,
+                    help="a spec chosen on tuning material, judged beside the default "
+                         "instead of plong's values (writes NAME.json/.md and NAME21.json/.md)")
+    ap.add_argument("--candidate-label", default="candidate")
+    ap.add_argument("--name", default="progress_judge",
+                    help="the output files' name (issue 21's part adds 21)")
     args = ap.parse_args(argv)
+    cand = None if args.candidate is None else (args.candidate_label, args.candidate)
     out = Path(args.out)
     plong = args.plong
     if plong is None:
         plong = json.loads((out / "progress_tune.json").read_text())["pick_plong"]
     t0 = time.perf_counter()
     if args.part in ("both", "failshapes"):
-        r = fail_part(args.seed, args.runs, plong)
+        r = fail_part(args.seed, args.runs, plong, cand)
         r["wall_s"] = round(time.perf_counter() - t0, 1)
-        (out / "progress_judge.json").write_text(json.dumps(r, indent=1))
-        (out / "progress_judge.md").write_text(fail_markdown(r))
+        (out / f"{args.name}.json").write_text(json.dumps(r, indent=1))
+        (out / f"{args.name}.md").write_text(fail_markdown(r))
         print(fail_markdown(r), flush=True)
     if args.part in ("both", "issue21"):
         t1 = time.perf_counter()
-        r = part21(args.seed21, plong)
+        r = part21(args.seed21, plong, candidate=cand)
         r["wall_s"] = round(time.perf_counter() - t1, 1)
-        (out / "progress_judge21.json").write_text(json.dumps(r, indent=1))
-        (out / "progress_judge21.md").write_text(markdown21(r))
+        (out / f"{args.name}21.json").write_text(json.dumps(r, indent=1))
+        (out / f"{args.name}21.md").write_text(markdown21(r))
         print(markdown21(r), flush=True)
 
 
