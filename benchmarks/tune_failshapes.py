@@ -144,12 +144,19 @@ def line(spec: str, row: dict) -> str:
     return " | ".join(parts)
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def tuning_args(description: str) -> argparse.ArgumentParser:
+    """The tuning scripts' common options: the tuning seed, the material's size, the
+    output folder."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--runs", type=int, default=20, help="runs per failshape cell")
     ap.add_argument("--long-runs", type=int, default=6, help="runs per issue-21 long cell")
     ap.add_argument("--out", default="benchmarks/results/issue46")
+    return ap
+
+
+def main(argv=None):
+    ap = tuning_args(__doc__.splitlines()[0])
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

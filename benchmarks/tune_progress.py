@@ -33,7 +33,6 @@ then the lower bar. Writes ``progress_tune_below.json``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -47,7 +46,7 @@ from evalstop.detbench.realshape_score import score as score_cells
 from evalstop.detectors import DEFAULT_SPEC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tune_failshapes import tuning_mats
+from tune_failshapes import tuning_args, tuning_mats
 
 MODES = ("stated", "own")
 PLONGS = (25, 50, 100, 200, 400)
@@ -95,8 +94,8 @@ def mean(row: dict, fam: str) -> float:
     return sum(row[m]["long"][fam]["tenant_harmful"] for m in MODES) / len(MODES)
 
 
-def line(row: dict) -> str:
-    parts = [f"plong={row['plong']}" if row["plong"] else "default"]
+def line(row: dict, name: str | None = None) -> str:
+    parts = [name or (f"plong={row['plong']}" if row["plong"] else "default")]
     for m in MODES:
         lg, sh, t = row[m]["long"], row[m]["short"], row[m]["rule21"]["by_freq"]
         parts.append(
@@ -114,11 +113,7 @@ def line(row: dict) -> str:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--runs", type=int, default=20, help="runs per failshape cell")
-    ap.add_argument("--long-runs", type=int, default=6, help="runs per issue-21 long cell")
-    ap.add_argument("--out", default="benchmarks/results/issue46")
+    ap = tuning_args(__doc__.splitlines()[0])
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

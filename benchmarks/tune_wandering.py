@@ -5,7 +5,8 @@
 
 Writes ``wandering_tune.json``, ``wandering_tune.md`` and ``wandering_tune.png`` (default
 ``benchmarks/results/issue46``; the plot copied to ``--figures``, default
-``docs/figures/issue46``; ``--plot-only`` redraws it from the stored JSON). Held-out material is never built here:
+``docs/figures/issue46``; ``--plot-only`` rewrites the markdown and redraws the plot from the
+stored JSON). Held-out material is never built here:
 ``benchmarks/judge_progress.py --candidate`` judges the pick once, at a fresh seed.
 
 The default keeps issue 21's catches (``wander_frontier.py`` shows why it cannot also meet
@@ -28,7 +29,6 @@ not hidden), then the lower still-rising harm, then the smaller ``last``, ``wand
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import shutil
@@ -40,8 +40,9 @@ from pathlib import Path
 from evalstop.detectors import DEFAULT_SPEC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tune_failshapes import tuning_mats
+from tune_failshapes import tuning_args, tuning_mats
 from tune_progress import DEAD_STOPPED, DELAY_EVALS, MODES, score
+from tune_progress import line as progress_line
 
 PLONG = 50
 WANDERS = (0, 2, 4, 6)
@@ -102,34 +103,24 @@ def rising(row: dict) -> float:
 
 
 def line(row: dict) -> str:
-    parts = [f"wander={row['wander']} lags={row['lags']} last={row['last']}"]
-    for m in MODES:
-        lg, sh, t = row[m]["long"], row[m]["short"], row[m]["rule21"]["by_freq"]["1"]
-        parts.append(
-            f"{m}: rising {lg['rising']['tenant_harmful']:.3f} dip {lg['dip']['tenant_harmful']:.3f}"
-            f" collapse {lg['collapse']['delay_evals_median']}/{sh['collapse']['delay_evals_median']}"
-            f" dead {lg['dead']['stopped']:.2f}/{sh['dead']['stopped']:.2f}"
-            f" | rule21 caught {t['caught']:.3f} harm {t['tenant_harmful']:.3f}"
-            f" delay {t['delay_share_median'] or -1:.3f}")
-    return " | ".join(parts)
+    return progress_line(row, f"wander={row['wander']} lags={row['lags']} last={row['last']}")
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--runs", type=int, default=20, help="runs per failshape cell")
-    ap.add_argument("--long-runs", type=int, default=6, help="runs per issue-21 long cell")
+    ap = tuning_args(__doc__.splitlines()[0])
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--out", default="benchmarks/results/issue46")
     ap.add_argument("--figures", default="docs/figures/issue46",
                     help="where the pages' copy of the plot goes ('' for none)")
     ap.add_argument("--plot-only", action="store_true",
-                    help="redraw the plot from the stored wandering_tune.json")
+                    help="rewrite the markdown and redraw the plot from the stored "
+                         "wandering_tune.json")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.plot_only:
-        draw(json.loads((out / "wandering_tune.json").read_text()), out, args.figures)
+        result = json.loads((out / "wandering_tune.json").read_text())
+        (out / "wandering_tune.md").write_text(markdown(result))
+        draw(result, out, args.figures)
         return
     t0 = time.perf_counter()
     settings = list(itertools.product(WANDERS, LAGS, LASTS))
@@ -150,13 +141,18 @@ def main(argv=None):
               "pick_setting": {k: pick[k] for k in ("wander", "lags", "last")},
               "wall_s": round(time.perf_counter() - t0, 1)}
     (out / "wandering_tune.json").write_text(json.dumps(result, indent=1))
-    lines = [f"Tuning material only (seed {args.seed}, {args.runs} runs per failshape cell, "
-             f"{args.long_runs} per issue-21 long cell); every rule is told each eval's "
-             f"progress and has `plong={PLONG}`.", "", f"Default: `{DEFAULT_SPEC}`", "",
-             f"{verdict}; pick `{pick['spec']}`", "", "```"]
-    lines += [line(r) + f" | shortfall {r['shortfall']:.3f}" for r in rows]
-    (out / "wandering_tune.md").write_text("\n".join(lines + ["```", ""]))
+    (out / "wandering_tune.md").write_text(markdown(result))
     draw(result, out, args.figures)
+
+
+def markdown(result: dict) -> str:
+    lines = [f"Tuning material only (seed {result['seed']}, {result['runs']} runs per "
+             f"failshape cell, {result['long_runs']} per issue-21 long cell); every rule is "
+             f"told each eval's progress and has `plong={result['plong']}`.", "",
+             f"Default: `{result['default']}`", "",
+             f"{result['verdict']}; pick `{result['pick']}`", "", "```"]
+    lines += [line(r) + f" | shortfall {r['shortfall']:.3f}" for r in result["rows"]]
+    return "\n".join(lines + ["```", ""])
 
 
 def draw(result: dict, out: Path, figures: str) -> None:
