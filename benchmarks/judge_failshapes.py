@@ -70,6 +70,15 @@ def rules(candidate: str | None = None, label: str = "candidate") -> list[tuple[
                   for v in LASTS]
 
 
+def candidate_args(ap, instead: str, name: str, name_help: str) -> None:
+    """The judges' ``--candidate SPEC --candidate-label L --name NAME``."""
+    ap.add_argument("--candidate", default=None,
+                    help=f"a spec chosen on tuning material, judged beside the default "
+                         f"instead of {instead}")
+    ap.add_argument("--candidate-label", default="candidate")
+    ap.add_argument("--name", default=name, help=name_help)
+
+
 def targets_met(parts: dict, rule: str, mode: str) -> dict:
     row = next(r for r in parts if r["rule"] == rule and r["noise"] == mode)
     lg, sh = row["long"], row["short"]
@@ -90,12 +99,8 @@ def main(argv=None):
     ap.add_argument("--out", default="benchmarks/results/issue46")
     ap.add_argument("--figures", default="docs/figures/issue46",
                     help="where the pages' copies of the plots go ('' for none)")
-    ap.add_argument("--candidate", default=None,
-                    help="a spec chosen on tuning material, judged beside the default "
-                         "instead of the other rules (writes NAME.json and NAME.md, no plots)")
-    ap.add_argument("--candidate-label", default="candidate")
-    ap.add_argument("--name", default="judge_candidate",
-                    help="the candidate's output files (with --candidate)")
+    candidate_args(ap, "the other rules (writes NAME.json and NAME.md, no plots)",
+                   "judge_candidate", "the candidate's output files (with --candidate)")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

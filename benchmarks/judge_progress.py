@@ -1,7 +1,7 @@
 """Judge ``plong`` (``block-cusum``'s progress-aware start) ONCE on held-out material.
 
     python benchmarks/judge_progress.py [--plong L] [--seed 1] [--runs 30] [--seed21 0]
-        [--out benchmarks/results/issue46]
+        [--out benchmarks/results/issue46] [--candidate SPEC --candidate-label L --name N]
 
 Run after ``benchmarks/tune_progress.py`` chose ``plong`` on tuning material at seed 0
 (``--plong`` defaults to its pick, read from ``progress_tune.json``; nothing here chooses
@@ -9,7 +9,8 @@ anything). Every rule is told each eval's progress, (j + 1) / the run's length, 
 platform that knows the run's length does. Rules: the default and the default with
 ``plong=L``, each with the noise stated and not stated (and a fleet prior on issue 21's
 material); for the record (shown, not chosen on), the default at the tuning's other
-values of ``plong``, noise stated, on the failure shapes.
+values of ``plong``, noise stated, on the failure shapes. With ``--candidate``, that spec
+(chosen on tuning material, e.g. by ``tune_wandering.py``) instead of ``plong``'s values.
 
 Two parts, written as ``NAME.json`` and ``NAME.md``:
 
@@ -42,7 +43,7 @@ from evalstop.detectors import DEFAULT_SPEC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from judge_default import lab_cell
-from judge_failshapes import rule_row, target_rows
+from judge_failshapes import candidate_args, rule_row, target_rows
 from judge_failshapes import targets_met as fail_targets
 from judge_long_default import (
     cell_rows,
@@ -207,12 +208,8 @@ def main(argv=None):
     ap.add_argument("--seed21", type=int, default=0, help="issue 21's held-out seed")
     ap.add_argument("--out", default="benchmarks/results/issue46")
     ap.add_argument("--part", choices=("both", "failshapes", "issue21"), default="both")
-    ap.add_argument("--candidate", default=None,
-                    help="a spec chosen on tuning material, judged beside the default "
-                         "instead of plong's values (writes NAME.json/.md and NAME21.json/.md)")
-    ap.add_argument("--candidate-label", default="candidate")
-    ap.add_argument("--name", default="progress_judge",
-                    help="the output files' name (issue 21's part adds 21)")
+    candidate_args(ap, "plong's values (writes NAME.json/.md and NAME21.json/.md)",
+                   "progress_judge", "the output files' name (issue 21's part adds 21)")
     args = ap.parse_args(argv)
     cand = None if args.candidate is None else (args.candidate_label, args.candidate)
     out = Path(args.out)
