@@ -7,6 +7,8 @@ import pytest
 from evalstop.detbench.failshape import (
     COLLAPSE_SIGMAS,
     DEAD_SHARE,
+    DIP_DEPTH,
+    DIP_SPAN,
     FAIL_ITEMS,
     FAMILIES,
     SHORT_EVALS,
@@ -52,6 +54,26 @@ def test_dead_runs_sit_at_their_floor_for_the_last_fifth(tuning):
             tail = c.true[i, c.floor_idx[i]:]
             top = c.true[i, : c.fall_idx[i] + 1].max()
             assert tail.max() < top
+
+
+def test_dips_carry_their_drawn_depth_and_span(tuning):
+    for c in tuning:
+        if c.family != "dip":
+            assert c.dip_depth is None and c.dip_span is None
+            continue
+        assert ((c.dip_depth >= DIP_DEPTH[0]) & (c.dip_depth <= DIP_DEPTH[1])).all()
+        assert ((c.dip_span >= DIP_SPAN[0]) & (c.dip_span <= DIP_SPAN[1])).all()
+    # the trough is at the middle of the span: the level there is below where the dip
+    # began by about the depth, give or take the wander (sd up to 15% of the gain) and
+    # the base's own rise
+    ratios = []
+    for c in (c for c in tuning if c.family == "dip"):
+        gain = c.true.max(axis=1) - c.true[:, 0]
+        for i in range(c.runs):
+            begin = c.fall_idx[i] + 1
+            mid = begin + int(round(c.dip_span[i] * c.evals / 2))
+            ratios.append((c.true[i, begin] - c.true[i, mid]) / gain[i] / c.dip_depth[i])
+    assert 0.6 < np.median(ratios) < 1.2
 
 
 def test_deterministic_and_parts_apart(tuning):

@@ -59,11 +59,14 @@ HACKING = {"rising": False, "dip": False, "collapse": True, "dead": True}
 @dataclass(frozen=True)
 class FailCell(Cell):
     """A ``realshape.Cell`` of pass rates with, per run, ``fall_idx``: the last eval before
-    the fall (collapse, dead; the dip's start for dips; -1 for rising runs) and, for dead
-    runs, ``floor_idx``: the first eval at the floor."""
+    the fall (collapse, dead; the dip's start for dips; -1 for rising runs); for dead
+    runs, ``floor_idx``: the first eval at the floor; for dips, ``dip_depth`` (share of the
+    gain) and ``dip_span`` (share of the run) as drawn."""
 
     fall_idx: np.ndarray | None = None
     floor_idx: np.ndarray | None = None
+    dip_depth: np.ndarray | None = None
+    dip_span: np.ndarray | None = None
 
 
 def _u(rng, n, lo, hi):
@@ -94,7 +97,7 @@ def _dip(rng, n, p, evals):
     x = np.clip((p - begin) / span, 0.0, 1.0)
     g = base / base.max(axis=1, keepdims=True) - depth * 0.5 * (1.0 - np.cos(2 * np.pi * x))
     start = np.floor(begin[:, 0] * evals).astype(np.int64) - 1
-    return g, start
+    return g, start, depth[:, 0], span[:, 0]
 
 
 def _collapse(rng, n, p, evals, sd_at):
@@ -154,12 +157,12 @@ def _cell(rng, part, fam, runs, evals, n_items) -> FailCell:
     p = (np.arange(1, evals + 1) / evals)[None, :]
     start = _u(rng, runs, *START)
     gain = np.minimum(_u(rng, runs, *GAIN), 0.95 - start)
-    floor_idx = None
+    floor_idx = dip = None
     fall = np.full(runs, -1, dtype=np.int64)
     if fam == "rising":
         g = _rising(rng, runs, p)
     elif fam == "dip":
-        g, fall = _dip(rng, runs, p, evals)
+        g, fall, *dip = _dip(rng, runs, p, evals)
     elif fam == "collapse":
         def sd_at(share):
             rate = np.clip(start[:, 0] + gain[:, 0] * share, 0.0, 1.0)
@@ -179,4 +182,4 @@ def _cell(rng, part, fam, runs, evals, n_items) -> FailCell:
     obs = rng.binomial(n_items, rate) / n_items
     hacking = np.full(runs, HACKING[fam])
     return FailCell(part, fam, "binomial", None, n_items, rate, obs, hacking, None,
-                    fall, floor_idx)
+                    fall, floor_idx, *(dip or (None, None)))
