@@ -129,7 +129,7 @@ def plot(result: dict, path: Path) -> None:
         ax.set_xticks(x, [c.replace(" x ", "\nover ") for c in cells], fontsize=8)
         ax.set_xlabel("dip depth (share of the gain) over its span (share of the run)")
         before = [100 * row["harmful_before_the_dip"] for row in r["rows"]]
-        ax.set_title(f"{'held out' if r['held_out'] else 'tuning'} (seed {r['seed']}); "
+        ax.set_title(f"{'held out' if r['held_out'] else 'tuning'} (seed {r['seed']})\n"
                      f"besides, stopped harmfully before the dip: {before[0]:.1f}% "
                      f"(last=0) to {before[-1]:.1f}% (last={r['rows'][-1]['last']:g})",
                      fontsize=9)

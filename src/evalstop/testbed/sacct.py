@@ -55,6 +55,7 @@ def unfinished(text: str, ids: list[str]) -> list[str]:
     """The ids among ``ids`` without a row in a final state with an end in ``text``."""
     rows = [line.split("|") for line in text.splitlines()[1:] if line]
     key, state, end = (FIELDS.index(f) for f in ("JobIDRaw", "State", "End"))
-    done = {r[key] for r in rows if len(r) == len(FIELDS) and r[state]
+    # >=: a comment holding "|" adds columns after the ones read here
+    done = {r[key] for r in rows if len(r) >= len(FIELDS) and r[state]
             and r[state].split()[0] in FINAL and r[end] not in ("Unknown", "")}
     return [i for i in ids if i not in done]
