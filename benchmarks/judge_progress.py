@@ -150,12 +150,17 @@ def _beside(r: dict, head: bool = True) -> str:
     return "plong" if head else f"plong={r['plong']}"
 
 
+def _target_head(r: dict, other: str) -> list[str]:
+    """The head of a target table: the default and the rule beside it, noise stated and
+    ``other``."""
+    cols = [f"{rule}, {mode}" for rule in ("default", _beside(r)) for mode in ("stated", other)]
+    return ["| target | " + " | ".join(cols) + " |", "| --- | --- | --- | --- | --- |"]
+
+
 def fail_markdown(r: dict) -> str:
     lines = [f"Held-out failure shapes (seed {r['seed']}, {r['runs_per_cell']} runs per cell), "
              f"every rule told each eval's progress. Default: `{r['default']}`.", "",
-             f"| target | default, stated | default, own | {_beside(r)}, stated "
-             f"| {_beside(r)}, own |",
-             "| --- | --- | --- | --- | --- |"]
+             *_target_head(r, "own")]
     lines += target_rows(r, ("targets", "targets_plong"))
     lines += ["", "| rule | noise | rising: harmful (in 20 evals) | dips: harmful (in 20 evals) "
               "| collapses caught (long/short) | delay, evals (long/short) "
@@ -168,9 +173,7 @@ def fail_markdown(r: dict) -> str:
 def markdown21(r: dict) -> str:
     lines = [f"Issue 21's held-out table (seed {r['seed']}), every rule told each eval's "
              f"progress; `{_beside(r, head=False)}` beside the default.", "",
-             f"| target | default, stated | default, fleet | {_beside(r)}, stated "
-             f"| {_beside(r)}, fleet |",
-             "| --- | --- | --- | --- | --- |"]
+             *_target_head(r, "fleet")]
     for k in r["targets"]["stated"]:
         t = r["targets"]["stated"][k]
         cells = [f"{_f(r[key][m][k]['value'])} {'met' if r[key][m][k]['met'] else 'MISSED'}"

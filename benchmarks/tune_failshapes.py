@@ -146,7 +146,7 @@ def line(spec: str, row: dict) -> str:
 
 def tuning_args(description: str) -> argparse.ArgumentParser:
     """The tuning scripts' common options: the tuning seed, the material's size, the
-    output folder."""
+    output folder (``parse`` reads them)."""
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--runs", type=int, default=20, help="runs per failshape cell")
@@ -155,11 +155,16 @@ def tuning_args(description: str) -> argparse.ArgumentParser:
     return ap
 
 
-def main(argv=None):
-    ap = tuning_args(__doc__.splitlines()[0])
+def parse(ap: argparse.ArgumentParser, argv) -> tuple[argparse.Namespace, Path]:
+    """The options, and the output folder, made."""
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    return args, out
+
+
+def main(argv=None):
+    args, out = parse(tuning_args(__doc__.splitlines()[0]), argv)
     t0 = time.perf_counter()
     mats = tuning_mats(args.seed, args.runs, args.long_runs)
     base = score(BASE, mats)

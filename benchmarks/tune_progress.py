@@ -46,7 +46,7 @@ from evalstop.detbench.realshape_score import score as score_cells
 from evalstop.detectors import DEFAULT_SPEC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tune_failshapes import tuning_args, tuning_mats
+from tune_failshapes import parse, tuning_args, tuning_mats
 
 MODES = ("stated", "own")
 PLONGS = (25, 50, 100, 200, 400)
@@ -113,10 +113,7 @@ def line(row: dict, name: str | None = None) -> str:
 
 
 def main(argv=None):
-    ap = tuning_args(__doc__.splitlines()[0])
-    args = ap.parse_args(argv)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    args, out = parse(tuning_args(__doc__.splitlines()[0]), argv)
     t0 = time.perf_counter()
     mats = tuning_mats(args.seed, args.runs, args.long_runs, freqs=(1, 2, 4))
     rows = []

@@ -40,7 +40,7 @@ from pathlib import Path
 from evalstop.detectors import DEFAULT_SPEC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tune_failshapes import tuning_args, tuning_mats
+from tune_failshapes import parse, tuning_args, tuning_mats
 from tune_progress import DEAD_STOPPED, DELAY_EVALS, MODES, score
 from tune_progress import line as progress_line
 
@@ -114,9 +114,7 @@ def main(argv=None):
     ap.add_argument("--plot-only", action="store_true",
                     help="rewrite the markdown and redraw the plot from the stored "
                          "wandering_tune.json")
-    args = ap.parse_args(argv)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    args, out = parse(ap, argv)
     if args.plot_only:
         result = json.loads((out / "wandering_tune.json").read_text())
         (out / "wandering_tune.md").write_text(markdown(result))

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -90,17 +91,31 @@ class Cluster:
     logs: list[Path] = field(default_factory=list)
     root: Path | None = None  # holds the temp dirs and the logs
 
-    def _start(self, args: list[str], temp_dir: Path, ports: dict[str, int]) -> None:
+    def make_dirs(self, prefix: str, names: list[str]) -> list[Path]:
+        """The cluster's folder (``root``) and a temp dir per node in it."""
+        # Short paths under /tmp: Ray's unix sockets live in the temp dir (108-byte limit).
+        self.root = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+        dirs = [self.root / name for name in names]
+        for d in dirs:
+            d.mkdir()
+        self.temp_dirs += dirs
+        return dirs
+
+    def _start(self, args: list[str], temp_dir: Path, ports: dict[str, int],
+               env: dict[str, str] | None = None) -> None:
+        """One node: ``ray start --block`` of this Python's Ray, logged beside its temp
+        dir, with ``env`` (default ``node_env()``)."""
         log = temp_dir.with_suffix(".log")
         self.logs.append(log)
-        cmd = [shutil.which("ray") or "ray", "start", "--block", *args,
+        cmd = [sys.executable, "-m", "ray.scripts.scripts", "start", "--block", *args,
                "--node-ip-address", HOST, "--num-cpus", "1", "--num-gpus", "0",
                "--object-store-memory", str(OBJECT_STORE), "--temp-dir", str(temp_dir),
                "--disable-usage-stats", *(f"--{k}={v}" for k, v in ports.items())]
         with open(log, "wb") as fh:
             # Its own session: the node's daemons are its children, findable by pid.
             self.procs.append(subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT,
-                                               stdin=subprocess.DEVNULL, env=node_env(),
+                                               stdin=subprocess.DEVNULL,
+                                               env=node_env() if env is None else env,
                                                cwd=temp_dir, start_new_session=True))
 
     def alive_nodes(self, timeout_s: float = 60.0) -> int:
@@ -187,13 +202,7 @@ def start_two_node_cluster(seed: int | None = None) -> Cluster:
     rng = random.Random(seed)
     cluster = Cluster()
     try:
-        # Short paths under /tmp: Ray's unix sockets live in the temp dir (108-byte limit).
-        root = Path(tempfile.mkdtemp(prefix="evr", dir="/tmp"))
-        cluster.root = root
-        head_dir, node_dir = root / "h", root / "n"
-        head_dir.mkdir()
-        node_dir.mkdir()
-        cluster.temp_dirs += [head_dir, node_dir]
+        head_dir, node_dir = cluster.make_dirs("evr", ["h", "n"])
         head_ports = _ports(rng, ["port", "ray-client-server-port", "dashboard-port",
                                   *_NODE_PORTS])
         cluster.address = f"{HOST}:{head_ports['port']}"
@@ -206,3 +215,20 @@ def start_two_node_cluster(seed: int | None = None) -> Cluster:
         cluster.teardown()
         raise
     return cluster
+
+
+@contextmanager
+def held(start, what: str):
+    """A test's cluster from ``start()`` for the ``with`` block: a start that fails fails
+    the test; afterwards it is torn down and nothing it started may outlive that."""
+    import pytest
+
+    try:
+        cluster = start()
+    except ClusterError as exc:
+        pytest.fail(f"{what} did not start: {exc}")
+    try:
+        yield cluster
+    finally:
+        cluster.teardown()
+    assert cluster.processes() == [], f"processes of the {what} outlived its teardown"

@@ -12,9 +12,6 @@ import json
 import os
 import random
 import secrets
-import subprocess
-import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -24,7 +21,6 @@ from pathlib import Path
 from ray_cluster import (
     _NODE_PORTS,
     HOST,
-    OBJECT_STORE,
     UP_TIMEOUT_S,
     Cluster,
     ClusterError,
@@ -101,32 +97,16 @@ def start_jobs_head(seed: int | None = None) -> JobsHead:
     rng = random.Random(seed)
     head = JobsHead()
     try:
-        # Short paths under /tmp: Ray's unix sockets live in the temp dir (108-byte limit).
-        root = Path(tempfile.mkdtemp(prefix="evj", dir="/tmp"))
-        head.root = root
-        temp_dir = root / "h"
-        temp_dir.mkdir()
-        head.temp_dirs.append(temp_dir)
+        (temp_dir,) = head.make_dirs("evj", ["h"])
         head.token = secrets.token_hex(32)
-        head.token_path = root / "token"
+        head.token_path = head.root / "token"
         head.token_path.write_text(head.token + "\n")
         head.token_path.chmod(0o600)
         ports = _ports(rng, ["port", "ray-client-server-port", "dashboard-port", *_NODE_PORTS])
         head.address = f"{HOST}:{ports['port']}"
         head.dashboard = f"http://{HOST}:{ports['dashboard-port']}"
-        log = temp_dir.with_suffix(".log")
-        head.logs.append(log)
-        cmd = [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block",
-               "--include-dashboard=true", f"--dashboard-host={HOST}",
-               "--node-ip-address", HOST, "--num-cpus", "1", "--num-gpus", "0",
-               "--object-store-memory", str(OBJECT_STORE), "--temp-dir", str(temp_dir),
-               "--disable-usage-stats", *(f"--{k}={v}" for k, v in ports.items())]
-        with open(log, "wb") as fh:
-            # Its own session: the head's daemons are its children, findable by pid.
-            head.procs.append(subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT,
-                                               stdin=subprocess.DEVNULL,
-                                               env=head_env(head.token_path), cwd=temp_dir,
-                                               start_new_session=True))
+        head._start(["--head", "--include-dashboard=true", f"--dashboard-host={HOST}"],
+                    temp_dir, ports, env=head_env(head.token_path))
         deadline = time.monotonic() + UP_TIMEOUT_S
         while True:
             if head.procs[0].poll() is not None:

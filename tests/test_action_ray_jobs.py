@@ -25,7 +25,7 @@ from evalstop.integrations.watch import Controller, JsonlDirSource, ShellAction,
 pytest.importorskip("ray")
 pytest.importorskip("psutil")
 
-from ray_cluster import ClusterError  # noqa: E402
+from ray_cluster import held  # noqa: E402
 from ray_jobs_server import missing_dashboard, start_jobs_head  # noqa: E402
 
 _missing = missing_dashboard()
@@ -41,15 +41,8 @@ ENDED = {"STOPPED", "SUCCEEDED", "FAILED"}
 
 @pytest.fixture(scope="module")
 def head():
-    try:
-        h = start_jobs_head()
-    except ClusterError as exc:
-        pytest.fail(f"Ray head with dashboard did not start: {exc}")
-    try:
+    with held(start_jobs_head, "test head (Ray with its dashboard)") as h:
         yield h
-    finally:
-        h.teardown()
-    assert h.processes() == [], "processes of the test head outlived its teardown"
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from evalstop.cli.main import main
 pytest.importorskip("ray")
 psutil = pytest.importorskip("psutil")
 
-from ray_cluster import ClusterError, driver_env, start_two_node_cluster  # noqa: E402
+from ray_cluster import driver_env, held, start_two_node_cluster  # noqa: E402
 from ray_outputs import assert_same_outputs  # noqa: E402
 
 RUN_TIMEOUT_S = 300
@@ -26,15 +26,8 @@ RUN_TIMEOUT_S = 300
 
 @pytest.fixture(scope="module")
 def cluster():
-    try:
-        c = start_two_node_cluster()
-    except ClusterError as exc:
-        pytest.fail(f"two-node Ray cluster did not start: {exc}")
-    try:
+    with held(start_two_node_cluster, "test cluster (two-node Ray)") as c:
         yield c
-    finally:
-        c.teardown()
-    assert c.processes() == [], "processes of the test cluster outlived its teardown"
 
 
 def _on_cluster(cluster, argv):
